@@ -1,0 +1,45 @@
+# Every target uses the virtual environment in .venv/ and creates it when missing.
+PY      ?= python3
+VENV    := .venv
+BIN     := $(VENV)/bin
+STAMP   := $(VENV)/.installed
+PYTEST  := $(BIN)/pytest
+
+.PHONY: install test unit integration lint demo bench e2e manifests clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+lint: $(STAMP)
+	$(BIN)/ruff check k8slease tests benchmarks examples
+	$(BIN)/ruff format --check k8slease tests benchmarks examples
+	$(BIN)/mypy
+
+test: $(STAMP) lint
+	$(PYTEST) -q
+
+unit: $(STAMP)
+	$(PYTEST) -q tests/unit
+
+integration: $(STAMP)
+	$(PYTEST) -q tests/integration
+
+demo: $(STAMP)
+	$(BIN)/python -m k8slease demo
+
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks
+
+e2e: $(STAMP)
+	$(PYTEST) -q -m kind tests/e2e
+
+manifests: $(STAMP)
+	$(BIN)/python -m k8slease.chart_render --write manifests/
+
+clean:
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache build dist

@@ -1,0 +1,208 @@
+"""The neutral Lease record and pure converters to and from a ``coordination.k8s.io/v1`` Lease.
+
+A :class:`LeaseRecord` holds what the election algorithm needs from a Lease, in the fields
+client-go uses (``holderIdentity``, ``leaseDurationSeconds``, ``acquireTime``, ``renewTime``,
+``leaseTransitions``) plus the fencing token k8slease keeps in an annotation. The converters take
+and return plain dicts (the JSON body) so that fields k8slease does not know, such as ``strategy``,
+``preferredHolder``, labels and annotations, survive every write untouched.
+
+Nothing here does I/O or reads a clock. A Lease edited by hand into nonsense never raises: the
+record lists what was wrong in :attr:`LeaseRecord.problems` and the decision code treats such a
+Lease as held by someone unknown.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from k8slease.names import ANN_FENCING_TOKEN
+
+#: Kubernetes MicroTime, as client-go writes it: RFC 3339 with exactly six fractional digits.
+MICROTIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
+
+
+def format_microtime(value: datetime) -> str:
+    """Render an aware datetime as a Kubernetes MicroTime string in UTC."""
+    if value.tzinfo is None:
+        raise ValueError("MicroTime needs a timezone-aware datetime")
+    return value.astimezone(UTC).strftime(MICROTIME_FORMAT)
+
+
+def parse_microtime(text: str) -> datetime:
+    """Parse a MicroTime or RFC 3339 time (any fraction, ``Z`` or an offset) into an aware UTC datetime.
+
+    Raises ``ValueError`` with the offending text when it is not such a time.
+    """
+    if not isinstance(text, str) or not text:
+        raise ValueError(f"not a time: {text!r}")
+    candidate = text.strip()
+    if candidate.endswith(("Z", "z")):
+        candidate = candidate[:-1] + "+00:00"
+    try:
+        parsed = datetime.fromisoformat(candidate)
+    except ValueError:
+        raise ValueError(f"not an RFC 3339 time: {text!r}") from None
+    if parsed.tzinfo is None:
+        raise ValueError(f"time has no timezone: {text!r}")
+    return parsed.astimezone(UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseRecord:
+    """What a Lease says about who holds it.
+
+    ``holder`` is empty when nobody holds the Lease (never acquired, or released).
+    ``fencing_token`` grows by one with every grant and is shared by all replicas through the Lease.
+    ``problems`` is empty for a well-formed Lease; otherwise it says what was malformed.
+    """
+
+    holder: str = ""
+    duration_seconds: int = 0
+    acquire_time: datetime | None = None
+    renew_time: datetime | None = None
+    transitions: int = 0
+    fencing_token: int = 0
+    problems: tuple[str, ...] = field(default=())
+
+    @property
+    def held(self) -> bool:
+        """True when some identity holds the Lease."""
+        return bool(self.holder)
+
+    @property
+    def malformed(self) -> bool:
+        """True when the Lease could not be read as written by a well-behaved client."""
+        return bool(self.problems)
+
+
+def _int_field(value: Any, name: str, problems: list[str], *, minimum: int) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int):
+        problems.append(f"{name} is not an integer: {value!r}")
+        return 0
+    if value < minimum:
+        problems.append(f"{name} must be >= {minimum}, got {value}")
+        return 0
+    return value
+
+
+def _time_field(value: Any, name: str, problems: list[str]) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        return parse_microtime(value)
+    except ValueError as exc:
+        problems.append(f"{name}: {exc}")
+        return None
+
+
+def record_from_lease(lease: Mapping[str, Any]) -> LeaseRecord:
+    """Read a :class:`LeaseRecord` from a Lease body. Never raises on the Lease's content."""
+    problems: list[str] = []
+    spec = lease.get("spec")
+    if spec is None:
+        spec = {}
+    if not isinstance(spec, Mapping):
+        problems.append(f"spec is not an object: {type(spec).__name__}")
+        spec = {}
+    holder = spec.get("holderIdentity") or ""
+    if not isinstance(holder, str):
+        problems.append(f"holderIdentity is not a string: {holder!r}")
+        holder = "<malformed>"
+    duration = _int_field(spec.get("leaseDurationSeconds"), "leaseDurationSeconds", problems, minimum=1)
+    if holder and "leaseDurationSeconds" not in spec:
+        problems.append("leaseDurationSeconds is missing on a held Lease")
+    transitions = _int_field(spec.get("leaseTransitions"), "leaseTransitions", problems, minimum=0)
+    acquire = _time_field(spec.get("acquireTime"), "acquireTime", problems)
+    renew = _time_field(spec.get("renewTime"), "renewTime", problems)
+
+    token = 0
+    metadata = lease.get("metadata")
+    annotations = metadata.get("annotations") if isinstance(metadata, Mapping) else None
+    raw_token = annotations.get(ANN_FENCING_TOKEN) if isinstance(annotations, Mapping) else None
+    if raw_token is not None:
+        try:
+            token = int(str(raw_token))
+            if token < 0:
+                raise ValueError
+        except ValueError:
+            problems.append(f"{ANN_FENCING_TOKEN} is not a non-negative integer: {raw_token!r}")
+            token = 0
+    return LeaseRecord(
+        holder=holder,
+        duration_seconds=duration,
+        acquire_time=acquire,
+        renew_time=renew,
+        transitions=transitions,
+        fencing_token=token,
+        problems=tuple(problems),
+    )
+
+
+def lease_with_record(lease: Mapping[str, Any], record: LeaseRecord) -> dict[str, Any]:
+    """Return a copy of ``lease`` with ``record`` written into it.
+
+    Fields the record does not own are preserved, including ``metadata.resourceVersion`` so that the
+    result can be PUT as a conditional update. An empty holder is written as an absent
+    ``holderIdentity`` with the other fields kept, as client-go does on release.
+    """
+    body: dict[str, Any] = copy.deepcopy(dict(lease))
+    spec = body.get("spec")
+    if not isinstance(spec, dict):
+        spec = {}
+    spec = dict(spec)
+    if record.holder:
+        spec["holderIdentity"] = record.holder
+    else:
+        spec.pop("holderIdentity", None)
+    spec["leaseDurationSeconds"] = max(1, int(record.duration_seconds))
+    spec["leaseTransitions"] = int(record.transitions)
+    for key, value in (("acquireTime", record.acquire_time), ("renewTime", record.renew_time)):
+        if value is None:
+            spec.pop(key, None)
+        else:
+            spec[key] = format_microtime(value)
+    body["spec"] = spec
+    metadata = body.get("metadata")
+    metadata = dict(metadata) if isinstance(metadata, dict) else {}
+    annotations = metadata.get("annotations")
+    annotations = dict(annotations) if isinstance(annotations, dict) else {}
+    annotations[ANN_FENCING_TOKEN] = str(record.fencing_token)
+    metadata["annotations"] = annotations
+    body["metadata"] = metadata
+    body.setdefault("apiVersion", "coordination.k8s.io/v1")
+    body.setdefault("kind", "Lease")
+    return body
+
+
+def new_lease(
+    name: str,
+    namespace: str,
+    record: LeaseRecord,
+    *,
+    labels: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """A Lease body to create, carrying ``record``, ``labels`` and extra ``annotations``."""
+    metadata: dict[str, Any] = {"name": name, "namespace": namespace}
+    if labels:
+        metadata["labels"] = dict(labels)
+    if annotations:
+        metadata["annotations"] = dict(annotations)
+    base = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": metadata}
+    return lease_with_record(base, record)
+
+
+def resource_version(lease: Mapping[str, Any]) -> str:
+    """The Lease's ``metadata.resourceVersion``, or an empty string when it has none."""
+    metadata = lease.get("metadata")
+    if isinstance(metadata, Mapping):
+        value = metadata.get("resourceVersion")
+        if isinstance(value, str):
+            return value
+    return ""
