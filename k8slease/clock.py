@@ -38,9 +38,7 @@ class SystemClock:
 class FakeClock:
     """A clock that moves only when told to; thread-safe. For tests and simulations."""
 
-    def __init__(
-        self, *, start: float = 1000.0, wall: datetime | None = None
-    ) -> None:
+    def __init__(self, *, start: float = 1000.0, wall: datetime | None = None) -> None:
         self._lock = threading.Lock()
         self._mono = start
         self._wall = wall or datetime(2026, 1, 1, tzinfo=UTC)

@@ -32,8 +32,8 @@ def format_microtime(value: datetime) -> str:
     return value.astimezone(UTC).strftime(MICROTIME_FORMAT)
 
 
-def parse_microtime(text: str) -> datetime:
-    """Parse a MicroTime or RFC 3339 time (any fraction, ``Z`` or an offset) into an aware UTC datetime.
+def parse_microtime(text: object) -> datetime:
+    """Parse a MicroTime or RFC 3339 time (``Z`` or an offset) into an aware UTC datetime.
 
     Raises ``ValueError`` with the offending text when it is not such a time.
     """
@@ -114,7 +114,9 @@ def record_from_lease(lease: Mapping[str, Any]) -> LeaseRecord:
     if not isinstance(holder, str):
         problems.append(f"holderIdentity is not a string: {holder!r}")
         holder = "<malformed>"
-    duration = _int_field(spec.get("leaseDurationSeconds"), "leaseDurationSeconds", problems, minimum=1)
+    duration = _int_field(
+        spec.get("leaseDurationSeconds"), "leaseDurationSeconds", problems, minimum=1
+    )
     if holder and "leaseDurationSeconds" not in spec:
         problems.append("leaseDurationSeconds is missing on a held Lease")
     transitions = _int_field(spec.get("leaseTransitions"), "leaseTransitions", problems, minimum=0)

@@ -102,7 +102,9 @@ class LeaseTransport:
 
     def _call(self, verb: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
         try:
-            return fn(*args, _preload_content=False, _request_timeout=self.request_timeout, **kwargs)
+            return fn(
+                *args, _preload_content=False, _request_timeout=self.request_timeout, **kwargs
+            )
         except ApiException as exc:
             raise map_api_exception(exc, verb=verb) from None
         except (urllib3.exceptions.HTTPError, OSError) as exc:
@@ -121,7 +123,7 @@ class LeaseTransport:
     def replace(self, name: str, body: Mapping[str, Any]) -> dict[str, Any]:
         """PUT a Lease, conditional on the ``metadata.resourceVersion`` in ``body``.
 
-        Raises ``Conflict`` when that resourceVersion is stale and ``NotFound`` when the Lease is gone.
+        Raises ``Conflict`` when that resourceVersion is stale, ``NotFound`` when the Lease is gone.
         """
         raw = self._call(
             "update", self._api.replace_namespaced_lease, name, self.namespace, dict(body)
@@ -173,7 +175,7 @@ class LeaseTransport:
         if resource_version:
             params["resource_version"] = resource_version
         try:
-            response = self._api.list_namespaced_lease(
+            response: Any = self._api.list_namespaced_lease(
                 self.namespace,
                 _preload_content=False,
                 _request_timeout=(self.request_timeout, timeout_seconds + self.request_timeout),

@@ -1,0 +1,9 @@
+"""``python -m k8slease``."""
+
+from __future__ import annotations
+
+import sys
+
+from k8slease.cli import main
+
+sys.exit(main())

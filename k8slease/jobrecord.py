@@ -1,0 +1,174 @@
+"""The job-lock part of a Lease: claimed and completed ticks, the last run and run counts.
+
+A per-job lock is a Lease (``<group>.<job>``, labelled ``k8slease.io/role=job``) whose spec is an
+ordinary :class:`~k8slease.record.LeaseRecord`; what is specific to jobs lives in annotations so
+that the tick claim travels in the same conditional write as the grant. This module holds the
+pure converters; like :mod:`k8slease.record` it never raises on a Lease's content and lists what
+was malformed instead.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from k8slease.names import ANN_CLAIMED_TICK, ANN_COMPLETED_TICK, ANN_LAST_RUN, ANN_RUN_COUNTS
+from k8slease.record import format_microtime, parse_microtime
+
+Outcome = Literal["succeeded", "failed", "lost"]
+OUTCOMES: tuple[Outcome, ...] = ("succeeded", "failed", "lost")
+
+
+@dataclass(frozen=True, slots=True)
+class RunRecord:
+    """One run of a job: who ran which tick, when, and how it ended.
+
+    ``outcome`` is ``succeeded``, ``failed`` (the job raised) or ``lost`` (the lock could not be
+    kept while the job ran, so another replica may have taken over).
+    """
+
+    holder: str
+    tick: datetime
+    started: datetime
+    finished: datetime
+    outcome: Outcome
+    fencing_token: int
+    error: str | None = None
+
+    def to_json(self) -> str:
+        data: dict[str, Any] = {
+            "holder": self.holder,
+            "tick": format_microtime(self.tick),
+            "started": format_microtime(self.started),
+            "finished": format_microtime(self.finished),
+            "outcome": self.outcome,
+            "fencingToken": self.fencing_token,
+        }
+        if self.error:
+            data["error"] = self.error[:500]
+        return json.dumps(data, separators=(",", ":"), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> RunRecord:
+        """Parse a run record; raises ``ValueError`` naming what is wrong."""
+        try:
+            data = json.loads(text)
+        except (TypeError, ValueError):
+            raise ValueError("last-run is not JSON") from None
+        if not isinstance(data, dict):
+            raise ValueError("last-run is not a JSON object")
+        outcome = data.get("outcome")
+        if outcome not in OUTCOMES:
+            raise ValueError(f"last-run outcome is not one of {OUTCOMES}: {outcome!r}")
+        holder = data.get("holder")
+        token = data.get("fencingToken", 0)
+        if not isinstance(holder, str) or isinstance(token, bool) or not isinstance(token, int):
+            raise ValueError("last-run holder or fencingToken has the wrong type")
+        error = data.get("error")
+        return cls(
+            holder=holder,
+            tick=parse_microtime(data.get("tick")),
+            started=parse_microtime(data.get("started")),
+            finished=parse_microtime(data.get("finished")),
+            outcome=outcome,
+            fencing_token=token,
+            error=error if isinstance(error, str) else None,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class JobState:
+    """What a job lock Lease says about the job's ticks and runs."""
+
+    claimed_tick: datetime | None = None
+    completed_tick: datetime | None = None
+    last_run: RunRecord | None = None
+    counts: Mapping[str, int] = field(default_factory=dict)
+    problems: tuple[str, ...] = ()
+
+    def count(self, outcome: Outcome) -> int:
+        return int(self.counts.get(outcome, 0))
+
+
+def _annotations(lease: Mapping[str, Any]) -> Mapping[str, Any]:
+    metadata = lease.get("metadata")
+    if isinstance(metadata, Mapping):
+        annotations = metadata.get("annotations")
+        if isinstance(annotations, Mapping):
+            return annotations
+    return {}
+
+
+def job_state_from_lease(lease: Mapping[str, Any]) -> JobState:
+    """Read the job annotations of a lock Lease. Never raises on the Lease's content."""
+    annotations = _annotations(lease)
+    problems: list[str] = []
+
+    def tick(key: str) -> datetime | None:
+        raw = annotations.get(key)
+        if raw is None:
+            return None
+        try:
+            return parse_microtime(raw)
+        except ValueError as exc:
+            problems.append(f"{key}: {exc}")
+            return None
+
+    last_run = None
+    raw_run = annotations.get(ANN_LAST_RUN)
+    if raw_run is not None:
+        try:
+            last_run = RunRecord.from_json(raw_run)
+        except ValueError as exc:
+            problems.append(f"{ANN_LAST_RUN}: {exc}")
+    counts: dict[str, int] = {}
+    raw_counts = annotations.get(ANN_RUN_COUNTS)
+    if raw_counts is not None:
+        try:
+            parsed = json.loads(raw_counts)
+            if not isinstance(parsed, dict):
+                raise ValueError
+            for key, value in parsed.items():
+                if key in OUTCOMES and isinstance(value, int) and not isinstance(value, bool):
+                    counts[key] = max(0, value)
+        except (TypeError, ValueError):
+            problems.append(f"{ANN_RUN_COUNTS}: not a JSON object of counts")
+    return JobState(
+        claimed_tick=tick(ANN_CLAIMED_TICK),
+        completed_tick=tick(ANN_COMPLETED_TICK),
+        last_run=last_run,
+        counts=counts,
+        problems=tuple(problems),
+    )
+
+
+def lease_with_job_state(lease: Mapping[str, Any], state: JobState) -> dict[str, Any]:
+    """Return a copy of ``lease`` with ``state`` written into its annotations; others are kept."""
+    body: dict[str, Any] = copy.deepcopy(dict(lease))
+    metadata = body.get("metadata")
+    metadata = dict(metadata) if isinstance(metadata, dict) else {}
+    annotations = metadata.get("annotations")
+    annotations = dict(annotations) if isinstance(annotations, dict) else {}
+    for key, value in (
+        (ANN_CLAIMED_TICK, state.claimed_tick),
+        (ANN_COMPLETED_TICK, state.completed_tick),
+    ):
+        if value is None:
+            annotations.pop(key, None)
+        else:
+            annotations[key] = format_microtime(value)
+    if state.last_run is None:
+        annotations.pop(ANN_LAST_RUN, None)
+    else:
+        annotations[ANN_LAST_RUN] = state.last_run.to_json()
+    if state.counts:
+        annotations[ANN_RUN_COUNTS] = json.dumps(dict(sorted(state.counts.items())))
+    else:
+        annotations.pop(ANN_RUN_COUNTS, None)
+    metadata["annotations"] = annotations
+    body["metadata"] = metadata
+    return body
