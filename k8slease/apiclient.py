@@ -1,0 +1,34 @@
+"""Where a default Kubernetes ``ApiClient`` comes from: in-cluster, else a kubeconfig.
+
+Each call builds a fresh client with its own ``Configuration``, so nothing global in the
+kubernetes package is changed and several clients (say, for several test servers) can coexist.
+"""
+
+from __future__ import annotations
+
+import os
+
+from kubernetes import client, config
+
+from k8slease.errors import ConfigError
+
+
+def default_api_client(*, kubeconfig: str | None = None, context: str | None = None) -> client.ApiClient:
+    """An ``ApiClient`` for the pod's service account, or else for a kubeconfig.
+
+    With ``kubeconfig`` given it is used and in-cluster configuration is not tried. Otherwise the
+    in-cluster configuration is used when ``KUBERNETES_SERVICE_HOST`` is set, then ``$KUBECONFIG``
+    or ``~/.kube/config``. Raises ``ConfigError`` when none of them works.
+    """
+    if kubeconfig is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
+        configuration = client.Configuration()
+        try:
+            config.load_incluster_config(client_configuration=configuration)
+        except config.ConfigException as exc:
+            raise ConfigError(f"in-cluster configuration failed: {exc}") from exc
+        return client.ApiClient(configuration)
+    try:
+        return config.new_client_from_config(config_file=kubeconfig, context=context)
+    except (config.ConfigException, OSError, TypeError) as exc:
+        where = kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
+        raise ConfigError(f"cannot load a Kubernetes configuration from {where}: {exc}") from exc

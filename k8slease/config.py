@@ -1,0 +1,134 @@
+"""Validated timing settings of a leader election, checked before anything runs.
+
+The relations between the numbers are what makes the election safe, so they are enforced here
+rather than documented and hoped for:
+
+* ``renew_interval < renew_deadline < lease_duration``: the leader tries to renew several times
+  before it gives up, and it gives up (``renew_deadline`` after the last successful renew was
+  *sent*) strictly before any candidate may take over (``lease_duration`` after it first saw that
+  renew's record). The difference is the margin that absorbs scheduling delays.
+* ``lease_duration`` is written as ``leaseDurationSeconds``, an integer, so it must be a whole
+  number of seconds, at least 1.
+* every HTTP request times out before the renew deadline, so a hung API server cannot keep a
+  leader believing past it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+from k8slease.errors import ConfigError
+
+#: A Kubernetes DNS subdomain name (what a Lease's ``metadata.name`` must be).
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+#: A DNS label (what a namespace must be).
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+#: A label value: empty, or up to 63 characters of alphanumerics, ``-``, ``_`` and ``.``.
+_LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
+
+
+def validate_lease_name(name: object) -> str:
+    """Return ``name`` when it is a valid Lease name (DNS subdomain), else raise ``ConfigError``."""
+    if not isinstance(name, str) or not name:
+        raise ConfigError(f"Lease name must be a non-empty string, got {name!r}")
+    if len(name) > 253 or not _DNS_SUBDOMAIN.match(name):
+        raise ConfigError(
+            f"Lease name {name!r} is not a DNS subdomain (lowercase alphanumerics, '-' and '.',"
+            " at most 253 characters, starting and ending with an alphanumeric)"
+        )
+    return name
+
+
+def validate_namespace(namespace: object) -> str:
+    """Return ``namespace`` when it is a valid namespace name (DNS label), else raise."""
+    if not isinstance(namespace, str) or len(namespace) > 63 or not _DNS_LABEL.match(namespace):
+        raise ConfigError(f"namespace {namespace!r} is not a DNS label")
+    return namespace
+
+
+def validate_label_value(value: object, *, what: str) -> str:
+    """Return ``value`` when it can be a Kubernetes label value, else raise ``ConfigError``."""
+    if not isinstance(value, str) or len(value) > 63 or not _LABEL_VALUE.match(value):
+        raise ConfigError(f"{what} {value!r} cannot be a label value (<= 63 characters)")
+    return value
+
+
+def _positive(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigError(f"{name} must be a number of seconds, got {value!r}")
+    number = float(value)
+    if not math.isfinite(number) or number <= 0:
+        raise ConfigError(f"{name} must be a finite number of seconds > 0, got {value!r}")
+    return number
+
+
+@dataclass(frozen=True, slots=True)
+class ElectionTiming:
+    """The timing of one elector, validated on construction (raises ``ConfigError``).
+
+    ``lease_duration`` (default 60 s) is written to the Lease; candidates wait that long after
+    they first saw a record unchanged before they take over. ``renew_interval`` (20 s) is how
+    often the leader renews. ``renew_deadline`` (40 s) is how long after the last successful
+    renew was sent the leader gives up. ``retry_interval`` (5 s) is how often candidates poll
+    when no watch is possible (jittered) and, capped, the pause between failed renewals.
+    ``request_timeout`` bounds every HTTP request; by default ``min(10, renew_deadline / 3)``.
+    """
+
+    lease_duration: float = 60.0
+    renew_interval: float = 20.0
+    renew_deadline: float = 40.0
+    retry_interval: float = 5.0
+    request_timeout: float | None = field(default=None)
+
+    def __post_init__(self) -> None:
+        duration = _positive("lease_duration", self.lease_duration)
+        interval = _positive("renew_interval", self.renew_interval)
+        deadline = _positive("renew_deadline", self.renew_deadline)
+        retry = _positive("retry_interval", self.retry_interval)
+        if duration != int(duration) or duration < 1:
+            raise ConfigError(
+                f"lease_duration must be a whole number of seconds >= 1 (it is written as"
+                f" leaseDurationSeconds), got {self.lease_duration!r}"
+            )
+        if not interval < deadline:
+            raise ConfigError(
+                f"renew_interval ({interval:g}s) must be shorter than renew_deadline"
+                f" ({deadline:g}s): the leader must get at least one renew in before it gives up"
+            )
+        if not deadline < duration:
+            raise ConfigError(
+                f"renew_deadline ({deadline:g}s) must be shorter than lease_duration"
+                f" ({duration:g}s): a leader must stop before anyone else may take over"
+            )
+        timeout = self.request_timeout
+        if timeout is None:
+            timeout = min(10.0, deadline / 3.0)
+        timeout = _positive("request_timeout", timeout)
+        if not timeout < deadline:
+            raise ConfigError(
+                f"request_timeout ({timeout:g}s) must be shorter than renew_deadline ({deadline:g}s)"
+            )
+        object.__setattr__(self, "lease_duration", duration)
+        object.__setattr__(self, "renew_interval", interval)
+        object.__setattr__(self, "renew_deadline", deadline)
+        object.__setattr__(self, "retry_interval", retry)
+        object.__setattr__(self, "request_timeout", timeout)
+
+    @property
+    def lease_duration_seconds(self) -> int:
+        """``lease_duration`` as the integer written to ``leaseDurationSeconds``."""
+        return int(self.lease_duration)
+
+    @property
+    def timeout(self) -> float:
+        """The resolved request timeout in seconds."""
+        assert self.request_timeout is not None
+        return self.request_timeout
+
+    @property
+    def renew_retry_interval(self) -> float:
+        """The pause between failed renewals: short enough for several tries before the deadline."""
+        spare = self.renew_deadline - self.renew_interval
+        return min(self.retry_interval, max(0.02, spare / 4.0))

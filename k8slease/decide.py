@@ -1,0 +1,284 @@
+"""Pure leader-election decisions: may I take this Lease, what do I write, when must I stop?
+
+Nothing here does I/O or reads a clock: every function is given the record it judges, the
+monotonic times it needs and the wall-clock time to write. :mod:`k8slease.machine` strings these
+decisions into the elector's state machine; the per-job locks reuse them too.
+
+Safety model
+------------
+Two replicas must never both believe they lead at the same instant. The argument assumes only
+that the replicas' monotonic clocks run at the same rate (their offsets and wall clocks may be
+anything) and that the API server applies writes conditionally on ``resourceVersion``:
+
+1. A replica believes it leads from the moment a conditional write that names it as holder
+   *succeeded* until ``renew_deadline`` after the last such write was *sent* (or until it steps
+   down earlier). Its own timer starts before the write reached the server.
+2. A candidate takes a held Lease only after it has seen the same record for the record's
+   ``leaseDurationSeconds``, timed on its own monotonic clock from the first time it saw that
+   record. It reads the clock *after* the answer arrived, so its timer starts no earlier than the
+   write that produced the record (see :mod:`k8slease.observe`).
+3. ``renew_deadline < lease_duration`` (enforced by :class:`~k8slease.config.ElectionTiming`).
+   Whenever the leader's last successful write was sent at ``s`` and applied at ``w >= s``, a
+   candidate's takeover write lands at ``>= w + lease_duration > s + renew_deadline``: the leader
+   has already stopped believing. If the leader renewed in between, the candidate's write was
+   conditional on a stale ``resourceVersion`` and fails; if the candidate's write landed first,
+   the leader's renew fails and its belief still ends at ``s + renew_deadline``.
+4. A released Lease (empty holder) may be taken at once: the leader stops believing *before* it
+   sends the release. A Lease that says *we* hold it but that this process does not remember
+   holding (a restart under the same identity) is taken only through a conditional write, which
+   proves nobody changed it since.
+
+What is not covered: two processes sharing one identity (identities get a random suffix for this
+reason), clocks running at very different rates beyond the ``lease_duration - renew_deadline``
+margin, and a process paused for longer than that margin between checking its deadline and acting
+on it; work done while leading should carry the fencing token so that downstream systems can
+reject a stale leader.
+
+Malformed Leases (``record.problems``) count as held by an unknown holder: they may be taken after
+being seen unchanged for the longer of their own duration (when valid) and our configured one, and
+writing them repairs the spec. A Lease deleted while held is treated the same way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from enum import Enum
+
+from k8slease.record import LeaseRecord
+
+#: The smallest step by which a renewTime we write moves forward, so every write changes it.
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def effective_duration(record: LeaseRecord, fallback_duration: float) -> float:
+    """How long ``record`` must be seen unchanged before it may be taken over, in seconds.
+
+    A well-formed record's own ``leaseDurationSeconds`` decides, not our configuration, so that
+    replicas configured differently (or a Go controller) agree. A malformed record gets the larger
+    of its duration (when usable) and ``fallback_duration``, so a hand edit never shortens it.
+    """
+    if record.malformed or record.duration_seconds <= 0:
+        return max(float(record.duration_seconds), float(fallback_duration))
+    return float(record.duration_seconds)
+
+
+def takeover_at(
+    record: LeaseRecord | None,
+    first_seen_at: float,
+    *,
+    identity: str,
+    fallback_duration: float,
+    held_before_absence: LeaseRecord | None = None,
+) -> float:
+    """The monotonic time from which this replica may try to take the Lease.
+
+    * absent and never seen held: at once (create it);
+    * absent after it was seen held (deleted by hand): after the old record's effective duration,
+      at least ``fallback_duration``, because its holder may not know yet;
+    * free (empty holder, well-formed) or naming us: at once, through a conditional write;
+    * held by someone else: ``first_seen_at`` plus the record's duration;
+    * malformed: ``first_seen_at`` plus the longer of its duration and ``fallback_duration``.
+    """
+    if record is None:
+        if held_before_absence is None:
+            return first_seen_at
+        wait = max(effective_duration(held_before_absence, fallback_duration), fallback_duration)
+        return first_seen_at + wait
+    if not record.malformed and (not record.held or record.holder == identity):
+        return first_seen_at
+    return first_seen_at + effective_duration(record, fallback_duration)
+
+
+def may_take(
+    record: LeaseRecord | None,
+    first_seen_unchanged_at: float,
+    now: float,
+    *,
+    identity: str,
+    fallback_duration: float,
+    held_before_absence: LeaseRecord | None = None,
+) -> bool:
+    """Whether this replica may try to take the Lease now (all times on its monotonic clock).
+
+    ``record`` is ``None`` when the Lease does not exist. A ``True`` answer allows a *conditional*
+    write (or a create); only the server's acceptance of that write grants the Lease.
+    """
+    return now >= takeover_at(
+        record,
+        first_seen_unchanged_at,
+        identity=identity,
+        fallback_duration=fallback_duration,
+        held_before_absence=held_before_absence,
+    )
+
+
+def is_ours(record: LeaseRecord | None, *, identity: str, fencing_token: int) -> bool:
+    """Whether ``record`` still shows the grant we hold: our identity and our fencing token."""
+    return (
+        record is not None
+        and record.holder == identity
+        and record.fencing_token == fencing_token
+        and fencing_token > 0
+    )
+
+
+def grant_record(
+    previous: LeaseRecord | None,
+    *,
+    identity: str,
+    duration_seconds: int,
+    now: datetime,
+    highest_token_seen: int = 0,
+) -> LeaseRecord:
+    """The record that grants the Lease to ``identity`` at wall time ``now``.
+
+    The fencing token is one above both the previous record's and the highest this replica has
+    ever seen (so a token edited away by hand does not go backwards for us). ``leaseTransitions``
+    grows when the holder changes, as in client-go (a release makes the holder change again on the
+    next grant). ``acquireTime`` and ``renewTime`` are ``now``. The result is always well-formed,
+    which repairs a malformed Lease.
+    """
+    if duration_seconds < 1:
+        raise ValueError("duration_seconds must be >= 1")
+    before = previous or LeaseRecord()
+    if previous is None:
+        transitions = 0
+    elif before.holder != identity or before.malformed:
+        transitions = before.transitions + 1
+    else:
+        transitions = before.transitions
+    token = max(before.fencing_token, highest_token_seen) + 1
+    renew = _after(now, before.renew_time)
+    return LeaseRecord(
+        holder=identity,
+        duration_seconds=int(duration_seconds),
+        acquire_time=renew,
+        renew_time=renew,
+        transitions=transitions,
+        fencing_token=token,
+    )
+
+
+def renewal_record(held: LeaseRecord, *, duration_seconds: int, now: datetime) -> LeaseRecord:
+    """``held`` renewed at wall time ``now``: same holder, token and transitions.
+
+    ``renewTime`` always moves forward (by a microsecond if the wall clock stood still or went
+    back), so every renew changes the record and restarts the candidates' timers.
+    """
+    if duration_seconds < 1:
+        raise ValueError("duration_seconds must be >= 1")
+    return replace(
+        held,
+        duration_seconds=int(duration_seconds),
+        renew_time=_after(now, held.renew_time),
+        problems=(),
+    )
+
+
+def release_record(held: LeaseRecord, *, now: datetime) -> LeaseRecord:
+    """The record that gives the Lease up: no holder, ``leaseDurationSeconds`` 1 (as client-go).
+
+    Transitions and the fencing token are kept, so the next grant still increments both.
+    """
+    when = _after(now, held.renew_time)
+    return replace(
+        held, holder="", duration_seconds=1, acquire_time=when, renew_time=when, problems=()
+    )
+
+
+def _after(now: datetime, previous: datetime | None) -> datetime:
+    if previous is not None and now <= previous:
+        return previous + _MICROSECOND
+    return now
+
+
+class LeaderAction(Enum):
+    """What a leader should do now."""
+
+    RENEW = "renew"
+    WAIT = "wait"
+    STEP_DOWN = "step-down"
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderDecision:
+    """:func:`decide_leader`'s answer; ``until`` is when to decide again for ``WAIT``."""
+
+    action: LeaderAction
+    until: float | None = None
+
+
+def leader_deadline(last_success_sent_at: float, renew_deadline: float) -> float:
+    """The monotonic time at which a leader stops believing it leads without a further renew."""
+    return last_success_sent_at + renew_deadline
+
+
+def decide_leader(
+    *,
+    last_success_sent_at: float,
+    next_attempt_at: float,
+    renew_deadline: float,
+    now: float,
+) -> LeaderDecision:
+    """Renew, wait or step down, given when the last successful renew was sent.
+
+    Stepping down wins over everything once ``now`` reaches the deadline, even if a renew is due.
+    """
+    deadline = leader_deadline(last_success_sent_at, renew_deadline)
+    if now >= deadline:
+        return LeaderDecision(LeaderAction.STEP_DOWN)
+    if now >= next_attempt_at:
+        return LeaderDecision(LeaderAction.RENEW)
+    return LeaderDecision(LeaderAction.WAIT, until=min(next_attempt_at, deadline))
+
+
+class CandidateAction(Enum):
+    """What a candidate should do now."""
+
+    READ = "read"
+    CREATE = "create"
+    TAKE = "take"
+    WAIT = "wait"
+
+
+@dataclass(frozen=True, slots=True)
+class CandidateDecision:
+    """:func:`decide_candidate`'s answer; ``until`` (monotonic, or ``None`` for "until an event")
+    is when to decide again for ``WAIT``."""
+
+    action: CandidateAction
+    until: float | None = None
+
+
+def decide_candidate(
+    *,
+    record: LeaseRecord | None,
+    exists: bool,
+    first_seen_at: float | None,
+    identity: str,
+    fallback_duration: float,
+    now: float,
+    held_before_absence: LeaseRecord | None = None,
+    poll_at: float | None = None,
+) -> CandidateDecision:
+    """Read, create, take or wait, given the latest observation (``first_seen_at`` ``None``: none).
+
+    ``poll_at`` is when to read again regardless (set it when no watch delivers changes); a wait
+    ends at the earlier of that and the moment the observed record may be taken over.
+    """
+    if first_seen_at is None:
+        return CandidateDecision(CandidateAction.READ)
+    at = takeover_at(
+        record if exists else None,
+        first_seen_at,
+        identity=identity,
+        fallback_duration=fallback_duration,
+        held_before_absence=held_before_absence,
+    )
+    if now >= at:
+        return CandidateDecision(CandidateAction.TAKE if exists else CandidateAction.CREATE)
+    if poll_at is not None and now >= poll_at:
+        return CandidateDecision(CandidateAction.READ)
+    until = at if poll_at is None else min(at, poll_at)
+    return CandidateDecision(CandidateAction.WAIT, until=until)

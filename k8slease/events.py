@@ -1,0 +1,96 @@
+"""Kubernetes Events that replicas post about the Leases they hold (for failed job runs).
+
+Events are best effort: a failure to post one is logged and never fails the job or the lock.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+import structlog
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from k8slease.clock import Clock, SystemClock
+from k8slease.record import format_microtime
+
+log = structlog.get_logger("k8slease.events")
+
+
+class EventRecorder:
+    """Posts core/v1 Events about objects in one namespace.
+
+    ``component`` is the Event's reporting component; ``identity`` names this replica as the
+    reporting instance. ``request_timeout`` (seconds) bounds each post.
+    """
+
+    def __init__(
+        self,
+        api_client: client.ApiClient,
+        namespace: str,
+        *,
+        component: str = "k8slease",
+        identity: str = "",
+        request_timeout: float = 5.0,
+        clock: Clock | None = None,
+    ) -> None:
+        self._api = client.CoreV1Api(api_client)
+        self.namespace = namespace
+        self.component = component
+        self.identity = identity
+        self.request_timeout = request_timeout
+        self._clock = clock or SystemClock()
+
+    def post(
+        self,
+        involved: Mapping[str, Any],
+        *,
+        reason: str,
+        message: str,
+        type_: str = "Normal",
+        action: str = "",
+    ) -> bool:
+        """Post one Event about ``involved`` (an object body); returns whether it was accepted."""
+        metadata = involved.get("metadata") or {}
+        name = str(metadata.get("name", "unknown"))
+        now = self._clock.now()
+        body: Any = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {
+                "name": f"{name}.{uuid.uuid4().hex[:16]}",
+                "namespace": self.namespace,
+            },
+            "involvedObject": {
+                "apiVersion": involved.get("apiVersion", ""),
+                "kind": involved.get("kind", ""),
+                "name": name,
+                "namespace": self.namespace,
+                "uid": metadata.get("uid", ""),
+                "resourceVersion": metadata.get("resourceVersion", ""),
+            },
+            "reason": reason,
+            "message": message[:1024],
+            "type": type_,
+            "action": action or reason,
+            "source": {"component": self.component},
+            "reportingComponent": self.component,
+            "reportingInstance": self.identity,
+            "firstTimestamp": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "lastTimestamp": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "eventTime": format_microtime(now),
+            "count": 1,
+        }
+        try:
+            self._api.create_namespaced_event(
+                self.namespace, body, _request_timeout=self.request_timeout
+            )
+        except (ApiException, OSError, ValueError) as exc:
+            log.warning("event.post_failed", reason=reason, object=name, error=str(exc))
+            return False
+        except Exception as exc:  # urllib3 errors and the like: events never fail the caller
+            log.warning("event.post_failed", reason=reason, object=name, error=repr(exc))
+            return False
+        return True

@@ -1,0 +1,195 @@
+"""Run one tick of one job with the coordination its class needs.
+
+The flow, from a scheduler tick to a Lease write and back:
+tick -> the job's class -> (leadership check) -> lock claim, one conditional write -> run or skip
+-> release with the run record, one conditional write. EVERY_REPLICA jobs skip straight to the run.
+Skips are normal: logged at debug level, counted, and nothing is written to the API.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import structlog
+
+from k8slease.context import JobContext
+from k8slease.errors import TransportError
+from k8slease.jobrecord import Outcome
+from k8slease.jobspec import JobSpec, Mode
+from k8slease.locks import Grant, JobLock
+
+log = structlog.get_logger("k8slease.jobs")
+
+
+@dataclass
+class JobStats:
+    """Per-job counters kept in memory by this replica (also exported as metrics)."""
+
+    runs: dict[str, int] = field(default_factory=dict)
+    skips: dict[str, int] = field(default_factory=dict)
+
+    def ran(self, outcome: str) -> None:
+        self.runs[outcome] = self.runs.get(outcome, 0) + 1
+
+    def skipped(self, why: str) -> None:
+        self.skips[why] = self.skips.get(why, 0) + 1
+
+
+class TickRunner:
+    """Runs the ticks of one job on this replica.
+
+    ``lock`` is the job's :class:`JobLock` (``None`` for EVERY_REPLICA jobs); ``is_leader`` tells
+    whether this replica leads its group (consulted for LEADER jobs).
+    """
+
+    def __init__(
+        self,
+        spec: JobSpec,
+        *,
+        group: str,
+        identity: str,
+        lock: JobLock | None,
+        is_leader: Callable[[], bool] | None = None,
+        on_result: Callable[[str, str], None] | None = None,
+    ) -> None:
+        self.spec = spec
+        self.group = group
+        self.identity = identity
+        self.lock = lock
+        self._is_leader = is_leader
+        self._on_result = on_result
+        self.stats = JobStats()
+        self._degraded = False
+        self._log = log.bind(job=spec.name, group=group, identity=identity)
+
+    # -- deciding -----------------------------------------------------------------------------
+
+    def _skip(self, tick: datetime, why: str) -> None:
+        self.stats.skipped(why)
+        self._log.debug("job.skipped", tick=tick.isoformat(), why=why)
+        if self._on_result is not None:
+            self._on_result(self.spec.name, f"skipped:{why}")
+
+    def _claim(self, tick: datetime) -> tuple[bool, Grant | None]:
+        """Whether to run ``tick`` and the grant to run it under (``None`` when uncoordinated)."""
+        if self.spec.mode is Mode.EVERY_REPLICA or self.lock is None:
+            return True, None
+        if self.spec.mode is Mode.LEADER and self._is_leader is not None and not self._is_leader():
+            self._skip(tick, "not-leader")
+            return False, None
+        try:
+            grant = self.lock.try_acquire(tick)
+        except TransportError as exc:
+            if not self._degraded:
+                self._degraded = True
+                self._log.warning(
+                    "job.api_unreachable",
+                    error=str(exc),
+                    fail_open=self.spec.fail_open,
+                    consequence="running without a lock on every replica"
+                    if self.spec.fail_open
+                    else "skipping ticks until the API server answers",
+                )
+            if self.spec.fail_open:
+                return True, None
+            self._skip(tick, "api-unreachable")
+            return False, None
+        if self._degraded:
+            self._degraded = False
+            self._log.info("job.api_recovered")
+        if grant is None:
+            self._skip(tick, "locked")
+            return False, None
+        return True, grant
+
+    def _context(self, tick: datetime, grant: Grant | None) -> JobContext:
+        return JobContext(
+            job=self.spec.name,
+            group=self.group,
+            identity=self.identity,
+            tick=tick,
+            fencing_token=grant.fencing_token if grant else None,
+            lost=grant.lost if grant else threading.Event(),
+            log=self._log.bind(tick=tick.isoformat()),
+        )
+
+    def _finish(
+        self, grant: Grant | None, tick: datetime, outcome: Outcome, error: str | None
+    ) -> str:
+        final: str = outcome
+        if grant is not None and self.lock is not None:
+            final = self.lock.finish(grant, outcome, error=error).outcome
+        elif outcome == "failed":
+            self._log.error("job.failed", tick=tick.isoformat(), error=error)
+        self.stats.ran(final)
+        if self._on_result is not None:
+            self._on_result(self.spec.name, final)
+        return final
+
+    # -- running ------------------------------------------------------------------------------
+
+    def run_tick(self, tick: datetime) -> str | None:
+        """Run ``tick`` if this replica should; returns the outcome, or ``None`` when skipped."""
+        go, grant = self._claim(tick)
+        if not go:
+            return None
+        if grant is not None and self.lock is not None:
+            self.lock.start_keepalive(grant)
+        ctx = self._context(tick, grant)
+        try:
+            self.spec.func(ctx)
+        except Exception as exc:
+            self._log.exception("job.raised", tick=tick.isoformat())
+            return self._finish(grant, tick, "failed", f"{type(exc).__name__}: {exc}")
+        return self._finish(grant, tick, "succeeded", None)
+
+    async def run_tick_async(self, tick: datetime) -> str | None:
+        """The coroutine form of :meth:`run_tick`: lock I/O in a thread, the job in the loop.
+
+        The job's task is cancelled when its lock is lost.
+        """
+        go, grant = await asyncio.to_thread(self._claim, tick)
+        if not go:
+            return None
+        if grant is not None and self.lock is not None:
+            self.lock.start_keepalive(grant)
+        ctx = self._context(tick, grant)
+        task = asyncio.ensure_future(self.spec.func(ctx))
+        if grant is not None:
+            loop = asyncio.get_running_loop()
+            grant.add_lost_callback(lambda: loop.call_soon_threadsafe(task.cancel))
+        try:
+            await task
+        except asyncio.CancelledError:
+            if grant is not None and grant.lost.is_set():
+                return await asyncio.to_thread(self._finish, grant, tick, "lost", "cancelled")
+            if grant is not None:  # cancelled from outside (shutdown): release, then go on
+                self._finish(grant, tick, "failed", "cancelled")
+            raise
+        except Exception as exc:
+            self._log.exception("job.raised", tick=tick.isoformat())
+            return await asyncio.to_thread(
+                self._finish, grant, tick, "failed", f"{type(exc).__name__}: {exc}"
+            )
+        return await asyncio.to_thread(self._finish, grant, tick, "succeeded", None)
+
+    def bind(self) -> Callable[..., Any]:
+        """The callable registered with APScheduler: takes the tick as ``k8slease_tick``."""
+        if self.spec.is_coroutine:
+
+            async def fire_async(*, k8slease_tick: datetime) -> str | None:
+                return await self.run_tick_async(k8slease_tick)
+
+            fire_async.__name__ = self.spec.name
+            return fire_async
+
+        def fire(*, k8slease_tick: datetime) -> str | None:
+            return self.run_tick(k8slease_tick)
+
+        fire.__name__ = self.spec.name
+        return fire

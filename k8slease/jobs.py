@@ -1,0 +1,504 @@
+"""The ``Jobs`` registry: APScheduler jobs that run with the coordination their class needs.
+
+::
+
+    jobs = Jobs("billing")
+
+    @jobs.cron("0 2 * * *", mode=Mode.ONCE_PER_TICK, lock_at_most_for=900, lock_at_least_for=60)
+    def nightly_invoices(ctx): ...
+
+    @jobs.interval(seconds=30, mode=Mode.EVERY_REPLICA)
+    def refresh_local_cache(ctx): ...
+
+    @jobs.singleton(mode=Mode.LEADER)
+    def poll_queue(ctx): ...
+
+    jobs.run()   # or jobs.start() / jobs.stop(), or ``async with jobs:``
+
+Every replica runs the same code. ONCE_PER_TICK ticks are claimed on the job's Lease
+(``<group>.<job>``); LEADER jobs run only on the holder of the group's Lease (``<group>``) and
+their scheduled ticks are claimed too, so even the rare overlap of two leaders cannot run a tick
+twice. See ``docs/architecture.md`` for the flow and ``docs/operations.md`` for sizing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import threading
+import types
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime, tzinfo
+from functools import partial
+from typing import Any, TypeVar
+
+import structlog
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+from apscheduler.schedulers.background import BackgroundScheduler
+from apscheduler.schedulers.base import STATE_STOPPED, BaseScheduler
+from apscheduler.triggers.cron import CronTrigger
+from apscheduler.triggers.date import DateTrigger
+from apscheduler.triggers.interval import IntervalTrigger
+from kubernetes import client
+
+from k8slease.apiclient import default_api_client
+from k8slease.clock import Clock, SystemClock
+from k8slease.config import validate_lease_name
+from k8slease.errors import ConfigError, TransportError
+from k8slease.events import EventRecorder
+from k8slease.executors import TICK_KWARG, TickAsyncIOExecutor, TickThreadPoolExecutor
+from k8slease.identity import default_identity, default_namespace
+from k8slease.jobrunner import TickRunner
+from k8slease.jobspec import DEFAULT_GRACE, DEFAULT_LOCK_AT_MOST_FOR, JobSpec, Mode, job_name_from
+from k8slease.locks import JobLock
+from k8slease.misfire import MisfirePolicy, missed_ticks
+from k8slease.singletons import SingletonRun
+from k8slease.transport import LeaseTransport
+
+log = structlog.get_logger("k8slease.jobs")
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: Interval ticks are counted from this instant, so that every replica computes the same ticks.
+INTERVAL_ANCHOR = datetime(2000, 1, 1, tzinfo=UTC)
+EXECUTOR_ALIAS = "k8slease"
+
+
+class Jobs:
+    """Scheduled jobs of one group of replicas, on an APScheduler 3 scheduler.
+
+    ``group`` names the group's leader Lease and prefixes each job's lock Lease. ``namespace``
+    defaults to ``POD_NAMESPACE``, then the in-cluster namespace, then ``default``. ``identity``
+    defaults to ``POD_NAME`` (or the hostname) plus a random suffix. ``scheduler`` is an
+    APScheduler ``BackgroundScheduler`` or ``AsyncIOScheduler`` of yours (default: a
+    ``BackgroundScheduler`` in UTC that ``Jobs`` owns). ``api_client`` defaults to the in-cluster
+    configuration, else the kubeconfig. ``lease_duration``, ``renew_interval`` and
+    ``renew_deadline`` (seconds; defaults 60/20/40) configure the group's leader election, used
+    only when a LEADER job is registered. ``request_timeout`` (seconds, default 10) bounds each
+    API call. ``elector_options`` passes further keyword options to the ``LeaderElector``.
+    """
+
+    def __init__(
+        self,
+        group: str,
+        *,
+        namespace: str | None = None,
+        identity: str | None = None,
+        scheduler: BaseScheduler | None = None,
+        api_client: client.ApiClient | None = None,
+        lease_duration: float = 60.0,
+        renew_interval: float = 20.0,
+        renew_deadline: float = 40.0,
+        request_timeout: float = 10.0,
+        restart_delay: float = 5.0,
+        clock: Clock | None = None,
+        elector_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.group = validate_lease_name(group)
+        if "." in group:
+            raise ConfigError(
+                f"group {group!r} must not contain '.' (job Leases are <group>.<job>)"
+            )
+        self.namespace = namespace or default_namespace()
+        self.identity = identity or default_identity()
+        if scheduler is not None and not isinstance(scheduler, BaseScheduler):
+            raise ConfigError(f"scheduler must be an APScheduler 3 scheduler, got {scheduler!r}")
+        self._scheduler = scheduler
+        self._owns_scheduler = scheduler is None
+        self._api_client = api_client
+        self._election = {
+            "lease_duration": lease_duration,
+            "renew_interval": renew_interval,
+            "renew_deadline": renew_deadline,
+            **dict(elector_options or {}),
+        }
+        if request_timeout <= 0:
+            raise ConfigError(f"request_timeout must be > 0, got {request_timeout}")
+        self.request_timeout = request_timeout
+        self.restart_delay = restart_delay
+        self._clock = clock or SystemClock()
+        self._specs: dict[str, JobSpec] = {}
+        self.runners: dict[str, TickRunner] = {}
+        self._elector: Any = None
+        self._singletons: list[SingletonRun] = []
+        self._leading: threading.Event | None = None
+        self._stopped = threading.Event()
+        self._started = False
+        self._lock = threading.RLock()
+        self._log = log.bind(group=group, identity=self.identity)
+
+    # -- registration -------------------------------------------------------------------------
+
+    def add(self, spec: JobSpec) -> JobSpec:
+        """Register a job; raises ``ConfigError`` for a bad option or a duplicate name."""
+        spec.validate()
+        with self._lock:
+            if self._started:
+                raise ConfigError("register jobs before start()")
+            if spec.name in self._specs:
+                raise ConfigError(f"a job named {spec.name!r} is already registered")
+            self._specs[spec.name] = spec
+        return spec
+
+    def cron(
+        self,
+        expression: str,
+        *,
+        mode: Mode = Mode.ONCE_PER_TICK,
+        name: str | None = None,
+        timezone: str | tzinfo = "UTC",
+        lock_at_most_for: float = DEFAULT_LOCK_AT_MOST_FOR,
+        lock_at_least_for: float = 0.0,
+        misfire: MisfirePolicy = MisfirePolicy.COALESCE,
+        grace: float = DEFAULT_GRACE,
+        fail_open: bool = False,
+    ) -> Callable[[F], F]:
+        """Register the decorated function on a five-field cron ``expression`` (in ``timezone``).
+
+        ``lock_at_most_for`` (default 600 s) bounds how long a crashed holder blocks the job;
+        ``lock_at_least_for`` (default 0) keeps the lock after a fast run. ``misfire`` (default
+        COALESCE) and ``grace`` (default 300 s) decide what happens to ticks missed while every
+        replica was down. ``fail_open`` runs the job everywhere when the API server is unreachable
+        (default: skip).
+        """
+        try:
+            trigger = CronTrigger.from_crontab(expression, timezone=timezone)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ConfigError(f"invalid cron expression {expression!r}: {exc}") from None
+
+        def register(func: F) -> F:
+            self.add(
+                JobSpec(
+                    name=name or job_name_from(func),
+                    func=func,
+                    mode=mode,
+                    trigger=trigger,
+                    lock_at_most_for=lock_at_most_for,
+                    lock_at_least_for=lock_at_least_for,
+                    misfire=misfire,
+                    grace=grace,
+                    fail_open=fail_open,
+                )
+            )
+            return func
+
+        return register
+
+    def interval(
+        self,
+        *,
+        seconds: float = 0,
+        minutes: float = 0,
+        hours: float = 0,
+        mode: Mode = Mode.ONCE_PER_TICK,
+        name: str | None = None,
+        anchor: datetime = INTERVAL_ANCHOR,
+        lock_at_most_for: float = DEFAULT_LOCK_AT_MOST_FOR,
+        lock_at_least_for: float = 0.0,
+        misfire: MisfirePolicy = MisfirePolicy.COALESCE,
+        grace: float = DEFAULT_GRACE,
+        fail_open: bool = False,
+    ) -> Callable[[F], F]:
+        """Register the decorated function every ``hours``/``minutes``/``seconds``.
+
+        Ticks are counted from ``anchor`` (default 2000-01-01 UTC) so that all replicas agree on
+        them. Other options as for :meth:`cron`.
+        """
+        total = seconds + 60 * minutes + 3600 * hours
+        if total <= 0:
+            raise ConfigError("an interval must be longer than 0 seconds")
+        if anchor.tzinfo is None:
+            raise ConfigError("anchor must be timezone-aware")
+        trigger = IntervalTrigger(seconds=total, start_date=anchor, timezone=UTC)
+
+        def register(func: F) -> F:
+            self.add(
+                JobSpec(
+                    name=name or job_name_from(func),
+                    func=func,
+                    mode=mode,
+                    trigger=trigger,
+                    lock_at_most_for=lock_at_most_for,
+                    lock_at_least_for=lock_at_least_for,
+                    misfire=misfire,
+                    grace=grace,
+                    fail_open=fail_open,
+                )
+            )
+            return func
+
+        return register
+
+    def singleton(self, *, mode: Mode = Mode.LEADER, name: str | None = None) -> Callable[[F], F]:
+        """Register a long-lived job: LEADER runs it on the leader only, EVERY_REPLICA everywhere.
+
+        The function gets a context whose ``lost`` event is set when it must stop; it is restarted
+        if it returns or raises while it should still run.
+        """
+
+        def register(func: F) -> F:
+            self.add(JobSpec(name=name or job_name_from(func), func=func, mode=mode, trigger=None))
+            return func
+
+        return register
+
+    # -- introspection ------------------------------------------------------------------------
+
+    @property
+    def specs(self) -> Mapping[str, JobSpec]:
+        """The registered jobs by name."""
+        return types.MappingProxyType(self._specs)
+
+    @property
+    def elector(self) -> Any:
+        """The group's ``LeaderElector`` (``None`` until started, or when no job needs one)."""
+        return self._elector
+
+    @property
+    def is_leader(self) -> bool:
+        """Whether this replica currently leads its group."""
+        return bool(self._elector is not None and self._elector.is_leader)
+
+    @property
+    def scheduler(self) -> BaseScheduler | None:
+        return self._scheduler
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the scheduler (when owned), the election (when needed) and catch-up."""
+        with self._lock:
+            if self._started:
+                return
+            self._started = True
+        api_client = self._api_client or default_api_client()
+        transport = LeaseTransport(api_client, self.namespace, request_timeout=self.request_timeout)
+        events = EventRecorder(
+            api_client, self.namespace, identity=self.identity, clock=self._clock
+        )
+        for spec in self._specs.values():
+            lock = None
+            if spec.coordinated:
+                lock = JobLock(
+                    transport,
+                    group=self.group,
+                    job=spec.name,
+                    identity=self.identity,
+                    lock_at_most_for=spec.lock_at_most_for,
+                    lock_at_least_for=spec.lock_at_least_for,
+                    clock=self._clock,
+                    events=events,
+                )
+            self.runners[spec.name] = TickRunner(
+                spec,
+                group=self.group,
+                identity=self.identity,
+                lock=lock,
+                is_leader=lambda: self.is_leader,
+            )
+        scheduler = self._scheduler or BackgroundScheduler(timezone=UTC)
+        self._scheduler = scheduler
+        executor = (
+            TickAsyncIOExecutor()
+            if isinstance(scheduler, AsyncIOScheduler)
+            else TickThreadPoolExecutor(max_workers=max(4, len(self._specs) + 2))
+        )
+        scheduler.add_executor(executor, alias=EXECUTOR_ALIAS)
+        for spec in self._specs.values():
+            if spec.trigger is None:
+                continue
+            scheduler.add_job(
+                self.runners[spec.name].bind(),
+                trigger=spec.trigger,
+                id=self._job_id(spec.name),
+                name=spec.name,
+                executor=EXECUTOR_ALIAS,
+                coalesce=True,
+                max_instances=1,
+                misfire_grace_time=int(spec.grace) or None,
+                replace_existing=True,
+                **({"next_run_time": None} if spec.mode is Mode.LEADER else {}),
+            )
+        if scheduler.state == STATE_STOPPED:
+            scheduler.start()
+        self._log.info("jobs.started", jobs=sorted(self._specs), namespace=self.namespace)
+        for spec in self._specs.values():
+            if spec.trigger is None and spec.mode is Mode.EVERY_REPLICA:
+                self._start_singleton(spec, self._stopped, None)
+        self._catch_up([s for s in self._specs.values() if s.mode is Mode.ONCE_PER_TICK])
+        if any(spec.mode is Mode.LEADER for spec in self._specs.values()):
+            self._start_election(api_client)
+
+    def stop(self) -> None:
+        """Stop: step down (releasing the group Lease), stop singletons and the scheduler."""
+        with self._lock:
+            if not self._started or self._stopped.is_set():
+                self._stopped.set()
+                return
+            self._stopped.set()
+        if self._elector is not None:
+            self._elector.stop()
+        for run in list(self._singletons):
+            run.stop(timeout=self.request_timeout)
+        scheduler = self._scheduler
+        if scheduler is not None and scheduler.state != STATE_STOPPED:
+            if self._owns_scheduler:
+                scheduler.shutdown(wait=not isinstance(scheduler, AsyncIOScheduler))
+            else:
+                for spec in self._specs.values():
+                    if scheduler.get_job(self._job_id(spec.name)) is not None:
+                        scheduler.remove_job(self._job_id(spec.name))
+        self._log.info("jobs.stopped")
+
+    def run(self, *, handle_signals: bool = True) -> None:
+        """Start and block until :meth:`stop` (or SIGTERM/SIGINT when ``handle_signals``)."""
+        if handle_signals and threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                signal.signal(sig, lambda *_: threading.Thread(target=self.stop).start())
+        self.start()
+        self._stopped.wait()
+
+    def __enter__(self) -> Jobs:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    async def __aenter__(self) -> Jobs:
+        """Start from async code; an ``AsyncIOScheduler`` binds to the running loop."""
+        self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await asyncio.to_thread(self.stop)
+
+    def fire(self, name: str, tick: datetime) -> str | None:
+        """Run ``tick`` of job ``name`` now through its coordination, as a scheduler tick would.
+
+        Returns the outcome, or ``None`` when this replica skipped the tick. For manual triggers,
+        back-fills and tests; coroutine jobs are run in a fresh event loop.
+        """
+        runner = self.runners.get(name)
+        if runner is None:
+            raise KeyError(f"no started job named {name!r}")
+        if tick.tzinfo is None:
+            raise ConfigError("tick must be timezone-aware")
+        if runner.spec.is_coroutine:
+            return asyncio.run(runner.run_tick_async(tick))
+        return runner.run_tick(tick)
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _job_id(self, name: str) -> str:
+        return f"k8slease:{self.group}:{name}"
+
+    def _catch_up(self, specs: list[JobSpec]) -> None:
+        """Submit missed ticks (per each job's misfire policy) as one-shot scheduler jobs."""
+        scheduler = self._scheduler
+        assert scheduler is not None
+        now = self._clock.now()
+        for spec in specs:
+            runner = self.runners[spec.name]
+            if spec.trigger is None or runner.lock is None or spec.misfire is MisfirePolicy.SKIP:
+                continue
+            try:
+                state = runner.lock.read_state()
+            except TransportError as exc:
+                self._log.warning("jobs.catch_up_unavailable", job=spec.name, error=str(exc))
+                continue
+            if state is None:
+                continue
+            last = state.claimed_tick or state.completed_tick
+            ticks = missed_ticks(
+                spec.trigger.get_next_fire_time,
+                last_tick=last,
+                now=now,
+                grace=spec.grace,
+                policy=spec.misfire,
+            )
+            if ticks:
+                self._log.info(
+                    "jobs.catch_up",
+                    job=spec.name,
+                    ticks=[t.isoformat() for t in ticks],
+                    policy=spec.misfire.value,
+                )
+            for tick in ticks:
+                replay = _replay_async if spec.is_coroutine else _replay
+                scheduler.add_job(
+                    partial(replay, runner.bind(), tick),
+                    trigger=DateTrigger(run_date=now, timezone=UTC),
+                    name=f"{spec.name}:catch-up",
+                    executor=EXECUTOR_ALIAS,
+                    misfire_grace_time=None,
+                )
+
+    def _start_singleton(
+        self, spec: JobSpec, lost: threading.Event, fencing_token: int | None
+    ) -> None:
+        loop = getattr(self._scheduler, "_eventloop", None)
+        run = SingletonRun(
+            spec,
+            group=self.group,
+            identity=self.identity,
+            lost=lost,
+            fencing_token=fencing_token,
+            restart_delay=self.restart_delay,
+            loop=loop,
+        )
+        self._singletons.append(run)
+        run.start()
+
+    def _start_election(self, api_client: client.ApiClient) -> None:
+        from k8slease.elector import LeaderElector
+
+        self._elector = LeaderElector(
+            self.group,
+            namespace=self.namespace,
+            identity=self.identity,
+            api_client=api_client,
+            on_started_leading=self._on_started_leading,
+            on_stopped_leading=self._on_stopped_leading,
+            **self._election,
+        )
+        self._elector.start()
+
+    def _on_started_leading(self, ctx: Any) -> None:
+        """Leadership began: resume LEADER jobs, catch up, start singletons; block until lost."""
+        scheduler = self._scheduler
+        assert scheduler is not None
+        leader_specs = [s for s in self._specs.values() if s.mode is Mode.LEADER]
+        for spec in leader_specs:
+            if spec.trigger is not None:
+                scheduler.resume_job(self._job_id(spec.name))
+        self._catch_up([s for s in leader_specs if s.trigger is not None])
+        for spec in leader_specs:
+            if spec.trigger is None:
+                self._start_singleton(spec, ctx.lost, getattr(ctx, "fencing_token", None))
+        ctx.lost.wait()
+
+    def _on_stopped_leading(self, *args: Any) -> None:
+        """Leadership ended: stop firing LEADER jobs at once and stop the leader's singletons."""
+        scheduler = self._scheduler
+        if scheduler is not None and scheduler.state != STATE_STOPPED:
+            for spec in self._specs.values():
+                if spec.mode is Mode.LEADER and spec.trigger is not None:
+                    job = scheduler.get_job(self._job_id(spec.name))
+                    if job is not None:
+                        job.pause()
+        for run in [r for r in self._singletons if r.spec.mode is Mode.LEADER]:
+            run.stop(timeout=0)
+            self._singletons.remove(run)
+
+
+def _replay(fire: Callable[..., Any], tick: datetime, **kwargs: Any) -> Any:
+    """Run a missed ``tick`` through the job's fire function, ignoring the catch-up's own time."""
+    kwargs.pop(TICK_KWARG, None)
+    return fire(**{TICK_KWARG: tick})
+
+
+async def _replay_async(fire: Callable[..., Any], tick: datetime, **kwargs: Any) -> Any:
+    """The coroutine form of :func:`_replay`."""
+    kwargs.pop(TICK_KWARG, None)
+    return await fire(**{TICK_KWARG: tick})

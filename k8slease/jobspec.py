@@ -1,0 +1,97 @@
+"""What a registered job is: its function, schedule, class (mode) and lock options.
+
+Validated when the job is registered, so a bad option fails at import time of the user's module,
+not at 02:00 when the job first fires.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from apscheduler.triggers.base import BaseTrigger
+
+from k8slease.errors import ConfigError
+from k8slease.misfire import MisfirePolicy
+
+
+class Mode(Enum):
+    """The three job classes the field's practice sorts scheduled work into."""
+
+    #: Runs on every replica with no coordination at all (refreshing local caches).
+    EVERY_REPLICA = "every-replica"
+    #: Every replica fires; the one that wins the job's Lease runs the tick (reports, invoices).
+    ONCE_PER_TICK = "once-per-tick"
+    #: Runs only on the group's leader; told at once when leadership is lost (pollers, sweepers).
+    LEADER = "leader"
+
+
+#: Job names become part of a Lease name and a label value.
+_JOB_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+#: Default ceiling for a job lock (seconds): how long a crashed holder blocks the job.
+DEFAULT_LOCK_AT_MOST_FOR = 600.0
+#: Default grace (seconds) within which a late or missed tick still runs.
+DEFAULT_GRACE = 300.0
+
+
+def job_name_from(func: Callable[..., Any]) -> str:
+    """A Lease-safe job name derived from a function name: lowercase, ``_`` turned into ``-``."""
+    return func.__name__.lower().replace("_", "-").strip("-")
+
+
+@dataclass(frozen=True, slots=True)
+class JobSpec:
+    """One registered job. ``trigger`` is ``None`` for a long-lived singleton."""
+
+    name: str
+    func: Callable[..., Any]
+    mode: Mode
+    trigger: BaseTrigger | None
+    lock_at_most_for: float = DEFAULT_LOCK_AT_MOST_FOR
+    lock_at_least_for: float = 0.0
+    misfire: MisfirePolicy = MisfirePolicy.COALESCE
+    grace: float = DEFAULT_GRACE
+    fail_open: bool = False
+
+    @property
+    def is_coroutine(self) -> bool:
+        return inspect.iscoroutinefunction(self.func)
+
+    @property
+    def coordinated(self) -> bool:
+        """Whether runs go through the job's Lease (claim, fencing token, run record)."""
+        return self.mode is not Mode.EVERY_REPLICA and self.trigger is not None
+
+    def validate(self) -> JobSpec:
+        """Return self, or raise ``ConfigError`` saying exactly which option is wrong."""
+        if not _JOB_NAME.match(self.name) or len(self.name) > 63:
+            raise ConfigError(
+                f"job name {self.name!r} must be a DNS label: lowercase alphanumerics and '-', "
+                "at most 63 characters (pass name=... to choose one)"
+            )
+        if not isinstance(self.mode, Mode):
+            raise ConfigError(f"mode must be a k8slease.Mode, got {self.mode!r}")
+        if not callable(self.func):
+            raise ConfigError(f"job {self.name!r}: {self.func!r} is not callable")
+        if self.lock_at_most_for < 1:
+            raise ConfigError(
+                f"job {self.name!r}: lock_at_most_for must be >= 1 second, "
+                f"got {self.lock_at_most_for}"
+            )
+        if not 0 <= self.lock_at_least_for <= self.lock_at_most_for:
+            raise ConfigError(
+                f"job {self.name!r}: lock_at_least_for must be between 0 and lock_at_most_for "
+                f"({self.lock_at_most_for}), got {self.lock_at_least_for}"
+            )
+        if self.grace < 0:
+            raise ConfigError(f"job {self.name!r}: grace must be >= 0, got {self.grace}")
+        if self.fail_open and self.mode is Mode.EVERY_REPLICA:
+            raise ConfigError(f"job {self.name!r}: fail_open only applies to coordinated jobs")
+        if self.trigger is None and self.mode is Mode.ONCE_PER_TICK:
+            raise ConfigError(f"job {self.name!r}: a singleton cannot be ONCE_PER_TICK")
+        return self

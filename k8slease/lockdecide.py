@@ -1,0 +1,140 @@
+"""Pure decisions for per-job locks: claim a tick, extend a running lock, release after a run.
+
+A job lock is a Lease whose spec is a :class:`~k8slease.record.LeaseRecord` and whose annotations
+carry a :class:`~k8slease.jobrecord.JobState`. Every function here takes what was read and what
+time it is (passed in, never read) and returns what to write, so the whole lock protocol can be
+tested with a fake clock.
+
+Safety model, in the Kubernetes way:
+
+* A replica may take a lock held by someone else only after it has seen the Lease unchanged for
+  the Lease's own ``leaseDurationSeconds`` on its own monotonic clock (``unchanged_for``). A
+  replica that has never seen the Lease before has ``unchanged_for == 0`` and so skips: the lock
+  errs towards not running, never towards running twice.
+* The tick is claimed in the same conditional write that grants the lock, and a claim for a tick
+  that is not newer than the last claimed tick is refused. A replica whose scheduler fires late
+  therefore cannot run a tick that another replica already ran, even after that lock was released.
+* Each grant carries a fencing token one above the previous one, so systems the job writes to can
+  reject a stale holder's writes. The lock limits duplicate runs; idempotency and fencing make the
+  rare duplicate (a holder paused longer than ``lock_at_most_for``) harmless.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from datetime import datetime
+from enum import Enum
+
+from k8slease.jobrecord import JobState, Outcome, RunRecord
+from k8slease.record import LeaseRecord
+
+
+class Verdict(Enum):
+    """Why a claim was or was not granted."""
+
+    GRANT = "grant"
+    #: The tick is not newer than the newest tick already claimed: someone ran (or runs) it.
+    ALREADY_CLAIMED = "already-claimed"
+    #: Someone holds the lock and this replica has not seen it unchanged for its duration yet.
+    HELD = "held"
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """The outcome of :func:`judge_claim`: the verdict and, for a grant, what to write."""
+
+    verdict: Verdict
+    record: LeaseRecord | None = None
+    state: JobState | None = None
+    detail: str = ""
+
+
+def whole_seconds(seconds: float) -> int:
+    """A duration as Kubernetes stores it: whole seconds, rounded up, at least 1."""
+    return max(1, math.ceil(seconds - 1e-9))
+
+
+def expired(record: LeaseRecord, *, unchanged_for: float, fallback_duration: float) -> bool:
+    """Whether a held Lease may be taken: seen unchanged for its duration on our own clock.
+
+    The Lease's own ``leaseDurationSeconds`` decides; a malformed Lease (no usable duration) falls
+    back to the larger of its duration and ``fallback_duration`` so hand edits never shorten it.
+    """
+    if not record.held:
+        return True
+    duration = float(record.duration_seconds)
+    if record.malformed or duration <= 0:
+        duration = max(duration, fallback_duration)
+    return unchanged_for >= duration
+
+
+def judge_claim(
+    record: LeaseRecord,
+    state: JobState,
+    *,
+    me: str,
+    tick: datetime,
+    unchanged_for: float,
+    lock_at_most_for: float,
+    now: datetime,
+) -> Claim:
+    """Decide whether ``me`` may run ``tick`` and, if so, the record and state to write.
+
+    ``unchanged_for`` is how long this replica has seen the current Lease unchanged (0 when it has
+    just read it for the first time); ``now`` is the wall-clock time written into the record.
+    """
+    if state.claimed_tick is not None and tick <= state.claimed_tick:
+        return Claim(
+            Verdict.ALREADY_CLAIMED,
+            detail=f"tick {tick.isoformat()} <= claimed {state.claimed_tick.isoformat()}",
+        )
+    if record.held and not expired(
+        record, unchanged_for=unchanged_for, fallback_duration=lock_at_most_for
+    ):
+        return Claim(Verdict.HELD, detail=f"held by {record.holder}")
+    granted = LeaseRecord(
+        holder=me,
+        duration_seconds=whole_seconds(lock_at_most_for),
+        acquire_time=now,
+        renew_time=now,
+        transitions=record.transitions + (1 if record.holder != me else 0),
+        fencing_token=record.fencing_token + 1,
+    )
+    return Claim(Verdict.GRANT, record=granted, state=replace(state, claimed_tick=tick))
+
+
+def extend(record: LeaseRecord, *, now: datetime) -> LeaseRecord:
+    """The record that keeps a running job's lock alive: the same grant with a fresh renewTime."""
+    return replace(record, renew_time=now, problems=())
+
+
+def release(
+    record: LeaseRecord,
+    state: JobState,
+    run: RunRecord,
+    *,
+    ran_for: float,
+    lock_at_least_for: float,
+    now: datetime,
+) -> tuple[LeaseRecord, JobState]:
+    """The record and state to write when a run ends.
+
+    The run record and counts are written in the same write. When the run took less than
+    ``lock_at_least_for`` the lock stays held for the remainder (ShedLock's lockAtLeastFor);
+    otherwise the holder is cleared so the next tick can be claimed at once.
+    """
+    counts = dict(state.counts)
+    counts[run.outcome] = counts.get(run.outcome, 0) + 1
+    completed = state.completed_tick
+    if run.outcome in _COMPLETING and (completed is None or run.tick > completed):
+        completed = run.tick
+    new_state = replace(state, completed_tick=completed, last_run=run, counts=counts)
+    remaining = lock_at_least_for - ran_for
+    if remaining > 0:
+        kept = replace(record, duration_seconds=whole_seconds(remaining), renew_time=now)
+        return kept, new_state
+    return replace(record, holder="", renew_time=now, problems=()), new_state
+
+
+_COMPLETING: frozenset[Outcome] = frozenset({"succeeded", "failed"})

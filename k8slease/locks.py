@@ -1,0 +1,327 @@
+"""Per-job locks on Leases, ShedLock-style: claim a tick, keep it alive, release with a record.
+
+:class:`JobLock` drives the pure decisions in :mod:`k8slease.lockdecide` with a transport, a clock
+and a keep-alive thread. One conditional write grants the lock, claims the tick and bumps the
+fencing token; one conditional write releases it and stores the run record. A skip costs one read
+and writes nothing.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import structlog
+
+from k8slease.clock import Clock, SystemClock
+from k8slease.errors import AlreadyExists, ConfigError, Conflict, NotFound, TransportError
+from k8slease.events import EventRecorder
+from k8slease.jobrecord import (
+    JobState,
+    Outcome,
+    RunRecord,
+    job_state_from_lease,
+    lease_with_job_state,
+)
+from k8slease.lockdecide import Verdict, extend, judge_claim, release
+from k8slease.names import LABEL_GROUP, LABEL_JOB, LABEL_ROLE, ROLE_JOB, job_lease_name
+from k8slease.observe import Observations
+from k8slease.record import LeaseRecord, lease_with_record, new_lease, record_from_lease
+from k8slease.transport import LeaseTransport
+
+log = structlog.get_logger("k8slease.locks")
+
+
+@dataclass(eq=False)
+class Grant:
+    """A lock this replica holds for one tick of one job.
+
+    ``lost`` is set when the lock could not be kept alive (another replica may take over);
+    ``fencing_token`` is the grant's token, to pass to the systems the job writes to.
+    """
+
+    job: str
+    tick: datetime
+    fencing_token: int
+    started_wall: datetime
+    started_mono: float
+    lost: threading.Event = field(default_factory=threading.Event)
+    _body: dict[str, Any] = field(default_factory=dict, repr=False)
+    _last_ok_send: float = 0.0
+    _stop: threading.Event = field(default_factory=threading.Event, repr=False)
+    _thread: threading.Thread | None = field(default=None, repr=False)
+    _mutex: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _on_lost: list[Callable[[], object]] = field(default_factory=list, repr=False)
+
+    def add_lost_callback(self, callback: Callable[[], object]) -> None:
+        """Call ``callback`` (from the keep-alive thread) if the lock is lost while held."""
+        self._on_lost.append(callback)
+
+    def mark_lost(self) -> None:
+        """Record that the lock could not be kept, and tell whoever asked."""
+        if self.lost.is_set():
+            return
+        self.lost.set()
+        for callback in self._on_lost:
+            try:
+                callback()
+            except Exception:
+                log.exception("lock.lost_callback_failed", job=self.job)
+
+
+class JobLock:
+    """The lock of one job of one group, as seen by one replica.
+
+    ``lock_at_most_for`` (seconds) is the Lease duration: the ceiling after which a crashed
+    holder's lock may be taken. ``lock_at_least_for`` (seconds, default 0) keeps the lock after a
+    run that finished sooner, so replicas whose schedulers fire a little late skip. While a job
+    runs its lock is extended every ``lock_at_most_for / 3`` seconds.
+    """
+
+    def __init__(
+        self,
+        transport: LeaseTransport,
+        *,
+        group: str,
+        job: str,
+        identity: str,
+        lock_at_most_for: float,
+        lock_at_least_for: float = 0.0,
+        clock: Clock | None = None,
+        events: EventRecorder | None = None,
+    ) -> None:
+        if lock_at_most_for < 1:
+            raise ConfigError(f"lock_at_most_for must be >= 1 second, got {lock_at_most_for}")
+        if not 0 <= lock_at_least_for <= lock_at_most_for:
+            raise ConfigError(
+                "lock_at_least_for must be between 0 and lock_at_most_for "
+                f"({lock_at_most_for}), got {lock_at_least_for}"
+            )
+        if not identity:
+            raise ConfigError("identity must not be empty")
+        self.transport = transport
+        self.group = group
+        self.job = job
+        self.name = job_lease_name(group, job)
+        self.identity = identity
+        self.lock_at_most_for = float(lock_at_most_for)
+        self.lock_at_least_for = float(lock_at_least_for)
+        self.keepalive_interval = self.lock_at_most_for / 3
+        self._clock = clock or SystemClock()
+        self._events = events
+        self._observations = Observations(self._clock)
+        self._log = log.bind(lease=self.name, job=job, group=group, identity=identity)
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def read_state(self) -> JobState | None:
+        """The job's state from its Lease, or ``None`` when the Lease does not exist yet."""
+        try:
+            lease = self.transport.get(self.name)
+        except NotFound:
+            return None
+        self._observations.see(self.name, lease)
+        return job_state_from_lease(lease)
+
+    # -- claiming -----------------------------------------------------------------------------
+
+    def try_acquire(self, tick: datetime) -> Grant | None:
+        """Claim ``tick``: a :class:`Grant` when this replica is to run it, ``None`` to skip.
+
+        Raises :class:`~k8slease.errors.TransportError` (``Unavailable``, ``Forbidden``) when the
+        API server cannot be asked; the caller decides whether that means skip or fail open.
+        """
+        try:
+            lease: dict[str, Any] | None = self.transport.get(self.name)
+        except NotFound:
+            lease = None
+        now = self._clock.now()
+        if lease is None:
+            record, state, unchanged_for = LeaseRecord(), JobState(), 0.0
+        else:
+            unchanged_for = self._observations.see(self.name, lease)
+            record, state = record_from_lease(lease), job_state_from_lease(lease)
+        claim = judge_claim(
+            record,
+            state,
+            me=self.identity,
+            tick=tick,
+            unchanged_for=unchanged_for,
+            lock_at_most_for=self.lock_at_most_for,
+            now=now,
+        )
+        if claim.verdict is not Verdict.GRANT:
+            self._log.debug(
+                "lock.skipped", tick=tick.isoformat(), why=claim.verdict.value, detail=claim.detail
+            )
+            return None
+        assert claim.record is not None and claim.state is not None
+        sent = self._clock.monotonic()
+        try:
+            if lease is None:
+                body = new_lease(
+                    self.name,
+                    self.transport.namespace,
+                    claim.record,
+                    labels={LABEL_GROUP: self.group, LABEL_ROLE: ROLE_JOB, LABEL_JOB: self.job},
+                )
+                written = self.transport.create(lease_with_job_state(body, claim.state))
+            else:
+                body = lease_with_job_state(lease_with_record(lease, claim.record), claim.state)
+                written = self.transport.replace(self.name, body)
+        except (AlreadyExists, Conflict):
+            self._log.debug("lock.skipped", tick=tick.isoformat(), why="lost-race")
+            return None
+        self._observations.see(self.name, written)
+        grant = Grant(
+            job=self.job,
+            tick=tick,
+            fencing_token=claim.record.fencing_token,
+            started_wall=now,
+            started_mono=sent,
+            _body=written,
+            _last_ok_send=sent,
+        )
+        if record.malformed:
+            self._log.warning("lock.repaired_malformed_lease", problems=list(record.problems))
+        self._log.info("lock.acquired", tick=tick.isoformat(), fencing_token=grant.fencing_token)
+        return grant
+
+    # -- keeping ------------------------------------------------------------------------------
+
+    def start_keepalive(self, grant: Grant) -> None:
+        """Extend ``grant`` in a background thread until :meth:`finish` is called."""
+        thread = threading.Thread(
+            target=self._keepalive_loop,
+            args=(grant,),
+            name=f"k8slease-keepalive-{self.job}",
+            daemon=True,
+        )
+        grant._thread = thread
+        thread.start()
+
+    def _keepalive_loop(self, grant: Grant) -> None:
+        retry = min(1.0, self.keepalive_interval / 2)
+        wait = self.keepalive_interval
+        while not grant._stop.wait(wait):
+            ok = self.extend_once(grant)
+            wait = self.keepalive_interval if ok else retry
+            if grant.lost.is_set():
+                return
+
+    def extend_once(self, grant: Grant) -> bool:
+        """Extend ``grant`` now with one conditional write; returns whether it was extended.
+
+        When no extension has succeeded for two thirds of ``lock_at_most_for`` since the last
+        successful one was sent, ``grant.lost`` is set: other replicas may take the lock soon.
+        """
+        with grant._mutex:
+            if grant._stop.is_set() or grant.lost.is_set():
+                return False
+            sent = self._clock.monotonic()
+            ok = self._write_extension(grant)
+            if ok:
+                grant._last_ok_send = sent
+                return True
+            if sent - grant._last_ok_send >= self.lock_at_most_for * 2 / 3:
+                grant.mark_lost()
+                self._log.warning(
+                    "lock.lost", tick=grant.tick.isoformat(), fencing_token=grant.fencing_token
+                )
+            return False
+
+    def _write_extension(self, grant: Grant, *, retry_on_conflict: bool = True) -> bool:
+        record = extend(record_from_lease(grant._body), now=self._clock.now())
+        try:
+            grant._body = self.transport.replace(self.name, lease_with_record(grant._body, record))
+            return True
+        except Conflict:
+            fresh = self._fresh_if_still_mine(grant) if retry_on_conflict else None
+            if fresh is None:
+                grant.mark_lost()
+                self._log.warning("lock.lost", tick=grant.tick.isoformat(), why="taken-over")
+                return False
+            grant._body = fresh
+            return self._write_extension(grant, retry_on_conflict=False)
+        except TransportError as exc:
+            self._log.warning("lock.extend_failed", error=str(exc))
+            return False
+
+    def _fresh_if_still_mine(self, grant: Grant) -> dict[str, Any] | None:
+        try:
+            fresh = self.transport.get(self.name)
+        except TransportError:
+            return None
+        record = record_from_lease(fresh)
+        if record.holder == self.identity and record.fencing_token == grant.fencing_token:
+            return fresh
+        return None
+
+    # -- releasing ----------------------------------------------------------------------------
+
+    def finish(self, grant: Grant, outcome: Outcome, *, error: str | None = None) -> RunRecord:
+        """Stop keeping ``grant`` alive and release it, writing the run record in the same write.
+
+        A grant that was lost while the job ran is recorded with outcome ``lost``. Returns the
+        run record (also when it could not be written; that is logged).
+        """
+        grant._stop.set()
+        if grant._thread is not None and grant._thread is not threading.current_thread():
+            grant._thread.join(timeout=self.transport.request_timeout * 2)
+        if grant.lost.is_set():
+            outcome = "lost"
+        run = RunRecord(
+            holder=self.identity,
+            tick=grant.tick,
+            started=grant.started_wall,
+            finished=self._clock.now(),
+            outcome=outcome,
+            fencing_token=grant.fencing_token,
+            error=error,
+        )
+        ran_for = self._clock.monotonic() - grant.started_mono
+        with grant._mutex:
+            body = grant._body
+            for attempt in range(2):
+                record, state = release(
+                    record_from_lease(body),
+                    job_state_from_lease(body),
+                    run,
+                    ran_for=ran_for,
+                    lock_at_least_for=self.lock_at_least_for,
+                    now=run.finished,
+                )
+                try:
+                    written = self.transport.replace(
+                        self.name, lease_with_job_state(lease_with_record(body, record), state)
+                    )
+                    self._observations.see(self.name, written)
+                    break
+                except Conflict:
+                    fresh = self._fresh_if_still_mine(grant) if attempt == 0 else None
+                    if fresh is None:
+                        self._log.warning("lock.release_lost", tick=grant.tick.isoformat())
+                        break
+                    body = fresh
+                except TransportError as exc:
+                    self._log.warning("lock.release_failed", error=str(exc))
+                    break
+        self._log.info(
+            "job.finished",
+            tick=grant.tick.isoformat(),
+            outcome=run.outcome,
+            fencing_token=grant.fencing_token,
+            seconds=round(ran_for, 3),
+        )
+        if run.outcome != "succeeded" and self._events is not None:
+            self._events.post(
+                grant._body,
+                reason="JobFailed" if run.outcome == "failed" else "JobLockLost",
+                message=f"job {self.job} tick {grant.tick.isoformat()} on {self.identity}: "
+                f"{run.outcome}{': ' + error if error else ''}",
+                type_="Warning",
+            )
+        return run

@@ -1,0 +1,605 @@
+"""The elector's state machine: decisions from :mod:`k8slease.decide` strung together, without I/O.
+
+:class:`ElectionMachine` says what to do next (:meth:`~ElectionMachine.next_command`: read, create,
+update or wait) and is told what happened (the ``*_done``/``*_failed`` methods, watch events,
+deadline checks, stop). It never performs a request and never reads a clock; every time is passed
+in. The runner (:mod:`k8slease.elector`) executes its commands against the API server, and the
+property tests execute them against an in-memory Lease store with arbitrary interleavings, so the
+safety argument in :mod:`k8slease.decide` is tested on the very code that runs.
+
+Phases: ``CANDIDATE`` (watching and waiting to take the Lease), ``LEADER`` (renewing),
+``RELEASING`` (no longer leading; giving the Lease back) and ``STOPPED``. Transitions are reported
+as events (:class:`StartedLeading`, :class:`StoppedLeading`, :class:`NewLeader`,
+:class:`Released`) that the runner turns into callbacks, logs and metrics. A
+:class:`StoppedLeading` is always emitted at the moment belief ends, before the machine issues any
+further command, and only after a matching :class:`StartedLeading`.
+
+One command is outstanding at a time: after :meth:`~ElectionMachine.next_command` returns a
+:class:`Read`, :class:`Create` or :class:`Update`, the caller must report its outcome before
+asking again.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import Enum
+from typing import Any
+
+from k8slease.config import ElectionTiming
+from k8slease.decide import (
+    CandidateAction,
+    LeaderAction,
+    decide_candidate,
+    decide_leader,
+    grant_record,
+    is_ours,
+    leader_deadline,
+    release_record,
+    renewal_record,
+)
+from k8slease.errors import AlreadyExists, Conflict, NotFound, TransportError
+from k8slease.names import LABEL_GROUP, LABEL_ROLE, ROLE_LEADER
+from k8slease.observe import LeaseObserver, Observation
+from k8slease.record import LeaseRecord, lease_with_record, new_lease, record_from_lease
+
+
+class Phase(Enum):
+    """Where the machine is in its life."""
+
+    CANDIDATE = "candidate"
+    LEADER = "leader"
+    RELEASING = "releasing"
+    STOPPED = "stopped"
+
+
+class Purpose(Enum):
+    """Why a request is made."""
+
+    OBSERVE = "observe"  # a candidate reads the Lease
+    REREAD = "reread"  # a leader re-reads after a Conflict
+    RELEASE_READ = "release-read"  # the fresh read before a release
+    CREATE = "create"
+    TAKE = "take"
+    RENEW = "renew"
+    RELEASE = "release"
+
+
+# -- commands ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Read:
+    """GET the Lease; report with ``read_done`` (``None`` on NotFound) or ``read_failed``."""
+
+    purpose: Purpose
+
+
+@dataclass(frozen=True, slots=True)
+class Create:
+    """Create the Lease from ``body``; report with ``write_done`` or ``write_failed``."""
+
+    body: dict[str, Any]
+    purpose: Purpose = Purpose.CREATE
+
+
+@dataclass(frozen=True, slots=True)
+class Update:
+    """PUT ``body`` (conditional on its resourceVersion); report like :class:`Create`."""
+
+    body: dict[str, Any]
+    purpose: Purpose
+
+
+@dataclass(frozen=True, slots=True)
+class Wait:
+    """Nothing to do until monotonic time ``until`` (``None``: until an event) or an event."""
+
+    until: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class Done:
+    """The machine has stopped; nothing more will happen."""
+
+
+Command = Read | Create | Update | Wait | Done
+
+
+# -- events ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class StartedLeading:
+    """This replica leads from now: ``term`` counts its grants, ``fencing_token`` is the Lease's."""
+
+    term: int
+    fencing_token: int
+    record: LeaseRecord
+
+
+@dataclass(frozen=True, slots=True)
+class StoppedLeading:
+    """This replica no longer leads (belief ended at this event); ``reason`` says why."""
+
+    term: int
+    fencing_token: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class NewLeader:
+    """The observed holder changed; ``holder`` is empty when nobody holds the Lease."""
+
+    holder: str
+    fencing_token: int
+
+
+@dataclass(frozen=True, slots=True)
+class Released:
+    """The release was written: candidates may take the Lease at once."""
+
+    fencing_token: int
+
+
+Event = StartedLeading | StoppedLeading | NewLeader | Released
+
+
+@dataclass(slots=True)
+class _Lead:
+    term: int
+    record: LeaseRecord
+    lease: dict[str, Any]
+    last_ok_sent: float
+    next_attempt_at: float
+    needs_reread: bool = False
+    retried: bool = False
+
+
+@dataclass(slots=True)
+class _Release:
+    term: int
+    record: LeaseRecord
+    fresh: dict[str, Any] | None = None
+    read_done: bool = False
+
+
+@dataclass(slots=True)
+class _Pending:
+    command: Read | Create | Update
+    term: int
+    record: LeaseRecord | None = None
+
+
+@dataclass(slots=True)
+class _Options:
+    release_on_stop: bool = True
+    labels: dict[str, str] = field(default_factory=dict)
+
+
+class ElectionMachine:
+    """One replica's election for one Lease, as a pure state machine; not thread-safe.
+
+    ``name``/``namespace`` name the Lease, ``identity`` is this replica's holder string,
+    ``timing`` the validated durations. ``group`` goes into the ``k8slease.io/group`` label of a
+    Lease it creates (default: the Lease name). ``rng`` jitters polling and retries.
+    """
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        namespace: str,
+        identity: str,
+        timing: ElectionTiming,
+        group: str | None = None,
+        release_on_stop: bool = True,
+        labels: Mapping[str, str] | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        if not identity:
+            raise ValueError("identity must not be empty")
+        self.name = name
+        self.namespace = namespace
+        self.identity = identity
+        self.timing = timing
+        self.group = group or name
+        self._options = _Options(
+            release_on_stop=release_on_stop,
+            labels={LABEL_GROUP: self.group, LABEL_ROLE: ROLE_LEADER, **dict(labels or {})},
+        )
+        self._rng = rng or random.Random()
+        self.observer = LeaseObserver()
+        self.phase = Phase.CANDIDATE
+        self.term = 0
+        self.watching = False
+        self.stopping = False
+        self._lead: _Lead | None = None
+        self._release: _Release | None = None
+        self._after_release = Phase.CANDIDATE
+        self._pending: _Pending | None = None
+        self._need_read = True
+        self._not_before = float("-inf")
+        self._poll_at: float | None = None
+        self._reported_holder: str | None = None
+        self._events: list[Event] = []
+
+    # -- queries -------------------------------------------------------------------------------
+
+    def believes_leading(self, now: float) -> bool:
+        """Whether this replica may act as leader at monotonic time ``now``."""
+        until = self.leading_until
+        return until is not None and now < until
+
+    @property
+    def leading_until(self) -> float | None:
+        """The monotonic time at which leadership ends without a further renew; ``None``: not leading."""
+        if self.phase is not Phase.LEADER or self._lead is None:
+            return None
+        return leader_deadline(self._lead.last_ok_sent, self.timing.renew_deadline)
+
+    @property
+    def fencing_token(self) -> int | None:
+        """The fencing token of the current grant while leading, else ``None``."""
+        if self.phase is not Phase.LEADER or self._lead is None:
+            return None
+        return self._lead.record.fencing_token
+
+    @property
+    def last_success_sent_at(self) -> float | None:
+        """When the last successful grant or renew was sent (monotonic), while leading."""
+        return self._lead.last_ok_sent if self._lead is not None else None
+
+    @property
+    def observation(self) -> Observation | None:
+        """The latest observation of the Lease."""
+        return self.observer.current
+
+    @property
+    def leader(self) -> str:
+        """The holder as last observed (empty when nobody holds it or nothing was seen)."""
+        current = self.observer.current
+        if current is None or current.record is None:
+            return ""
+        return current.record.holder
+
+    @property
+    def pending(self) -> Read | Create | Update | None:
+        """The command whose outcome has not been reported yet."""
+        return self._pending.command if self._pending is not None else None
+
+    def drain_events(self) -> list[Event]:
+        """The events since the last call, oldest first."""
+        events, self._events = self._events, []
+        return events
+
+    # -- inputs --------------------------------------------------------------------------------
+
+    def next_command(self, now: float, wall: datetime) -> Command:
+        """What to do at monotonic ``now``; ``wall`` is written into renewTime/acquireTime."""
+        if self._pending is not None:
+            raise RuntimeError(f"{self._pending.command!r} is still outstanding")
+        if self.phase is Phase.LEADER:
+            self.check(now)
+        if self.phase is Phase.LEADER:
+            return self._leader_command(now, wall)
+        if self.phase is Phase.RELEASING:
+            command = self._release_command(now, wall)
+            if command is not None:
+                return command
+        if self.phase is Phase.STOPPED:
+            return Done()
+        return self._candidate_command(now, wall)
+
+    def check(self, now: float) -> bool:
+        """Step down if the renew deadline has passed; returns whether it did."""
+        until = self.leading_until
+        if until is not None and now >= until:
+            self._step_down("renew deadline passed", now, release=False, after=Phase.CANDIDATE)
+            if self.stopping:
+                self.phase = Phase.STOPPED
+            return True
+        return False
+
+    def stop(self, now: float) -> None:
+        """Begin stopping: a leader steps down at once and (by default) releases the Lease."""
+        self.stopping = True
+        if self.phase is Phase.LEADER:
+            if self._options.release_on_stop:
+                self._step_down("stopping", now, release=True, after=Phase.STOPPED)
+            else:
+                self._step_down("stopping", now, release=False, after=Phase.STOPPED)
+                self.phase = Phase.STOPPED
+        elif self.phase is Phase.RELEASING:
+            self._after_release = Phase.STOPPED
+        elif self.phase is Phase.CANDIDATE and self._pending is None:
+            self.phase = Phase.STOPPED
+
+    def abdicate(self, term: int, now: float, reason: str) -> bool:
+        """Give up leadership of ``term`` (its work ended) and release; returns whether it did."""
+        if self.phase is not Phase.LEADER or self._lead is None or self._lead.term != term:
+            return False
+        self._step_down(reason, now, release=True, after=Phase.CANDIDATE)
+        return True
+
+    def set_watching(self, watching: bool, now: float) -> None:
+        """Whether a watch currently delivers changes; without one, candidates poll."""
+        if watching == self.watching:
+            return
+        self.watching = watching
+        if not watching:
+            self._poll_at = now + self._jitter(self.timing.retry_interval)
+
+    def on_watch(self, lease: Mapping[str, Any], *, deleted: bool, now: float) -> None:
+        """A watch event arrived at ``now``: ``lease`` is the object (its last state if deleted)."""
+        self._observe(None if deleted else lease, now)
+        if self.phase is not Phase.LEADER or self._lead is None:
+            return
+        seen = record_from_lease(lease)
+        token = self._lead.record.fencing_token
+        if seen.fencing_token < token:
+            return  # an event from before our grant, delivered late
+        if deleted:
+            self._step_down("lease deleted", now, release=False, after=Phase.CANDIDATE)
+        elif seen.fencing_token > token or seen.holder != self.identity:
+            self._step_down(
+                f"lease taken by {seen.holder or 'nobody'}", now, release=False, after=Phase.CANDIDATE
+            )
+
+    def read_done(self, lease: Mapping[str, Any] | None, *, now: float) -> None:
+        """The outstanding :class:`Read` answered ``lease`` (``None``: NotFound) at ``now``."""
+        pending = self._take_pending(Read)
+        self._observe(lease, now)
+        purpose = pending.command.purpose
+        if purpose is Purpose.OBSERVE:
+            self._need_read = False
+            if not self.watching:
+                self._poll_at = now + self._jitter(self.timing.retry_interval)
+            if self.stopping and self.phase is Phase.CANDIDATE:
+                self.phase = Phase.STOPPED
+        elif purpose is Purpose.REREAD:
+            lead = self._lead
+            if self.phase is not Phase.LEADER or lead is None or lead.term != pending.term:
+                return
+            record = record_from_lease(lease) if lease is not None else None
+            if lease is not None and is_ours(
+                record, identity=self.identity, fencing_token=lead.record.fencing_token
+            ):
+                lead.lease = dict(lease)
+                lead.needs_reread = False
+                lead.next_attempt_at = now if not lead.retried else now + self._renew_retry()
+                lead.retried = True
+            else:
+                holder = record.holder if record is not None else "nobody (deleted)"
+                self._step_down(
+                    f"lease taken by {holder or 'nobody'}", now, release=False, after=Phase.CANDIDATE
+                )
+        elif purpose is Purpose.RELEASE_READ:
+            release = self._release
+            if release is None:
+                return
+            release.read_done = True
+            record = record_from_lease(lease) if lease is not None else None
+            if lease is not None and is_ours(
+                record, identity=self.identity, fencing_token=release.record.fencing_token
+            ):
+                release.fresh = dict(lease)
+            else:
+                self._finish_release(now)
+
+    def read_failed(self, error: TransportError, *, now: float) -> None:
+        """The outstanding :class:`Read` failed with ``error`` (anything but NotFound)."""
+        pending = self._take_pending(Read)
+        purpose = pending.command.purpose
+        if purpose is Purpose.OBSERVE:
+            self._need_read = True
+            self._not_before = now + self._jitter(self.timing.retry_interval)
+            if self.stopping and self.phase is Phase.CANDIDATE:
+                self.phase = Phase.STOPPED
+        elif purpose is Purpose.REREAD:
+            if self._lead is not None and self._lead.term == pending.term:
+                self._lead.next_attempt_at = now + self._renew_retry()
+        elif purpose is Purpose.RELEASE_READ:
+            self._finish_release(now)
+
+    def write_done(self, lease: Mapping[str, Any], *, sent_at: float, now: float) -> None:
+        """The outstanding :class:`Create`/:class:`Update`, sent at ``sent_at``, succeeded."""
+        pending = self._take_pending(Create, Update)
+        self._observe(lease, now)
+        purpose = pending.command.purpose
+        written = pending.record
+        assert written is not None
+        if purpose in (Purpose.CREATE, Purpose.TAKE):
+            self._granted(dict(lease), written, sent_at=sent_at, now=now)
+        elif purpose is Purpose.RENEW:
+            lead = self._lead
+            if self.phase is not Phase.LEADER or lead is None or lead.term != pending.term:
+                return  # stepped down meanwhile; the observer has the record
+            lead.lease = dict(lease)
+            lead.record = written
+            lead.last_ok_sent = max(lead.last_ok_sent, sent_at)
+            lead.next_attempt_at = sent_at + self.timing.renew_interval
+            lead.needs_reread = False
+            lead.retried = False
+        elif purpose is Purpose.RELEASE:
+            self._events.append(Released(fencing_token=written.fencing_token))
+            self._finish_release(now)
+
+    def write_failed(self, error: TransportError, *, sent_at: float, now: float) -> None:
+        """The outstanding :class:`Create`/:class:`Update` failed with ``error``.
+
+        A Conflict or AlreadyExists means someone else wrote first: never a crash, just a re-read.
+        A timeout may hide a write that was applied; that is safe, since belief only starts on a
+        success and a lost success only makes later conditional writes fail.
+        """
+        pending = self._take_pending(Create, Update)
+        purpose = pending.command.purpose
+        if purpose in (Purpose.CREATE, Purpose.TAKE):
+            self._need_read = True
+            if not isinstance(error, AlreadyExists | Conflict | NotFound):
+                self._not_before = now + self._jitter(self.timing.retry_interval)
+            if self.stopping and self.phase is Phase.CANDIDATE:
+                self.phase = Phase.STOPPED
+        elif purpose is Purpose.RENEW:
+            lead = self._lead
+            if self.phase is not Phase.LEADER or lead is None or lead.term != pending.term:
+                return
+            if isinstance(error, NotFound):
+                self._observe(None, now)
+                self._step_down("lease deleted", now, release=False, after=Phase.CANDIDATE)
+            elif isinstance(error, Conflict):
+                lead.needs_reread = True
+                lead.next_attempt_at = now if not lead.retried else now + self._renew_retry()
+            else:
+                lead.next_attempt_at = now + self._renew_retry()
+        elif purpose is Purpose.RELEASE:
+            self._finish_release(now)
+
+    # -- internals -----------------------------------------------------------------------------
+
+    def _leader_command(self, now: float, wall: datetime) -> Command:
+        lead = self._lead
+        assert lead is not None
+        decision = decide_leader(
+            last_success_sent_at=lead.last_ok_sent,
+            next_attempt_at=lead.next_attempt_at,
+            renew_deadline=self.timing.renew_deadline,
+            now=now,
+        )
+        if decision.action is LeaderAction.WAIT:
+            return Wait(decision.until)
+        if lead.needs_reread:
+            return self._issue(Read(Purpose.REREAD))
+        record = renewal_record(
+            lead.record, duration_seconds=self.timing.lease_duration_seconds, now=wall
+        )
+        body = lease_with_record(lead.lease, record)
+        return self._issue(Update(body, Purpose.RENEW), record)
+
+    def _release_command(self, now: float, wall: datetime) -> Command | None:
+        release = self._release
+        if release is None:
+            self._finish_release(now)
+            return None
+        if not release.read_done:
+            return self._issue(Read(Purpose.RELEASE_READ))
+        if release.fresh is not None:
+            record = release_record(release.record, now=wall)
+            body = lease_with_record(release.fresh, record)
+            return self._issue(Update(body, Purpose.RELEASE), record)
+        self._finish_release(now)
+        return None
+
+    def _candidate_command(self, now: float, wall: datetime) -> Command:
+        if self.stopping:
+            self.phase = Phase.STOPPED
+            return Done()
+        if now < self._not_before:
+            return Wait(self._not_before)
+        current = self.observer.current
+        if self._need_read or current is None:
+            return self._issue(Read(Purpose.OBSERVE))
+        decision = decide_candidate(
+            record=current.record,
+            exists=current.exists,
+            first_seen_at=current.first_seen_at,
+            identity=self.identity,
+            fallback_duration=self.timing.lease_duration,
+            now=now,
+            held_before_absence=current.held_before_absence,
+            poll_at=None if self.watching else self._poll_at,
+        )
+        if decision.action is CandidateAction.READ:
+            return self._issue(Read(Purpose.OBSERVE))
+        if decision.action is CandidateAction.WAIT:
+            return Wait(decision.until)
+        record = grant_record(
+            current.record,
+            identity=self.identity,
+            duration_seconds=self.timing.lease_duration_seconds,
+            now=wall,
+            highest_token_seen=self.observer.highest_token,
+        )
+        if decision.action is CandidateAction.CREATE:
+            body = new_lease(self.name, self.namespace, record, labels=self._options.labels)
+            return self._issue(Create(body), record)
+        assert current.lease is not None
+        return self._issue(Update(lease_with_record(current.lease, record), Purpose.TAKE), record)
+
+    def _granted(
+        self, lease: dict[str, Any], record: LeaseRecord, *, sent_at: float, now: float
+    ) -> None:
+        self._need_read = False
+        if self.stopping:
+            # Granted while stopping: never start leading, give it straight back.
+            self.term += 1
+            self._release = _Release(term=self.term, record=record)
+            self._after_release = Phase.STOPPED
+            self.phase = Phase.RELEASING
+            return
+        if now >= leader_deadline(sent_at, self.timing.renew_deadline):
+            return  # the answer came too late to act on; the record shows us, retake later
+        self.term += 1
+        self._lead = _Lead(
+            term=self.term,
+            record=record,
+            lease=lease,
+            last_ok_sent=sent_at,
+            next_attempt_at=sent_at + self.timing.renew_interval,
+        )
+        self.phase = Phase.LEADER
+        self._events.append(
+            StartedLeading(term=self.term, fencing_token=record.fencing_token, record=record)
+        )
+
+    def _step_down(self, reason: str, now: float, *, release: bool, after: Phase) -> None:
+        lead = self._lead
+        assert lead is not None and self.phase is Phase.LEADER
+        self._events.append(
+            StoppedLeading(term=lead.term, fencing_token=lead.record.fencing_token, reason=reason)
+        )
+        self._lead = None
+        self._need_read = False
+        self._not_before = float("-inf")
+        if release:
+            self._release = _Release(term=lead.term, record=lead.record)
+            self._after_release = after
+            self.phase = Phase.RELEASING
+        else:
+            self.phase = after
+
+    def _finish_release(self, now: float) -> None:
+        self._release = None
+        self.phase = self._after_release
+        if self.phase is Phase.CANDIDATE:
+            # Our work ended on its own: step aside for a moment so another replica gets a turn.
+            self._need_read = True
+            self._not_before = now + self._jitter(self.timing.retry_interval)
+
+    def _issue(self, command: Read | Create | Update, record: LeaseRecord | None = None) -> Command:
+        term = self._lead.term if self._lead is not None else self.term
+        self._pending = _Pending(command=command, term=term, record=record)
+        return command
+
+    def _take_pending(self, *kinds: type[Read] | type[Create] | type[Update]) -> _Pending:
+        pending = self._pending
+        if pending is None or not isinstance(pending.command, kinds):
+            raise RuntimeError(f"no outstanding {'/'.join(k.__name__ for k in kinds)} to report")
+        self._pending = None
+        return pending
+
+    def _observe(self, lease: Mapping[str, Any] | None, now: float) -> None:
+        current = self.observer.observe(lease, now)
+        holder = current.record.holder if current.record is not None else ""
+        if holder != self._reported_holder:
+            self._reported_holder = holder
+            token = current.record.fencing_token if current.record is not None else 0
+            self._events.append(NewLeader(holder=holder, fencing_token=token))
+
+    def _jitter(self, base: float) -> float:
+        return base * (1.0 + 0.5 * self._rng.random())
+
+    def _renew_retry(self) -> float:
+        return self.timing.renew_retry_interval

@@ -1,0 +1,146 @@
+"""When did this replica first see the Lease as it is now? Measured on its own monotonic clock.
+
+Expiry is never judged by comparing wall-clock times written by other pods. A candidate instead
+remembers when it first saw the current record and may take over once it has seen that record
+unchanged for the record's ``leaseDurationSeconds``. The time of an observation is read *after*
+the answer arrived, so it is never earlier than the write that produced the record: this is the
+half of the safety argument that lives here (see :mod:`k8slease.decide` for the other half).
+
+"Unchanged" compares the Lease's whole ``spec`` and its fencing-token annotation, as client-go
+compares the raw record: a renew always changes ``renewTime``, so it restarts the timer, while a
+relabelling of the Lease does not. Stale data (a lagging watch event) can only restart the timer,
+which delays a takeover but never hastens one.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from k8slease.clock import Clock
+from k8slease.names import ANN_FENCING_TOKEN
+from k8slease.record import LeaseRecord, record_from_lease, resource_version
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """The Lease as last seen and since when it has been seen unchanged.
+
+    ``lease`` and ``record`` are ``None`` when the Lease did not exist. ``first_seen_at`` is the
+    monotonic time this content was first seen. ``held_before_absence`` is the last held record
+    seen before the Lease disappeared (someone deleted a held Lease), else ``None``.
+    """
+
+    lease: dict[str, Any] | None
+    record: LeaseRecord | None
+    resource_version: str
+    first_seen_at: float
+    held_before_absence: LeaseRecord | None = None
+
+    @property
+    def exists(self) -> bool:
+        """True when the Lease existed at this observation."""
+        return self.lease is not None
+
+
+def content_key(lease: Mapping[str, Any] | None) -> str:
+    """What must stay equal for a Lease to count as unchanged: its spec and fencing token."""
+    if lease is None:
+        return "<absent>"
+    metadata = lease.get("metadata")
+    annotations = metadata.get("annotations") if isinstance(metadata, Mapping) else None
+    token = annotations.get(ANN_FENCING_TOKEN) if isinstance(annotations, Mapping) else None
+    try:
+        return json.dumps([lease.get("spec"), token], sort_keys=True, default=repr)
+    except (TypeError, ValueError):  # pragma: no cover - a JSON body always serialises
+        return repr([lease.get("spec"), token])
+
+
+class LeaseObserver:
+    """Tracks one Lease's observations; not thread-safe (its owner serialises calls).
+
+    It also remembers the highest fencing token ever seen, so that a grant on a Lease whose
+    token annotation was edited away still issues a token above every one this replica saw.
+    """
+
+    def __init__(self) -> None:
+        self._current: Observation | None = None
+        self._key: str | None = None
+        self._last_held: LeaseRecord | None = None
+        self.highest_token = 0
+
+    @property
+    def current(self) -> Observation | None:
+        """The latest observation, or ``None`` before the first one."""
+        return self._current
+
+    def observe(self, lease: Mapping[str, Any] | None, at: float) -> Observation:
+        """Record that ``lease`` (``None``: absent) was seen at monotonic time ``at``.
+
+        ``at`` must be read after the answer carrying ``lease`` arrived. Returns the current
+        observation, whose ``first_seen_at`` moves only when the content changed.
+        """
+        key = content_key(lease)
+        body = dict(lease) if lease is not None else None
+        record = record_from_lease(body) if body is not None else None
+        if record is not None:
+            self.highest_token = max(self.highest_token, record.fencing_token)
+        previous = self._current
+        if previous is not None and key == self._key:
+            self._current = Observation(
+                lease=body,
+                record=record,
+                resource_version=resource_version(body) if body is not None else "",
+                first_seen_at=previous.first_seen_at,
+                held_before_absence=previous.held_before_absence,
+            )
+            return self._current
+        held_before: LeaseRecord | None = None
+        if body is None and previous is not None:
+            if previous.record is not None and (previous.record.held or previous.record.malformed):
+                held_before = previous.record
+            else:
+                held_before = previous.held_before_absence
+        self._key = key
+        self._current = Observation(
+            lease=body,
+            record=record,
+            resource_version=resource_version(body) if body is not None else "",
+            first_seen_at=at,
+            held_before_absence=held_before,
+        )
+        return self._current
+
+
+class Observations:
+    """Observers for several Leases by name, reading a :class:`~k8slease.clock.Clock`; thread-safe.
+
+    :meth:`see` answers the question the lock code asks: for how many seconds has this replica
+    seen ``lease`` unchanged? ``0.0`` on first sight or right after a change.
+    """
+
+    def __init__(self, clock: Clock) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._observers: dict[str, LeaseObserver] = {}
+
+    def see(self, name: str, lease: Mapping[str, Any] | None) -> float:
+        """Record ``lease`` (``None``: absent) as seen now; return how long it has been unchanged."""
+        with self._lock:
+            observer = self._observers.setdefault(name, LeaseObserver())
+            now = self._clock.monotonic()
+            observation = observer.observe(lease, now)
+            return max(0.0, now - observation.first_seen_at)
+
+    def observer(self, name: str) -> LeaseObserver:
+        """The observer of Lease ``name`` (created on first use)."""
+        with self._lock:
+            return self._observers.setdefault(name, LeaseObserver())
+
+    def forget(self, name: str) -> None:
+        """Drop what was seen of ``name`` (for example after deleting it)."""
+        with self._lock:
+            self._observers.pop(name, None)

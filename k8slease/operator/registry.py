@@ -1,0 +1,265 @@
+"""Which groups exist, what their objects last said, and which API calls to make next.
+
+Pure bookkeeping (no kopf, no I/O): the kopf handlers feed it watch events of Leases and of
+ScheduledJobGroups; :meth:`Registry.plan` returns the actions to take (status patches, object
+creations, Events) and the runtime reports back what succeeded. Writes are coalesced:
+
+* a change that matters (leader, failover, run, condition) is written at most once per group per
+  ``settings.min_write_interval`` seconds, with everything that changed meanwhile;
+* a change of renewal-only fields (``lastRenewTime``, ``expiryTime``, ...) waits until
+  ``settings.renew_write_interval`` seconds passed since the group's last write;
+* every ``settings.evaluate_interval`` seconds every group is rendered again so that time-based
+  conditions (an expired Lease, a missed run) appear without any Lease changing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from k8slease.names import CRD_GROUP, CRD_KIND, CRD_VERSION, DOMAIN, LABEL_GROUP, ROLE_LEADER
+from k8slease.operator.settings import OperatorSettings
+from k8slease.operator.spec import GroupSpec, parse_spec
+from k8slease.operator.status import (
+    GroupFold,
+    Notice,
+    group_of,
+    lease_name_of,
+    merge_patch,
+    significant,
+)
+from k8slease.record import parse_microtime
+
+#: Label and annotation on ScheduledJobGroups the operator created by itself.
+LABEL_AUTO_CREATED = f"{DOMAIN}/auto-created"
+
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+Key = tuple[str, str]  # (namespace, group); the group's object has the group's name
+
+
+@dataclass(frozen=True, slots=True)
+class PatchStatus:
+    key: Key
+    patch: dict[str, Any]
+    status: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class CreateObject:
+    key: Key
+    body: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class PostEvent:
+    key: Key
+    involved: dict[str, str]
+    notice: Notice
+
+
+Action = PatchStatus | CreateObject | PostEvent
+
+
+@dataclass
+class GroupObject:
+    """What the operator knows of one ScheduledJobGroup object."""
+
+    namespace: str
+    name: str
+    uid: str
+    generation: int
+    spec: GroupSpec
+    created: datetime | None
+    #: The status as last written by us (or as found when the object was first seen).
+    written: dict[str, Any] = field(default_factory=dict)
+    written_at: float = float("-inf")
+
+
+def _metadata(body: Mapping[str, Any]) -> Mapping[str, Any]:
+    metadata = body.get("metadata")
+    return metadata if isinstance(metadata, Mapping) else {}
+
+
+class Registry:
+    """All groups the operator follows, keyed by (namespace, group)."""
+
+    def __init__(self, settings: OperatorSettings) -> None:
+        self.settings = settings
+        self.folds: dict[Key, GroupFold] = {}
+        self.objects: dict[Key, GroupObject] = {}
+        self.dirty: set[Key] = set()
+        self.creating: set[Key] = set()
+        self.uncreatable: set[Key] = set()
+        self._last_evaluation = float("-inf")
+
+    # -- input ----------------------------------------------------------------------------------
+
+    def on_lease(
+        self, event_type: str | None, body: Mapping[str, Any], now: datetime
+    ) -> Key | None:
+        """Fold a Lease watch event; returns the group's key, or None for an unlabelled Lease."""
+        group = group_of(body)
+        namespace = _metadata(body).get("namespace")
+        if not group or not isinstance(namespace, str) or not lease_name_of(body):
+            return None
+        key = (namespace, group)
+        fold = self.folds.get(key)
+        if fold is None:
+            fold = self.folds[key] = GroupFold(namespace, group, first_seen=now)
+            obj = self.objects.get(key)
+            if obj is not None:
+                fold.set_leader_lease_name(obj.spec.lease_name)
+        fold.observe(body, now, deleted=event_type == "DELETED")
+        self.dirty.add(key)
+        return key
+
+    def on_object(
+        self, event_type: str | None, body: Mapping[str, Any], now: datetime
+    ) -> Key | None:
+        """Take note of a ScheduledJobGroup watch event."""
+        metadata = _metadata(body)
+        namespace, name = metadata.get("namespace"), metadata.get("name")
+        if not isinstance(namespace, str) or not isinstance(name, str):
+            return None
+        key = (namespace, name)
+        if event_type == "DELETED":
+            self.objects.pop(key, None)
+            self.dirty.add(key)
+            return key
+        uid = str(metadata.get("uid") or "")
+        generation = metadata.get("generation")
+        generation = generation if isinstance(generation, int) else 0
+        spec = parse_spec(body)
+        created = None
+        try:
+            created = parse_microtime(metadata.get("creationTimestamp"))
+        except ValueError:
+            pass
+        obj = self.objects.get(key)
+        self.creating.discard(key)
+        if obj is None or obj.uid != uid:
+            status = body.get("status")
+            status = dict(status) if isinstance(status, Mapping) else {}
+            obj = GroupObject(namespace, name, uid, generation, spec, created, written=status)
+            self.objects[key] = obj
+            fold = self.folds.get(key)
+            if fold is None:
+                fold = self.folds[key] = GroupFold(namespace, name, first_seen=now)
+            fold.set_history_limit(spec.history_limit)
+            fold.set_leader_lease_name(spec.lease_name)
+            fold.seed(status)
+            self.dirty.add(key)
+        elif generation != obj.generation or spec != obj.spec:
+            obj.generation, obj.spec = generation, spec
+            self.dirty.add(key)
+        return key
+
+    # -- output ---------------------------------------------------------------------------------
+
+    def _create_body(self, key: Key, fold: GroupFold) -> dict[str, Any] | None:
+        namespace, group = key
+        if len(group) > 253 or not _DNS_SUBDOMAIN.match(group):
+            return None
+        spec: dict[str, Any] = {}
+        leaders = sorted(
+            name
+            for name, (body, _) in fold.leases.items()
+            if _metadata(body).get("labels", {}).get(f"{DOMAIN}/role") == ROLE_LEADER
+        )
+        if leaders and group not in leaders:
+            spec["leaseName"] = leaders[0]
+        return {
+            "apiVersion": f"{CRD_GROUP}/{CRD_VERSION}",
+            "kind": CRD_KIND,
+            "metadata": {
+                "name": group,
+                "namespace": namespace,
+                "labels": {LABEL_AUTO_CREATED: "true", LABEL_GROUP: group},
+                "annotations": {
+                    LABEL_AUTO_CREATED: "created by the k8slease operator for a group with "
+                    "live Leases; delete it with auto-creation turned off to stop this"
+                },
+            },
+            "spec": spec,
+        }
+
+    def plan(self, now: datetime, mono: float) -> list[Action]:
+        """The actions due at wall time ``now`` and monotonic time ``mono``."""
+        settings = self.settings
+        if mono - self._last_evaluation >= settings.evaluate_interval:
+            self._last_evaluation = mono
+            candidates = set(self.folds) | set(self.objects)
+        else:
+            candidates = set(self.dirty)
+        actions: list[Action] = []
+        for key in sorted(candidates):
+            obj = self.objects.get(key)
+            fold = self.folds.get(key)
+            if obj is None:
+                self.dirty.discard(key)
+                if (
+                    fold is not None
+                    and settings.auto_create
+                    and key not in self.creating
+                    and key not in self.uncreatable
+                    and fold.has_live_leases(now, timedelta(seconds=settings.auto_create_max_age))
+                ):
+                    body = self._create_body(key, fold)
+                    if body is None:
+                        self.uncreatable.add(key)
+                    else:
+                        self.creating.add(key)
+                        actions.append(CreateObject(key, body))
+                if fold is not None:
+                    fold.take_notices()  # nothing to attach them to
+                continue
+            if mono - obj.written_at < settings.min_write_interval:
+                continue  # stays dirty; written on a later pass
+            self.dirty.discard(key)
+            if fold is None:
+                fold = self.folds[key] = GroupFold(key[0], key[1], first_seen=now)
+                fold.set_leader_lease_name(obj.spec.lease_name)
+            status = fold.render(obj.spec, now, created=obj.created)
+            status["observedGeneration"] = obj.generation
+            changed = significant(status) != significant(obj.written)
+            minor_due = mono - obj.written_at >= settings.renew_write_interval
+            if changed or (minor_due and status != obj.written):
+                patch = merge_patch(obj.written, status)
+                if patch:
+                    actions.append(PatchStatus(key, patch, status))
+            involved = {
+                "apiVersion": f"{CRD_GROUP}/{CRD_VERSION}",
+                "kind": CRD_KIND,
+                "name": obj.name,
+                "namespace": obj.namespace,
+                "uid": obj.uid,
+            }
+            notices = fold.take_notices()
+            for notice in notices[-settings.max_events_per_pass :]:
+                actions.append(PostEvent(key, involved, notice))
+        return actions
+
+    # -- feedback -------------------------------------------------------------------------------
+
+    def written(self, action: PatchStatus, mono: float) -> None:
+        obj = self.objects.get(action.key)
+        if obj is not None:
+            obj.written = action.status
+            obj.written_at = mono
+
+    def write_failed(self, action: PatchStatus, mono: float, *, gone: bool = False) -> None:
+        if gone:
+            self.objects.pop(action.key, None)
+        else:
+            obj = self.objects.get(action.key)
+            if obj is not None:
+                obj.written_at = mono  # back off one interval before trying again
+        self.dirty.add(action.key)
+
+    def create_failed(self, action: CreateObject, *, exists: bool) -> None:
+        if not exists:
+            self.creating.discard(action.key)

@@ -1,0 +1,90 @@
+"""The operator's settings: one object, passed around, no module globals."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+from k8slease.errors import ConfigError
+
+#: Environment variables read by :meth:`OperatorSettings.from_env` (used under ``kopf run``).
+ENV_PREFIX = "K8SLEASE_OPERATOR_"
+
+
+@dataclass(frozen=True, slots=True)
+class OperatorSettings:
+    """How the operator watches, writes and alerts.
+
+    Intervals are in seconds. ``namespaces`` empty with ``all_namespaces`` False means the
+    namespace of the kubeconfig context (or ``default``).
+    """
+
+    namespaces: tuple[str, ...] = ()
+    all_namespaces: bool = False
+    kubeconfig: str | None = None
+    #: Create a ScheduledJobGroup for a group that has live Leases but no object.
+    auto_create: bool = True
+    #: A Lease renewed within this many seconds (or held) makes its group "live".
+    auto_create_max_age: float = 3600.0
+    #: Run kopf without peering (one operator replica).
+    standalone: bool = True
+    #: How often the write loop runs: the latency floor from a Lease change to a status write.
+    flush_interval: float = 0.1
+    #: At most one status write per group per this many seconds.
+    min_write_interval: float = 0.25
+    #: Renewal-only changes (lastRenewTime, expiry) are written at most this often per group.
+    renew_write_interval: float = 30.0
+    #: Every group is evaluated again this often (expired Leases, missed runs).
+    evaluate_interval: float = 5.0
+    #: Concurrent API calls made by the write loop.
+    max_concurrency: int = 8
+    #: Events posted per group per pass, at most (the newest ones).
+    max_events_per_pass: int = 5
+    #: Per-request timeout for the operator's own API calls.
+    request_timeout: float = 10.0
+    #: Component name on the Events the operator posts.
+    event_component: str = "k8slease-operator"
+    log_level: str = "INFO"
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name in ("flush_interval", "evaluate_interval", "request_timeout"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"{name} must be > 0")
+        for name in ("min_write_interval", "renew_write_interval", "auto_create_max_age"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{name} must be >= 0")
+        if self.max_concurrency < 1 or self.max_events_per_pass < 1:
+            raise ConfigError("max_concurrency and max_events_per_pass must be >= 1")
+        if self.all_namespaces and self.namespaces:
+            raise ConfigError("choose namespaces or all_namespaces, not both")
+
+    def with_changes(self, **changes: Any) -> OperatorSettings:
+        return replace(self, **changes)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> OperatorSettings:
+        """Settings from ``K8SLEASE_OPERATOR_*`` variables (e.g. ``..._AUTO_CREATE=false``)."""
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            raw = env.get(ENV_PREFIX + f.name.upper())
+            if raw is None or f.name == "extra":
+                continue
+            default = getattr(cls(), f.name)
+            if isinstance(default, bool):
+                values[f.name] = raw.strip().lower() in ("1", "true", "yes", "on")
+            elif isinstance(default, int):
+                values[f.name] = int(raw)
+            elif isinstance(default, float):
+                values[f.name] = float(raw)
+            elif isinstance(default, tuple):
+                values[f.name] = tuple(p for p in raw.replace(",", " ").split() if p)
+            else:
+                values[f.name] = raw or None if f.name == "kubeconfig" else raw
+        try:
+            return cls(**values)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"bad {ENV_PREFIX}* setting: {exc}") from None

@@ -1,0 +1,112 @@
+"""Long-lived jobs (pollers, sweepers): run while a condition holds, told at once when it ends.
+
+A singleton's function gets a :class:`~k8slease.context.JobContext` whose ``lost`` event is set
+when leadership ends (or the Jobs stop); coroutine singletons are also cancelled. A singleton
+that returns or raises while it should still run is restarted after ``restart_delay`` seconds,
+so a crashed poller does not stay dead on the leader.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+import structlog
+
+from k8slease.context import JobContext
+from k8slease.jobspec import JobSpec
+
+log = structlog.get_logger("k8slease.jobs")
+
+
+class SingletonRun:
+    """One activation of a singleton: from ``start()`` until ``lost`` is set."""
+
+    def __init__(
+        self,
+        spec: JobSpec,
+        *,
+        group: str,
+        identity: str,
+        lost: threading.Event,
+        fencing_token: int | None,
+        restart_delay: float = 5.0,
+        loop: asyncio.AbstractEventLoop | None = None,
+    ) -> None:
+        self.spec = spec
+        self.lost = lost
+        self.restart_delay = restart_delay
+        self._loop = loop
+        self._log = log.bind(job=spec.name, group=group, identity=identity)
+        self.ctx = JobContext(
+            job=spec.name,
+            group=group,
+            identity=identity,
+            tick=None,
+            fencing_token=fencing_token,
+            lost=lost,
+            log=self._log,
+        )
+        self._thread = threading.Thread(
+            target=self._supervise, name=f"k8slease-singleton-{spec.name}", daemon=True
+        )
+        self._task_cancel: list[Any] = []
+
+    def start(self) -> None:
+        self._log.info("singleton.started", fencing_token=self.ctx.fencing_token)
+        self._thread.start()
+
+    def stop(self, timeout: float | None = None) -> None:
+        """Set ``lost``, cancel a coroutine singleton, and wait up to ``timeout`` for it to end."""
+        self.lost.set()
+        for cancel in list(self._task_cancel):
+            cancel()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+
+    def _supervise(self) -> None:
+        while not self.lost.is_set():
+            try:
+                if self.spec.is_coroutine:
+                    self._run_coroutine()
+                else:
+                    self.spec.func(self.ctx)
+            except asyncio.CancelledError:
+                pass
+            except Exception:
+                self._log.exception("singleton.raised")
+            if self.lost.is_set():
+                break
+            self._log.warning("singleton.ended_early", restart_in=self.restart_delay)
+            self.lost.wait(self.restart_delay)
+        self._log.info("singleton.stopped")
+
+    def _run_coroutine(self) -> None:
+        if self._loop is not None and self._loop.is_running():
+            future = asyncio.run_coroutine_threadsafe(self.spec.func(self.ctx), self._loop)
+            self._task_cancel.append(future.cancel)
+            try:
+                future.result()
+            except (asyncio.CancelledError, Exception) as exc:
+                if not isinstance(exc, asyncio.CancelledError):
+                    raise
+            finally:
+                self._task_cancel.remove(future.cancel)
+            return
+        asyncio.run(self._own_loop())
+
+    async def _own_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        task = asyncio.ensure_future(self.spec.func(self.ctx))
+
+        def cancel() -> None:
+            loop.call_soon_threadsafe(task.cancel)
+
+        self._task_cancel.append(cancel)
+        try:
+            if self.lost.is_set():
+                task.cancel()
+            await task
+        finally:
+            self._task_cancel.remove(cancel)

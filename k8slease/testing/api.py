@@ -1,0 +1,368 @@
+"""The verbs on resources: get, list, create, update, patch, delete, deletecollection.
+
+Pure request logic over :class:`~.store.Store` and :class:`~.resources.Registry`, free of
+HTTP. It runs on the server's event-loop thread only, and never awaits between reading an
+object and committing its replacement, which is what makes resourceVersion-conditional
+writes atomic: of many concurrent PUTs carrying the same resourceVersion exactly one wins.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import random
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from . import status as st
+from .patch import apply_patch, deepcopy
+from .resources import Registry, ResourceType, types_from_crd
+from .selectors import Predicate
+from .store import Store
+from .validation import (
+    normalize_lease,
+    status_error_if,
+    validate_crd,
+    validate_lease,
+    validate_name,
+)
+
+JSON = dict[str, Any]
+_SUFFIX_CHARS = "bcdfghjklmnpqrstvwxz2456789"
+_SERVER_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds")
+
+
+def now_rfc3339() -> str:
+    """Current time as a ``metav1.Time`` (seconds precision, UTC)."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def view(rt: ResourceType, obj: JSON) -> JSON:
+    """The object as served at ``rt``'s version (CRD versions share storage)."""
+    if obj.get("apiVersion") == rt.api_version:
+        return obj
+    shown = dict(obj)
+    shown["apiVersion"] = rt.api_version
+    return shown
+
+
+def _generation_relevant(obj: JSON, status_is_subresource: bool) -> JSON:
+    skip = {"metadata", "kind", "apiVersion"}
+    if status_is_subresource:
+        skip.add("status")
+    return {k: v for k, v in obj.items() if k not in skip}
+
+
+class ResourceAPI:
+    """Implements each verb; raises :class:`~.status.StatusError` for every failure."""
+
+    def __init__(self, store: Store, registry: Registry) -> None:
+        self.store = store
+        self.registry = registry
+
+    # --- reads -----------------------------------------------------------------------------
+
+    def get(self, rt: ResourceType, namespace: str, name: str) -> JSON:
+        """The object, or 404."""
+        obj = self.store.get(rt.key, namespace, name)
+        if obj is None:
+            raise st.not_found(rt.plural, rt.group, name)
+        return view(rt, obj)
+
+    def list(
+        self,
+        rt: ResourceType,
+        namespace: str | None,
+        accepts: Predicate,
+        limit: int | None = None,
+        token: str | None = None,
+    ) -> tuple[list[JSON], JSON]:
+        """Matching objects and the list's ``metadata`` (with ``continue`` when limited)."""
+        rv = self.store.resource_version
+        items = [view(rt, o) for o in self.store.list(rt.key, namespace) if accepts(o)]
+        if token:
+            try:
+                after = json.loads(base64.urlsafe_b64decode(token.encode()))
+                start = (after["ns"], after["name"])
+            except (ValueError, KeyError, TypeError):
+                raise st.bad_request(f"invalid continue token {token!r}") from None
+            items = [
+                o for o in items
+                if (o["metadata"].get("namespace", ""), o["metadata"]["name"]) > start
+            ]  # fmt: skip
+        meta: JSON = {"resourceVersion": str(rv)}
+        if limit and len(items) > limit:
+            last = items[limit - 1]["metadata"]
+            meta["continue"] = base64.urlsafe_b64encode(
+                json.dumps({"ns": last.get("namespace", ""), "name": last["name"]}).encode()
+            ).decode()
+            meta["remainingItemCount"] = len(items) - limit
+            items = items[:limit]
+        return items, meta
+
+    # --- create ----------------------------------------------------------------------------
+
+    def create(self, rt: ResourceType, namespace: str, body: Any) -> JSON:
+        """Create an object (409 AlreadyExists when taken, 422 Invalid when invalid)."""
+        obj = self._object_body(rt, body, namespace)
+        meta = obj["metadata"]
+        if rt.namespaced:
+            self._require_namespace(namespace)
+        if meta.get("resourceVersion"):
+            raise st.StatusError(
+                500, "InternalError", "resourceVersion should not be set on objects to be created"
+            )
+        if not meta.get("name") and meta.get("generateName"):
+            for _ in range(10):
+                meta["name"] = meta["generateName"] + "".join(
+                    random.choices(_SUFFIX_CHARS, k=5)
+                )
+                if self.store.get(rt.key, namespace, meta["name"]) is None:
+                    break
+        for key in (*_SERVER_META, "resourceVersion", "generation"):
+            meta.pop(key, None)
+        meta["uid"] = str(uuid.uuid4())
+        meta["creationTimestamp"] = now_rfc3339()
+        if rt.tracks_generation:
+            meta["generation"] = 1
+        if rt.plural == "namespaces" and not rt.group:
+            obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
+            obj["status"] = {"phase": "Active"}
+            meta.setdefault("labels", {})["kubernetes.io/metadata.name"] = meta.get("name", "")
+        self._validate(rt, obj)
+        if self.store.get(rt.key, namespace, meta["name"]) is not None:
+            raise st.already_exists(rt.plural, rt.group, meta["name"])
+        if self._is_crd(rt):
+            obj["status"] = self._crd_status(obj, None)
+        committed = self.store.commit(rt.key, "ADDED", obj)
+        if self._is_crd(rt):
+            self.registry.set_crd(meta["name"], types_from_crd(committed))
+        return view(rt, committed)
+
+    # --- update / patch --------------------------------------------------------------------
+
+    def update(self, rt: ResourceType, namespace: str, name: str, sub: str, body: Any) -> tuple[int, JSON]:
+        """PUT: replace the object (or its status); 409 Conflict on a stale resourceVersion."""
+        new = self._object_body(rt, body, namespace)
+        if new["metadata"].get("name") != name:
+            raise st.bad_request(
+                f"the name of the object ({new['metadata'].get('name')}) does not match the "
+                f"name on the URL ({name})"
+            )
+        old = self.store.get(rt.key, namespace, name)
+        if old is None:
+            if rt.allow_create_on_update and not sub:
+                new["metadata"].pop("resourceVersion", None)
+                return 201, self.create(rt, namespace, new)
+            raise st.not_found(rt.plural, rt.group, name)
+        wanted = new["metadata"].get("resourceVersion")
+        if wanted and wanted != old["metadata"]["resourceVersion"]:
+            raise st.conflict(rt.plural, rt.group, name)
+        return 200, self._commit_update(rt, old, new, sub)
+
+    def patch(
+        self, rt: ResourceType, namespace: str, name: str, sub: str, content_type: str, body: Any
+    ) -> JSON:
+        """PATCH (merge, JSON, strategic for built-ins); a resourceVersion in it is a precondition."""
+        old = self.store.get(rt.key, namespace, name)
+        if old is None:
+            raise st.not_found(rt.plural, rt.group, name)
+        patched = apply_patch(content_type, deepcopy(view(rt, old)), body, builtin=not rt.custom)
+        if not isinstance(patched, dict) or not isinstance(patched.get("metadata", {}), dict):
+            raise st.bad_request("the patched object is not a JSON object")
+        patched.setdefault("metadata", {})
+        wanted = patched["metadata"].get("resourceVersion")
+        if wanted and wanted != old["metadata"]["resourceVersion"]:
+            raise st.conflict(rt.plural, rt.group, name)
+        patched["metadata"]["name"] = name
+        if rt.namespaced:
+            patched["metadata"]["namespace"] = namespace
+        return self._commit_update(rt, old, patched, sub)
+
+    def _commit_update(self, rt: ResourceType, old: JSON, new: JSON, sub: str) -> JSON:
+        old_meta = old["metadata"]
+        if sub == "status":
+            result = deepcopy(old)
+            if "status" in new:
+                result["status"] = new["status"]
+            else:
+                result.pop("status", None)
+        else:
+            result = new
+            if rt.status_subresource:
+                if "status" in old:
+                    result["status"] = deepcopy(old["status"])
+                else:
+                    result.pop("status", None)
+            meta = result["metadata"]
+            for key in (*_SERVER_META, "generation"):
+                if key in old_meta:
+                    meta[key] = old_meta[key]
+                else:
+                    meta.pop(key, None)
+        result["kind"] = rt.kind
+        result["apiVersion"] = rt.api_version
+        result["metadata"]["resourceVersion"] = old_meta["resourceVersion"]
+        self._validate(rt, result)
+        if rt.tracks_generation and _generation_relevant(
+            result, rt.status_subresource
+        ) != _generation_relevant(view(rt, old), rt.status_subresource):
+            result["metadata"]["generation"] = old_meta.get("generation", 0) + 1
+        if result == view(rt, old):
+            return view(rt, old)  # a no-op write: no new resourceVersion, no watch event
+        if self._is_crd(rt) and sub != "status":
+            result["status"] = self._crd_status(result, old.get("status"))
+        meta = result["metadata"]
+        if meta.get("deletionTimestamp") and not meta.get("finalizers"):
+            return view(rt, self._remove(rt, result))
+        committed = self.store.commit(rt.key, "MODIFIED", result)
+        if self._is_crd(rt):
+            self.registry.set_crd(meta["name"], types_from_crd(committed))
+        return view(rt, committed)
+
+    # --- delete ----------------------------------------------------------------------------
+
+    def delete(self, rt: ResourceType, namespace: str, name: str, options: Any) -> tuple[int, JSON]:
+        """DELETE with optional preconditions; objects with finalizers are only marked."""
+        old = self.store.get(rt.key, namespace, name)
+        if old is None:
+            raise st.not_found(rt.plural, rt.group, name)
+        pre = options.get("preconditions") or {} if isinstance(options, dict) else {}
+        meta = old["metadata"]
+        if pre.get("uid") and pre["uid"] != meta["uid"]:
+            raise st.conflict(
+                rt.plural, rt.group, name,
+                f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: {meta['uid']}",
+            )  # fmt: skip
+        if pre.get("resourceVersion") and pre["resourceVersion"] != meta["resourceVersion"]:
+            raise st.conflict(
+                rt.plural, rt.group, name,
+                f"Precondition failed: ResourceVersion in precondition: {pre['resourceVersion']}, "
+                f"ResourceVersion in object meta: {meta['resourceVersion']}",
+            )  # fmt: skip
+        if meta.get("finalizers"):
+            if meta.get("deletionTimestamp"):
+                return 202, view(rt, old)
+            marked = deepcopy(old)
+            marked["metadata"]["deletionTimestamp"] = now_rfc3339()
+            marked["metadata"]["deletionGracePeriodSeconds"] = 0
+            if rt.tracks_generation:
+                marked["metadata"]["generation"] = meta.get("generation", 0) + 1
+            return 202, view(rt, self.store.commit(rt.key, "MODIFIED", marked))
+        removed = self._remove(rt, deepcopy(old))
+        if rt.plural == "namespaces" and not rt.group:
+            removed = deepcopy(removed)
+            removed["status"] = {"phase": "Terminating"}
+            removed["metadata"]["deletionTimestamp"] = now_rfc3339()
+            return 200, removed
+        return 200, st.success(rt.plural, rt.group, name, meta["uid"])
+
+    def delete_collection(
+        self, rt: ResourceType, namespace: str | None, accepts: Predicate
+    ) -> JSON:
+        """DELETE on a collection: delete every matching object; answers the deleted list."""
+        deleted = []
+        for obj in self.store.list(rt.key, namespace):
+            if accepts(obj):
+                meta = obj["metadata"]
+                _, shown = self.delete(rt, meta.get("namespace", ""), meta["name"], None)
+                deleted.append(view(rt, obj) if shown.get("kind") == "Status" else shown)
+        return {
+            "kind": rt.list_kind,
+            "apiVersion": rt.api_version,
+            "metadata": {"resourceVersion": str(self.store.resource_version)},
+            "items": deleted,
+        }
+
+    def _remove(self, rt: ResourceType, obj: JSON) -> JSON:
+        """Commit the deletion of ``obj`` and of whatever dies with it."""
+        meta = obj["metadata"]
+        if rt.plural == "namespaces" and not rt.group:
+            for other in self.registry.all():
+                if other.namespaced and other.version == self._storage_version(other):
+                    for child in self.store.list(other.key, meta["name"]):
+                        self.store.commit(other.key, "DELETED", deepcopy(child))
+        if self._is_crd(rt):
+            types = self.registry.remove_crd(meta["name"])
+            if types:
+                for child in self.store.list(types[0].key):
+                    self.store.commit(types[0].key, "DELETED", deepcopy(child))
+        return self.store.commit(rt.key, "DELETED", obj)
+
+    def _storage_version(self, rt: ResourceType) -> str:
+        """One version per storage key, so shared storage is visited once."""
+        versions = [t.version for t in self.registry.all() if t.key == rt.key]
+        return versions[0]
+
+    # --- helpers ---------------------------------------------------------------------------
+
+    def _object_body(self, rt: ResourceType, body: Any, namespace: str) -> JSON:
+        if not isinstance(body, dict):
+            raise st.bad_request(f"{rt.kind} in version \"{rt.version}\" cannot be handled as a {rt.kind}: body is not a JSON object")
+        kind = body.get("kind")
+        if kind and kind != rt.kind:
+            raise st.bad_request(
+                f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
+                f"the kind of the object ({kind}) does not match {rt.kind}"
+            )
+        meta = body.get("metadata")
+        if meta is None:
+            meta = body["metadata"] = {}
+        if not isinstance(meta, dict):
+            raise st.bad_request("metadata must be an object")
+        if rt.namespaced:
+            if meta.get("namespace") and meta["namespace"] != namespace:
+                raise st.bad_request(
+                    "the namespace of the provided object does not match the namespace sent on "
+                    "the request"
+                )
+            meta["namespace"] = namespace
+        else:
+            meta.pop("namespace", None)
+        body["kind"] = rt.kind
+        body["apiVersion"] = rt.api_version
+        return body
+
+    def _require_namespace(self, namespace: str) -> None:
+        if self.store.get("/namespaces", "", namespace) is None:
+            raise st.not_found("namespaces", "", namespace)
+
+    def _validate(self, rt: ResourceType, obj: JSON) -> None:
+        meta = obj["metadata"]
+        causes = validate_name(meta.get("name"), dns_label=rt.plural == "namespaces" and not rt.group)
+        if rt.plural == "leases":
+            normalize_lease(obj)
+            causes += validate_lease(obj)
+        elif self._is_crd(rt):
+            causes += validate_crd(obj)
+        elif rt.custom:
+            causes += rt.validator.apply(obj)
+        error = status_error_if(causes, rt.kind, rt.group, meta.get("name") or "")
+        if error is not None:
+            raise error
+
+    @staticmethod
+    def _is_crd(rt: ResourceType) -> bool:
+        return rt.group == "apiextensions.k8s.io" and rt.plural == "customresourcedefinitions"
+
+    @staticmethod
+    def _crd_status(crd: JSON, old_status: JSON | None) -> JSON:
+        """The status the CRD controllers would settle on: names accepted, established."""
+        spec = crd["spec"]
+        names = dict(spec["names"])
+        names.setdefault("singular", names["kind"].lower())
+        names.setdefault("listKind", f"{names['kind']}List")
+        storage = [v["name"] for v in spec.get("versions", []) if v.get("storage")]
+        stored = list((old_status or {}).get("storedVersions", []))
+        stored += [v for v in storage if v not in stored]
+        conditions = (old_status or {}).get("conditions")
+        if not conditions:
+            when = now_rfc3339()
+            conditions = [
+                {"type": "NamesAccepted", "status": "True", "lastTransitionTime": when,
+                 "reason": "NoConflicts", "message": "no conflicts found"},
+                {"type": "Established", "status": "True", "lastTransitionTime": when,
+                 "reason": "InitialNamesAccepted", "message": "the initial names have been accepted"},
+            ]  # fmt: skip
+        return {"conditions": conditions, "acceptedNames": names, "storedVersions": stored}

@@ -1,0 +1,43 @@
+"""Writing a kubeconfig that points kubectl and client libraries at the embedded server."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+CONTEXT = "k8slease-embedded"
+
+
+def kubeconfig_document(url: str, namespace: str = "default") -> dict[str, object]:
+    """A kubeconfig with one cluster, user and (current) context for ``url``."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": CONTEXT, "cluster": {"server": url}}],
+        "users": [{"name": CONTEXT, "user": {"token": "k8slease-embedded"}}],
+        "contexts": [
+            {
+                "name": CONTEXT,
+                "context": {"cluster": CONTEXT, "user": CONTEXT, "namespace": namespace},
+            }
+        ],
+        "current-context": CONTEXT,
+        "preferences": {},
+    }
+
+
+def write_kubeconfig(url: str, path: str | os.PathLike[str] | None = None) -> Path:
+    """Write the kubeconfig (JSON, which is valid YAML) atomically; returns its path.
+
+    Without ``path`` a file in a fresh temporary directory is used. The write goes through a
+    temporary file and a rename, so a process waiting for the file never reads half of it.
+    """
+    target = Path(path) if path is not None else Path(tempfile.mkdtemp(prefix="k8slease-")) / "kubeconfig"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.tmp{os.getpid()}")
+    tmp.write_text(json.dumps(kubeconfig_document(url), indent=2) + "\n")
+    os.chmod(tmp, 0o600)
+    tmp.replace(target)
+    return target

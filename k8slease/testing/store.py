@@ -1,0 +1,139 @@
+"""Object storage, the global resourceVersion counter and the watch history window.
+
+One integer counter moves on every write (and only on writes), as etcd's revision does.
+The last ``history_size`` events are retained so a watch can resume from a resourceVersion;
+older ones answer ``410 Expired``. All writes happen on the server's event-loop thread, and a
+lock keeps reads from other threads (stats, tests peeking) consistent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+JSON = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Event:
+    """One committed change: ``ADDED``/``MODIFIED``/``DELETED`` of ``obj`` at ``rv``."""
+
+    rv: int
+    type: str
+    resource: str
+    obj: JSON
+
+
+@dataclass(eq=False)
+class Watcher:
+    """An open watch: a queue fed by commits that match its resource and filter."""
+
+    resource: str
+    accepts: Callable[[JSON], bool]
+    queue: asyncio.Queue[Event | None] = field(default_factory=asyncio.Queue)
+    dropped: bool = False
+
+    def close(self, drop: bool = False) -> None:
+        """End the watch: cleanly, or abruptly (``drop``) to simulate a broken connection."""
+        self.dropped = self.dropped or drop
+        self.queue.put_nowait(None)
+
+
+class ExpiredError(Exception):
+    """The requested resourceVersion is older than the retained history window."""
+
+
+class Store:
+    """All objects, keyed by storage resource key then ``(namespace, name)``."""
+
+    def __init__(self, history_size: int = 1000) -> None:
+        self._lock = threading.RLock()
+        self._objects: dict[str, dict[tuple[str, str], JSON]] = {}
+        self._rv = 0
+        self._history: deque[Event] = deque(maxlen=max(1, history_size))
+        self._compacted = 0
+        self._watchers: set[Watcher] = set()
+
+    @property
+    def resource_version(self) -> int:
+        """The current (latest committed) resourceVersion."""
+        return self._rv
+
+    def get(self, resource: str, namespace: str, name: str) -> JSON | None:
+        """The stored object, or None. Stored objects are never mutated: copy before editing."""
+        return self._objects.get(resource, {}).get((namespace, name))
+
+    def list(self, resource: str, namespace: str | None = None) -> list[JSON]:
+        """Objects of a resource (in one namespace, or all), sorted by namespace then name."""
+        with self._lock:
+            items = self._objects.get(resource, {})
+            keys = sorted(k for k in items if namespace is None or k[0] == namespace)
+            return [items[k] for k in keys]
+
+    def count(self, resource: str) -> int:
+        """How many objects of ``resource`` exist."""
+        return len(self._objects.get(resource, {}))
+
+    def commit(self, resource: str, event_type: str, obj: JSON) -> JSON:
+        """Store (or delete, for ``DELETED``) ``obj`` at the next resourceVersion; notify watches.
+
+        ``obj`` gets its ``metadata.resourceVersion`` here and is returned as stored.
+        """
+        with self._lock:
+            self._rv += 1
+            obj["metadata"]["resourceVersion"] = str(self._rv)
+            meta = obj["metadata"]
+            key = (meta.get("namespace", ""), meta["name"])
+            bucket = self._objects.setdefault(resource, {})
+            if event_type == "DELETED":
+                bucket.pop(key, None)
+            else:
+                bucket[key] = obj
+            event = Event(self._rv, event_type, resource, obj)
+            if len(self._history) == self._history.maxlen:
+                self._compacted = self._history[0].rv
+            self._history.append(event)
+            watchers = [w for w in self._watchers if w.resource == resource]
+        for watcher in watchers:
+            if watcher.accepts(obj):
+                watcher.queue.put_nowait(event)
+        return obj
+
+    def watch(self, watcher: Watcher, since: int | None) -> list[Event]:
+        """Register ``watcher``; return the retained events after ``since`` that it accepts.
+
+        ``since=None`` means "from now". Raises :class:`ExpiredError` when events after
+        ``since`` have already left the history window.
+        """
+        with self._lock:
+            if since is not None and since < self._compacted:
+                raise ExpiredError(f"too old resource version: {since} ({self._compacted + 1})")
+            backlog: list[Event] = []
+            if since is not None:
+                backlog = [
+                    e
+                    for e in self._history
+                    if e.rv > since and e.resource == watcher.resource and watcher.accepts(e.obj)
+                ]
+            self._watchers.add(watcher)
+            return backlog
+
+    def unwatch(self, watcher: Watcher) -> None:
+        """Forget a watch that ended."""
+        with self._lock:
+            self._watchers.discard(watcher)
+
+    def watchers(self, resource: str | None = None) -> Iterator[Watcher]:
+        """Open watches (of one resource storage key, or all)."""
+        with self._lock:
+            found = [w for w in self._watchers if resource is None or w.resource == resource]
+        yield from found
+
+    @property
+    def oldest_retained(self) -> int:
+        """The oldest resourceVersion a watch can still resume from."""
+        return self._compacted
