@@ -77,7 +77,7 @@ class StrictLoader(yaml.SafeLoader):
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: set[Any] = set()
         for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
+            key = self.construct_object(key_node, deep=deep)
             if key in seen:
                 raise DuplicateKeyError(
                     "while constructing a mapping",
@@ -92,7 +92,7 @@ class StrictLoader(yaml.SafeLoader):
 def load_documents(text: str) -> list[dict[str, Any]]:
     """Parse a multi-document YAML stream into its non-empty documents."""
     documents = []
-    for document in yaml.load_all(text, Loader=StrictLoader):  # noqa: S506 - StrictLoader is safe
+    for document in yaml.load_all(text, Loader=StrictLoader):
         if document is None:
             continue
         if not isinstance(document, dict):

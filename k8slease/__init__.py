@@ -13,6 +13,11 @@ from k8slease.errors import (
     TransportError,
     Unavailable,
 )
+from k8slease.context import JobContext
+from k8slease.jobrecord import JobState, RunRecord
+from k8slease.jobs import Jobs
+from k8slease.jobspec import JobSpec, Mode
+from k8slease.misfire import MisfirePolicy
 from k8slease.record import LeaseRecord
 
 __version__ = "0.1.0"
@@ -23,9 +28,16 @@ __all__ = [
     "Conflict",
     "Forbidden",
     "Invalid",
+    "JobContext",
+    "JobSpec",
+    "JobState",
+    "Jobs",
     "K8sLeaseError",
     "LeaseRecord",
+    "MisfirePolicy",
+    "Mode",
     "NotFound",
+    "RunRecord",
     "TransportError",
     "Unavailable",
     "__version__",

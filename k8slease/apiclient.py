@@ -13,7 +13,9 @@ from kubernetes import client, config
 from k8slease.errors import ConfigError
 
 
-def default_api_client(*, kubeconfig: str | None = None, context: str | None = None) -> client.ApiClient:
+def default_api_client(
+    *, kubeconfig: str | None = None, context: str | None = None
+) -> client.ApiClient:
     """An ``ApiClient`` for the pod's service account, or else for a kubeconfig.
 
     With ``kubeconfig`` given it is used and in-cluster configuration is not tried. Otherwise the
@@ -23,12 +25,15 @@ def default_api_client(*, kubeconfig: str | None = None, context: str | None = N
     if kubeconfig is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
         configuration = client.Configuration()
         try:
-            config.load_incluster_config(client_configuration=configuration)
+            config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
         except config.ConfigException as exc:
             raise ConfigError(f"in-cluster configuration failed: {exc}") from exc
         return client.ApiClient(configuration)
     try:
-        return config.new_client_from_config(config_file=kubeconfig, context=context)
+        api_client: client.ApiClient = config.new_client_from_config(  # type: ignore[no-untyped-call]
+            config_file=kubeconfig, context=context
+        )
+        return api_client
     except (config.ConfigException, OSError, TypeError) as exc:
         where = kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
         raise ConfigError(f"cannot load a Kubernetes configuration from {where}: {exc}") from exc

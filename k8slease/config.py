@@ -108,7 +108,8 @@ class ElectionTiming:
         timeout = _positive("request_timeout", timeout)
         if not timeout < deadline:
             raise ConfigError(
-                f"request_timeout ({timeout:g}s) must be shorter than renew_deadline ({deadline:g}s)"
+                f"request_timeout ({timeout:g}s) must be shorter than renew_deadline"
+                f" ({deadline:g}s)"
             )
         object.__setattr__(self, "lease_duration", duration)
         object.__setattr__(self, "renew_interval", interval)

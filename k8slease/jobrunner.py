@@ -12,7 +12,8 @@ import asyncio
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 import structlog
@@ -21,6 +22,7 @@ from k8slease.context import JobContext
 from k8slease.errors import TransportError
 from k8slease.jobrecord import Outcome
 from k8slease.jobspec import JobSpec, Mode
+from k8slease.lockdecide import Verdict
 from k8slease.locks import Grant, JobLock
 
 log = structlog.get_logger("k8slease.jobs")
@@ -65,6 +67,8 @@ class TickRunner:
         self._on_result = on_result
         self.stats = JobStats()
         self._degraded = False
+        #: Why the last claim was refused (``None`` when it was granted or not a lock matter).
+        self.last_skip: Verdict | None = None
         self._log = log.bind(job=spec.name, group=group, identity=identity)
 
     # -- deciding -----------------------------------------------------------------------------
@@ -75,15 +79,16 @@ class TickRunner:
         if self._on_result is not None:
             self._on_result(self.spec.name, f"skipped:{why}")
 
-    def _claim(self, tick: datetime) -> tuple[bool, Grant | None]:
+    def _claim(self, tick: datetime, *, catch_up: bool = False) -> tuple[bool, Grant | None]:
         """Whether to run ``tick`` and the grant to run it under (``None`` when uncoordinated)."""
+        self.last_skip = None
         if self.spec.mode is Mode.EVERY_REPLICA or self.lock is None:
             return True, None
         if self.spec.mode is Mode.LEADER and self._is_leader is not None and not self._is_leader():
             self._skip(tick, "not-leader")
             return False, None
         try:
-            grant = self.lock.try_acquire(tick)
+            grant = self.lock.try_acquire(tick, reclaim_own=catch_up)
         except TransportError as exc:
             if not self._degraded:
                 self._degraded = True
@@ -102,7 +107,8 @@ class TickRunner:
         if self._degraded:
             self._degraded = False
             self._log.info("job.api_recovered")
-        if grant is None:
+        if isinstance(grant, Verdict):
+            self.last_skip = grant
             self._skip(tick, "locked")
             return False, None
         return True, grant
@@ -133,9 +139,31 @@ class TickRunner:
 
     # -- running ------------------------------------------------------------------------------
 
-    def run_tick(self, tick: datetime) -> str | None:
+    def catch_up(self, ticks: list[datetime]) -> list[str | None]:
+        """Run missed ``ticks`` in order, stopping when another replica is catching up.
+
+        A tick already claimed is passed over; a lock held by another replica means it is running
+        the missed ticks (in order, as this replica would), so this replica leaves the rest to it.
+        """
+        results: list[str | None] = []
+        for tick in ticks:
+            results.append(self.run_tick(tick, catch_up=True))
+            if self.last_skip in (Verdict.HELD, Verdict.LOST_RACE, Verdict.RUNNING):
+                break
+        return results
+
+    async def catch_up_async(self, ticks: list[datetime]) -> list[str | None]:
+        """The coroutine form of :meth:`catch_up`."""
+        results: list[str | None] = []
+        for tick in ticks:
+            results.append(await self.run_tick_async(tick, catch_up=True))
+            if self.last_skip in (Verdict.HELD, Verdict.LOST_RACE, Verdict.RUNNING):
+                break
+        return results
+
+    def run_tick(self, tick: datetime, *, catch_up: bool = False) -> str | None:
         """Run ``tick`` if this replica should; returns the outcome, or ``None`` when skipped."""
-        go, grant = self._claim(tick)
+        go, grant = self._claim(tick, catch_up=catch_up)
         if not go:
             return None
         if grant is not None and self.lock is not None:
@@ -148,12 +176,12 @@ class TickRunner:
             return self._finish(grant, tick, "failed", f"{type(exc).__name__}: {exc}")
         return self._finish(grant, tick, "succeeded", None)
 
-    async def run_tick_async(self, tick: datetime) -> str | None:
+    async def run_tick_async(self, tick: datetime, *, catch_up: bool = False) -> str | None:
         """The coroutine form of :meth:`run_tick`: lock I/O in a thread, the job in the loop.
 
         The job's task is cancelled when its lock is lost.
         """
-        go, grant = await asyncio.to_thread(self._claim, tick)
+        go, grant = await asyncio.to_thread(partial(self._claim, tick, catch_up=catch_up))
         if not go:
             return None
         if grant is not None and self.lock is not None:
@@ -182,14 +210,20 @@ class TickRunner:
         """The callable registered with APScheduler: takes the tick as ``k8slease_tick``."""
         if self.spec.is_coroutine:
 
-            async def fire_async(*, k8slease_tick: datetime) -> str | None:
-                return await self.run_tick_async(k8slease_tick)
+            async def fire_async(*, k8slease_tick: datetime | None = None) -> str | None:
+                return await self.run_tick_async(k8slease_tick or _untold_tick())
 
             fire_async.__name__ = self.spec.name
             return fire_async
 
-        def fire(*, k8slease_tick: datetime) -> str | None:
-            return self.run_tick(k8slease_tick)
+        def fire(*, k8slease_tick: datetime | None = None) -> str | None:
+            return self.run_tick(k8slease_tick or _untold_tick())
 
         fire.__name__ = self.spec.name
         return fire
+
+
+def _untold_tick() -> datetime:
+    """The tick for a call that did not come through a k8slease executor: now, to the second."""
+    log.warning("job.tick_unknown", hint="add k8slease jobs through Jobs, not by hand")
+    return datetime.now(UTC).replace(microsecond=0)

@@ -46,12 +46,15 @@ from k8slease.clock import Clock, SystemClock
 from k8slease.config import validate_lease_name
 from k8slease.errors import ConfigError, TransportError
 from k8slease.events import EventRecorder
-from k8slease.executors import TICK_KWARG, TickAsyncIOExecutor, TickThreadPoolExecutor
+from k8slease.executors import TickAsyncIOExecutor, TickThreadPoolExecutor
 from k8slease.identity import default_identity, default_namespace
+from k8slease.informer import LeaseInformer
 from k8slease.jobrunner import TickRunner
 from k8slease.jobspec import DEFAULT_GRACE, DEFAULT_LOCK_AT_MOST_FOR, JobSpec, Mode, job_name_from
 from k8slease.locks import JobLock
 from k8slease.misfire import MisfirePolicy, missed_ticks
+from k8slease.names import LABEL_GROUP, LABEL_ROLE, ROLE_JOB
+from k8slease.observe import Observations
 from k8slease.singletons import SingletonRun
 from k8slease.transport import LeaseTransport
 
@@ -120,6 +123,7 @@ class Jobs:
         self._specs: dict[str, JobSpec] = {}
         self.runners: dict[str, TickRunner] = {}
         self._elector: Any = None
+        self._informer: LeaseInformer | None = None
         self._singletons: list[SingletonRun] = []
         self._leading: threading.Event | None = None
         self._stopped = threading.Event()
@@ -276,6 +280,14 @@ class Jobs:
         events = EventRecorder(
             api_client, self.namespace, identity=self.identity, clock=self._clock
         )
+        observations = Observations(self._clock)
+        if any(spec.coordinated for spec in self._specs.values()):
+            self._informer = LeaseInformer(
+                transport,
+                observations,
+                label_selector=f"{LABEL_GROUP}={self.group},{LABEL_ROLE}={ROLE_JOB}",
+            )
+            self._informer.start()
         for spec in self._specs.values():
             lock = None
             if spec.coordinated:
@@ -288,6 +300,7 @@ class Jobs:
                     lock_at_least_for=spec.lock_at_least_for,
                     clock=self._clock,
                     events=events,
+                    observations=observations,
                 )
             self.runners[spec.name] = TickRunner(
                 spec,
@@ -338,6 +351,8 @@ class Jobs:
             self._stopped.set()
         if self._elector is not None:
             self._elector.stop()
+        if self._informer is not None:
+            self._informer.stop()
         for run in list(self._singletons):
             run.stop(timeout=self.request_timeout)
         scheduler = self._scheduler
@@ -424,15 +439,16 @@ class Jobs:
                     ticks=[t.isoformat() for t in ticks],
                     policy=spec.misfire.value,
                 )
-            for tick in ticks:
-                replay = _replay_async if spec.is_coroutine else _replay
-                scheduler.add_job(
-                    partial(replay, runner.bind(), tick),
-                    trigger=DateTrigger(run_date=now, timezone=UTC),
-                    name=f"{spec.name}:catch-up",
-                    executor=EXECUTOR_ALIAS,
-                    misfire_grace_time=None,
-                )
+            if not ticks:
+                continue
+            catch_up = runner.catch_up_async if spec.is_coroutine else runner.catch_up
+            scheduler.add_job(
+                partial(_replay, catch_up, ticks),
+                trigger=DateTrigger(run_date=datetime.now(UTC), timezone=UTC),
+                name=f"{spec.name}:catch-up",
+                executor=EXECUTOR_ALIAS,
+                misfire_grace_time=None,
+            )
 
     def _start_singleton(
         self, spec: JobSpec, lost: threading.Event, fencing_token: int | None
@@ -492,13 +508,7 @@ class Jobs:
             self._singletons.remove(run)
 
 
-def _replay(fire: Callable[..., Any], tick: datetime, **kwargs: Any) -> Any:
-    """Run a missed ``tick`` through the job's fire function, ignoring the catch-up's own time."""
-    kwargs.pop(TICK_KWARG, None)
-    return fire(**{TICK_KWARG: tick})
-
-
-async def _replay_async(fire: Callable[..., Any], tick: datetime, **kwargs: Any) -> Any:
-    """The coroutine form of :func:`_replay`."""
-    kwargs.pop(TICK_KWARG, None)
-    return await fire(**{TICK_KWARG: tick})
+def _replay(run: Callable[[list[datetime]], Any], ticks: list[datetime], **_: Any) -> Any:
+    """Run missed ``ticks`` (in order) through the job's runner; the catch-up job's own run time,
+    passed as ``k8slease_tick``, is not a tick of the job and is ignored."""
+    return run(ticks)

@@ -38,6 +38,10 @@ class Verdict(Enum):
     ALREADY_CLAIMED = "already-claimed"
     #: Someone holds the lock and this replica has not seen it unchanged for its duration yet.
     HELD = "held"
+    #: (Runner only) another replica's conditional write won the race for this claim.
+    LOST_RACE = "lost-race"
+    #: (Runner only) this replica is still running an earlier tick of the same job.
+    RUNNING = "running"
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,18 +82,23 @@ def judge_claim(
     unchanged_for: float,
     lock_at_most_for: float,
     now: datetime,
+    reclaim_own: bool = False,
 ) -> Claim:
     """Decide whether ``me`` may run ``tick`` and, if so, the record and state to write.
 
     ``unchanged_for`` is how long this replica has seen the current Lease unchanged (0 when it has
     just read it for the first time); ``now`` is the wall-clock time written into the record.
+    ``reclaim_own`` lets a replica that holds the lock idle (kept by ``lock_at_least_for``) claim
+    the next tick at once; catch-up uses it to run missed ticks back to back.
     """
     if state.claimed_tick is not None and tick <= state.claimed_tick:
         return Claim(
             Verdict.ALREADY_CLAIMED,
             detail=f"tick {tick.isoformat()} <= claimed {state.claimed_tick.isoformat()}",
         )
-    if record.held and not expired(
+    if reclaim_own and record.holder == me:
+        pass
+    elif record.held and not expired(
         record, unchanged_for=unchanged_for, fallback_duration=lock_at_most_for
     ):
         return Claim(Verdict.HELD, detail=f"held by {record.holder}")

@@ -92,6 +92,7 @@ class JobLock:
         lock_at_least_for: float = 0.0,
         clock: Clock | None = None,
         events: EventRecorder | None = None,
+        observations: Observations | None = None,
     ) -> None:
         if lock_at_most_for < 1:
             raise ConfigError(f"lock_at_most_for must be >= 1 second, got {lock_at_most_for}")
@@ -112,7 +113,9 @@ class JobLock:
         self.keepalive_interval = self.lock_at_most_for / 3
         self._clock = clock or SystemClock()
         self._events = events
-        self._observations = Observations(self._clock)
+        self._observations = observations or Observations(self._clock)
+        self._active: Grant | None = None
+        self._active_lock = threading.Lock()
         self._log = log.bind(lease=self.name, job=job, group=group, identity=identity)
 
     # -- reading ------------------------------------------------------------------------------
@@ -128,12 +131,23 @@ class JobLock:
 
     # -- claiming -----------------------------------------------------------------------------
 
-    def try_acquire(self, tick: datetime) -> Grant | None:
-        """Claim ``tick``: a :class:`Grant` when this replica is to run it, ``None`` to skip.
+    def try_acquire(self, tick: datetime, *, reclaim_own: bool = False) -> Grant | Verdict:
+        """Claim ``tick``: a :class:`Grant` when this replica is to run it, else why it skips.
 
         Raises :class:`~k8slease.errors.TransportError` (``Unavailable``, ``Forbidden``) when the
         API server cannot be asked; the caller decides whether that means skip or fail open.
+        ``reclaim_own`` lets this replica claim the next tick while it still holds the lock idle.
         """
+        with self._active_lock:
+            if self._active is not None:
+                self._log.debug("lock.skipped", tick=tick.isoformat(), why="running")
+                return Verdict.RUNNING
+            grant_or_skip = self._try_acquire(tick, reclaim_own=reclaim_own)
+            if isinstance(grant_or_skip, Grant):
+                self._active = grant_or_skip
+            return grant_or_skip
+
+    def _try_acquire(self, tick: datetime, *, reclaim_own: bool) -> Grant | Verdict:
         try:
             lease: dict[str, Any] | None = self.transport.get(self.name)
         except NotFound:
@@ -152,12 +166,13 @@ class JobLock:
             unchanged_for=unchanged_for,
             lock_at_most_for=self.lock_at_most_for,
             now=now,
+            reclaim_own=reclaim_own,
         )
         if claim.verdict is not Verdict.GRANT:
             self._log.debug(
                 "lock.skipped", tick=tick.isoformat(), why=claim.verdict.value, detail=claim.detail
             )
-            return None
+            return claim.verdict
         assert claim.record is not None and claim.state is not None
         sent = self._clock.monotonic()
         try:
@@ -174,7 +189,7 @@ class JobLock:
                 written = self.transport.replace(self.name, body)
         except (AlreadyExists, Conflict):
             self._log.debug("lock.skipped", tick=tick.isoformat(), why="lost-race")
-            return None
+            return Verdict.LOST_RACE
         self._observations.see(self.name, written)
         grant = Grant(
             job=self.job,
@@ -269,6 +284,9 @@ class JobLock:
         run record (also when it could not be written; that is logged).
         """
         grant._stop.set()
+        with self._active_lock:
+            if self._active is grant:
+                self._active = None
         if grant._thread is not None and grant._thread is not threading.current_thread():
             grant._thread.join(timeout=self.transport.request_timeout * 2)
         if grant.lost.is_set():

@@ -127,6 +127,8 @@ class StoppedLeading:
     term: int
     fencing_token: int
     reason: str
+    #: When belief would have ended at the latest (last successful send + renew deadline).
+    leading_until: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,7 +225,7 @@ class ElectionMachine:
         self._need_read = True
         self._not_before = float("-inf")
         self._poll_at: float | None = None
-        self._reported_holder: str | None = None
+        self._reported_holder = ""
         self._events: list[Event] = []
 
     # -- queries -------------------------------------------------------------------------------
@@ -235,7 +237,7 @@ class ElectionMachine:
 
     @property
     def leading_until(self) -> float | None:
-        """The monotonic time at which leadership ends without a further renew; ``None``: not leading."""
+        """When leadership ends without a further renew (monotonic); ``None`` when not leading."""
         if self.phase is not Phase.LEADER or self._lead is None:
             return None
         return leader_deadline(self._lead.last_ok_sent, self.timing.renew_deadline)
@@ -345,7 +347,10 @@ class ElectionMachine:
             self._step_down("lease deleted", now, release=False, after=Phase.CANDIDATE)
         elif seen.fencing_token > token or seen.holder != self.identity:
             self._step_down(
-                f"lease taken by {seen.holder or 'nobody'}", now, release=False, after=Phase.CANDIDATE
+                f"lease taken by {seen.holder or 'nobody'}",
+                now,
+                release=False,
+                after=Phase.CANDIDATE,
             )
 
     def read_done(self, lease: Mapping[str, Any] | None, *, now: float) -> None:
@@ -374,7 +379,10 @@ class ElectionMachine:
             else:
                 holder = record.holder if record is not None else "nobody (deleted)"
                 self._step_down(
-                    f"lease taken by {holder or 'nobody'}", now, release=False, after=Phase.CANDIDATE
+                    f"lease taken by {holder or 'nobody'}",
+                    now,
+                    release=False,
+                    after=Phase.CANDIDATE,
                 )
         elif purpose is Purpose.RELEASE_READ:
             release = self._release
@@ -558,7 +566,12 @@ class ElectionMachine:
         lead = self._lead
         assert lead is not None and self.phase is Phase.LEADER
         self._events.append(
-            StoppedLeading(term=lead.term, fencing_token=lead.record.fencing_token, reason=reason)
+            StoppedLeading(
+                term=lead.term,
+                fencing_token=lead.record.fencing_token,
+                reason=reason,
+                leading_until=leader_deadline(lead.last_ok_sent, self.timing.renew_deadline),
+            )
         )
         self._lead = None
         self._need_read = False

@@ -89,7 +89,10 @@ class PrometheusMetrics:
                     ),
                 )
                 _collectors[id(registry)] = collectors
-        self._gauge, self._transitions, self._renew, self._failures = collectors
+        self._gauge: Any = collectors[0]
+        self._transitions: Any = collectors[1]
+        self._renew: Any = collectors[2]
+        self._failures: Any = collectors[3]
 
     def set_leader(self, lease: str, identity: str, leading: bool) -> None:
         self._gauge.labels(lease=lease, identity=identity).set(1 if leading else 0)
@@ -103,7 +106,7 @@ class PrometheusMetrics:
 
 
 def default_metrics() -> ElectorMetrics:
-    """Prometheus metrics in the default registry when prometheus-client is installed, else no-ops."""
+    """Prometheus metrics in the default registry if prometheus-client is installed, else no-ops."""
     try:
         return PrometheusMetrics()
     except ImportError:

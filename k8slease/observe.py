@@ -128,7 +128,7 @@ class Observations:
         self._observers: dict[str, LeaseObserver] = {}
 
     def see(self, name: str, lease: Mapping[str, Any] | None) -> float:
-        """Record ``lease`` (``None``: absent) as seen now; return how long it has been unchanged."""
+        """Record ``lease`` (``None``: absent) as seen now; return for how long it is unchanged."""
         with self._lock:
             observer = self._observers.setdefault(name, LeaseObserver())
             now = self._clock.monotonic()

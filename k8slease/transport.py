@@ -9,10 +9,13 @@ timeout so that a hung API server cannot stall a renewal past its deadline.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 import urllib3
 from kubernetes import client
@@ -69,9 +72,8 @@ def map_api_exception(exc: ApiException, *, verb: str) -> TransportError:
 
 
 def _decode(raw: Any, *, verb: str, kind: str = "Lease") -> dict[str, Any]:
-    data = getattr(raw, "data", raw)
     try:
-        body = json.loads(data)
+        body = json.loads(raw)
     except (TypeError, ValueError):
         raise Unavailable(f"{verb}: the API server answered something that is not JSON") from None
     if not isinstance(body, dict) or body.get("kind") not in (kind, None) or "metadata" not in body:
@@ -83,7 +85,9 @@ class LeaseTransport:
     """Lease calls in one namespace, each with a timeout, errors mapped to k8slease exceptions.
 
     ``request_timeout`` (seconds, default 10) bounds every request; keep it below the elector's
-    renew deadline.
+    renew deadline. Bodies are sent as the JSON they are: the client's typed models are bypassed
+    (they would drop fields they do not know and re-render MicroTime without its fraction), while
+    its configuration (server, credentials, TLS) and connection pool are used as they are.
     """
 
     def __init__(
@@ -98,52 +102,85 @@ class LeaseTransport:
         self.namespace = namespace
         self.request_timeout = request_timeout
         self.api_client = api_client
-        self._api = client.CoordinationV1Api(api_client)
+        self._base = f"/apis/coordination.k8s.io/v1/namespaces/{quote(namespace, safe='')}/leases"
 
-    def _call(self, verb: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    def _path(self, name: str | None = None) -> str:
+        return self._base if name is None else f"{self._base}/{quote(name, safe='')}"
+
+    def _send(
+        self,
+        verb: str,
+        method: str,
+        path: str,
+        *,
+        body: Mapping[str, Any] | None = None,
+        query: list[tuple[str, str]] | None = None,
+        timeout: float | tuple[float, float] | None = None,
+    ) -> Any:
+        """Send one request; returns the urllib3 response (unread) of a 2xx answer."""
+        headers = {"Accept": "application/json"}
+        if body is not None:
+            headers["Content-Type"] = "application/json"
         try:
-            return fn(
-                *args, _preload_content=False, _request_timeout=self.request_timeout, **kwargs
+            request = self.api_client.param_serialize(
+                method=method,
+                resource_path=path,
+                query_params=query or [],
+                header_params=headers,
+                body=dict(body) if body is not None else None,
+                auth_settings=["BearerToken"],
+            )
+            response: Any = self.api_client.call_api(
+                *request, _request_timeout=timeout or self.request_timeout
             )
         except ApiException as exc:
             raise map_api_exception(exc, verb=verb) from None
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             raise Unavailable(f"{verb}: {type(exc).__name__}: {exc}") from None
+        if not 200 <= response.status <= 299:
+            with contextlib.suppress(urllib3.exceptions.HTTPError, OSError):
+                response.read()
+            error = ApiException(status=response.status, reason=response.reason)
+            error.body = response.data
+            raise map_api_exception(error, verb=verb)
+        return response
+
+    def _json(
+        self, verb: str, method: str, path: str, *, kind: str = "Lease", **kwargs: Any
+    ) -> dict[str, Any]:
+        response = self._send(verb, method, path, **kwargs)
+        try:
+            response.read()
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise Unavailable(f"{verb}: {type(exc).__name__}: {exc}") from None
+        return _decode(response.data, verb=verb, kind=kind)
 
     def get(self, name: str) -> dict[str, Any]:
         """Read one Lease. Raises ``NotFound`` when it does not exist."""
-        raw = self._call("get", self._api.read_namespaced_lease, name, self.namespace)
-        return _decode(raw, verb="get")
+        return self._json("get", "GET", self._path(name))
 
     def create(self, body: Mapping[str, Any]) -> dict[str, Any]:
         """Create a Lease. Raises ``AlreadyExists`` when someone else created it first."""
-        raw = self._call("create", self._api.create_namespaced_lease, self.namespace, dict(body))
-        return _decode(raw, verb="create")
+        return self._json("create", "POST", self._path(), body=body)
 
     def replace(self, name: str, body: Mapping[str, Any]) -> dict[str, Any]:
         """PUT a Lease, conditional on the ``metadata.resourceVersion`` in ``body``.
 
         Raises ``Conflict`` when that resourceVersion is stale, ``NotFound`` when the Lease is gone.
         """
-        raw = self._call(
-            "update", self._api.replace_namespaced_lease, name, self.namespace, dict(body)
-        )
-        return _decode(raw, verb="update")
+        return self._json("update", "PUT", self._path(name), body=body)
 
     def delete(self, name: str) -> None:
         """Delete a Lease; a Lease that is already gone is not an error."""
         try:
-            self._call("delete", self._api.delete_namespaced_lease, name, self.namespace)
+            self._json("delete", "DELETE", self._path(name), kind="Status")
         except NotFound:
             return
 
     def list(self, *, label_selector: str | None = None) -> tuple[list[dict[str, Any]], str]:
         """List Leases; returns the items and the list's resourceVersion (to start a watch from)."""
-        kwargs: dict[str, Any] = {}
-        if label_selector:
-            kwargs["label_selector"] = label_selector
-        raw = self._call("list", self._api.list_namespaced_lease, self.namespace, **kwargs)
-        body = _decode(raw, verb="list", kind="LeaseList")
+        query = [("labelSelector", label_selector)] if label_selector else []
+        body = self._json("list", "GET", self._path(), kind="LeaseList", query=query)
         items = body.get("items") or []
         if not isinstance(items, list):
             raise Unavailable("list: items is not a list")
@@ -163,32 +200,29 @@ class LeaseTransport:
         Raises ``Unavailable`` when the stream breaks and ``TransportError`` with status 410 when
         ``resource_version`` is too old (the caller should list again).
         """
-        params: dict[str, Any] = {
-            "watch": True,
-            "allow_watch_bookmarks": True,
-            "timeout_seconds": timeout_seconds,
-        }
+        query = [
+            ("watch", "true"),
+            ("allowWatchBookmarks", "true"),
+            ("timeoutSeconds", str(int(timeout_seconds))),
+        ]
         if name:
-            params["field_selector"] = f"metadata.name={name}"
+            query.append(("fieldSelector", f"metadata.name={name}"))
         if label_selector:
-            params["label_selector"] = label_selector
+            query.append(("labelSelector", label_selector))
         if resource_version:
-            params["resource_version"] = resource_version
+            query.append(("resourceVersion", resource_version))
+        response = self._send(
+            "watch",
+            "GET",
+            self._path(),
+            query=query,
+            timeout=(self.request_timeout, timeout_seconds + self.request_timeout),
+        )
+        raw = response.response
         try:
-            response: Any = self._api.list_namespaced_lease(
-                self.namespace,
-                _preload_content=False,
-                _request_timeout=(self.request_timeout, timeout_seconds + self.request_timeout),
-                **params,
-            )
-        except ApiException as exc:
-            raise map_api_exception(exc, verb="watch") from None
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
-            raise Unavailable(f"watch: {type(exc).__name__}: {exc}") from None
-        try:
-            yield from _watch_lines(response)
+            yield from _watch_lines(raw)
         finally:
-            response.release_conn()
+            raw.release_conn()
 
 
 def _watch_lines(response: Any) -> Iterator[WatchEvent]:

@@ -14,6 +14,7 @@ creations, Events) and the runtime reports back what succeeded. Writes are coale
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -134,11 +135,9 @@ class Registry:
         generation = metadata.get("generation")
         generation = generation if isinstance(generation, int) else 0
         spec = parse_spec(body)
-        created = None
-        try:
+        created: datetime | None = None
+        with contextlib.suppress(ValueError):
             created = parse_microtime(metadata.get("creationTimestamp"))
-        except ValueError:
-            pass
         obj = self.objects.get(key)
         self.creating.discard(key)
         if obj is None or obj.uid != uid:

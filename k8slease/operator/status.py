@@ -42,6 +42,8 @@ NoticeType = Literal["Normal", "Warning"]
 MAX_CANDIDATES = 50
 #: Cap of ``jobs[].recentRuns`` (further bounded by ``spec.historyLimit``).
 MAX_RECENT_RUNS = 10
+#: ``jobs[].missedTicks`` counts up to this many missed ticks.
+MAX_COUNTED_TICKS = 100
 #: Cap of ``status.message``.
 MAX_MESSAGE = 600
 
@@ -106,10 +108,10 @@ class Failover:
         if when is None or reason not in ("first", "released", "expired"):
             return None
         gap = data.get("gapSeconds")
-        gap_value = float(gap) if isinstance(gap, int | float) and not isinstance(gap, bool) else None
-        return cls(
-            str(data.get("from") or ""), str(data.get("to") or ""), when, reason, gap_value
+        gap_value = (
+            float(gap) if isinstance(gap, int | float) and not isinstance(gap, bool) else None
         )
+        return cls(str(data.get("from") or ""), str(data.get("to") or ""), when, reason, gap_value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -289,7 +291,9 @@ class GroupFold:
         if entry.reason == "first":
             text = f"{entry.to_holder} became leader"
         elif entry.reason == "released":
-            text = f"{entry.to_holder} became leader after {entry.from_holder or 'a holder'} released"
+            text = (
+                f"{entry.to_holder} became leader after {entry.from_holder or 'a holder'} released"
+            )
         else:
             text = f"{entry.to_holder} took over from {entry.from_holder} (Lease expired)"
         if entry.gap_seconds is not None:
@@ -299,7 +303,7 @@ class GroupFold:
     def _observe_leader(self, lease: Mapping[str, Any], observed_at: datetime) -> None:
         record = record_from_lease(lease)
         self.leader_lease_present = True
-        if record.holder == "<malformed>":
+        if record.holder == "<malformed>" or any(p.startswith("spec ") for p in record.problems):
             return  # the holder cannot be read: keep what we knew; the problem shows in status
         self.duration_seconds = record.duration_seconds or self.duration_seconds
         self.transitions = record.transitions
@@ -408,17 +412,16 @@ class GroupFold:
         if run is not None:
             self._see(run.holder, observed_at)
             newer = job.last_run is None or run.finished >= job.last_run.finished
-            if job.add_run(run) and seen_before and newer:
-                if run.outcome != "succeeded":
-                    error = f": {_short(run.error, 160)}" if run.error else ""
-                    self.notices.append(
-                        Notice(
-                            "Warning",
-                            "RunFailed" if run.outcome == "failed" else "RunLost",
-                            f"job {job.name} tick {format_time(run.tick)} on {run.holder} "
-                            f"{run.outcome}{error}",
-                        )
+            if job.add_run(run) and seen_before and newer and run.outcome != "succeeded":
+                error = f": {_short(run.error, 160)}" if run.error else ""
+                self.notices.append(
+                    Notice(
+                        "Warning",
+                        "RunFailed" if run.outcome == "failed" else "RunLost",
+                        f"job {job.name} tick {format_time(run.tick)} on {run.holder} "
+                        f"{run.outcome}{error}",
                     )
+                )
             if newer:
                 job.last_run = run
         return state.problems
@@ -552,7 +555,9 @@ class GroupFold:
 
     # -- rendering ------------------------------------------------------------------------------
 
-    def _condition(self, ctype: str, status: bool, reason: str, message: str, now: datetime) -> None:
+    def _condition(
+        self, ctype: str, status: bool, reason: str, message: str, now: datetime
+    ) -> None:
         text = "True" if status else "False"
         current = self.conditions.get(ctype)
         since = current.since if current is not None and current.status == text else now
@@ -611,10 +616,11 @@ class GroupFold:
             tick = expectation.next_tick_after(reference)
             limit = now - timedelta(seconds=expectation.grace_seconds)
             if tick is not None and tick <= limit:
-                count, cursor = 0, tick
-                while cursor is not None and cursor <= limit and count < 1000:
+                count = 0
+                cursor_: datetime | None = tick
+                while cursor_ is not None and cursor_ <= limit and count < MAX_COUNTED_TICKS:
                     count += 1
-                    cursor = expectation.next_tick_after(cursor)
+                    cursor_ = expectation.next_tick_after(cursor_)
                 info["missedTick"] = format_time(tick)
                 info["missedTicks"] = count
                 text = f"job {expectation.name}: no run for tick {format_time(tick)}"
@@ -642,7 +648,7 @@ class GroupFold:
         """The ``status`` for the group's object at ``now``; queues notices for new alerts."""
         self.set_history_limit(spec.history_limit)
         self.set_leader_lease_name(spec.lease_name)
-        created = created or self.first_seen
+        since = created or self.first_seen
         status: dict[str, Any] = {
             "group": self.group,
             "leaseName": self.leader_lease_name,
@@ -671,7 +677,7 @@ class GroupFold:
             {"identity": holder, "firstSeen": format_time(first), "lastSeen": format_time(last)}
             for holder, (first, last) in sorted(self.candidates.items())
         ]
-        missing, expected = self._job_expectations(spec, now, created)
+        missing, expected = self._job_expectations(spec, now, since)
         status["jobs"] = self._render_jobs(expected)
         newest = max(
             (job for job in self.jobs.values() if job.last_run is not None),

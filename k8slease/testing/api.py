@@ -115,9 +115,7 @@ class ResourceAPI:
             )
         if not meta.get("name") and meta.get("generateName"):
             for _ in range(10):
-                meta["name"] = meta["generateName"] + "".join(
-                    random.choices(_SUFFIX_CHARS, k=5)
-                )
+                meta["name"] = meta["generateName"] + "".join(random.choices(_SUFFIX_CHARS, k=5))
                 if self.store.get(rt.key, namespace, meta["name"]) is None:
                     break
         for key in (*_SERVER_META, "resourceVersion", "generation"):
@@ -126,6 +124,8 @@ class ResourceAPI:
         meta["creationTimestamp"] = now_rfc3339()
         if rt.tracks_generation:
             meta["generation"] = 1
+        if rt.custom and rt.status_subresource:
+            obj.pop("status", None)  # create cannot set status when it is a subresource
         if rt.plural == "namespaces" and not rt.group:
             obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
             obj["status"] = {"phase": "Active"}
@@ -142,7 +142,9 @@ class ResourceAPI:
 
     # --- update / patch --------------------------------------------------------------------
 
-    def update(self, rt: ResourceType, namespace: str, name: str, sub: str, body: Any) -> tuple[int, JSON]:
+    def update(
+        self, rt: ResourceType, namespace: str, name: str, sub: str, body: Any
+    ) -> tuple[int, JSON]:
         """PUT: replace the object (or its status); 409 Conflict on a stale resourceVersion."""
         new = self._object_body(rt, body, namespace)
         if new["metadata"].get("name") != name:
@@ -299,7 +301,9 @@ class ResourceAPI:
 
     def _object_body(self, rt: ResourceType, body: Any, namespace: str) -> JSON:
         if not isinstance(body, dict):
-            raise st.bad_request(f"{rt.kind} in version \"{rt.version}\" cannot be handled as a {rt.kind}: body is not a JSON object")
+            raise st.bad_request(
+                f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: body is not a JSON object'
+            )
         kind = body.get("kind")
         if kind and kind != rt.kind:
             raise st.bad_request(
@@ -330,7 +334,9 @@ class ResourceAPI:
 
     def _validate(self, rt: ResourceType, obj: JSON) -> None:
         meta = obj["metadata"]
-        causes = validate_name(meta.get("name"), dns_label=rt.plural == "namespaces" and not rt.group)
+        causes = validate_name(
+            meta.get("name"), dns_label=rt.plural == "namespaces" and not rt.group
+        )
         if rt.plural == "leases":
             normalize_lease(obj)
             causes += validate_lease(obj)

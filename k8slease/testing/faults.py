@@ -40,7 +40,8 @@ class Fault:
     """One injection rule. ``times`` limits how many requests it affects (None: forever).
 
     ``status`` answers that HTTP error instead of serving; ``latency`` delays the request by
-    that many seconds; ``drop_after`` (watches only) breaks the stream that many seconds
+    that many seconds (``retry_after`` adds a ``Retry-After`` header to the error);
+    ``drop_after`` (watches only) breaks the stream that many seconds
     after it opens, without a clean end, as a lost connection would.
     """
 
@@ -53,6 +54,7 @@ class Fault:
     drop_after: float | None = None
     times: int | None = None
     message: str | None = None
+    retry_after: int | None = None
     id: int = 0
     hits: int = 0
 
@@ -105,6 +107,7 @@ class Faults:
         drop_after: float | None = None,
         times: int | None = None,
         message: str | None = None,
+        retry_after: int | None = None,
     ) -> Fault:
         """Add a rule; returns it (its ``id`` removes it). Example::
 
@@ -118,7 +121,16 @@ class Faults:
         if verb_set is not None and not verb_set <= VERBS:
             raise ValueError(f"unknown verbs {sorted(verb_set - VERBS)}; known: {sorted(VERBS)}")
         rule = Fault(
-            verb_set, resource, namespace, name, status, float(latency), drop_after, times, message
+            verb_set,
+            resource,
+            namespace,
+            name,
+            status,
+            float(latency),
+            drop_after,
+            times,
+            message,
+            retry_after,
         )
         with self._lock:
             rule.id = next(self._ids)

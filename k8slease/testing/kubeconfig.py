@@ -34,7 +34,11 @@ def write_kubeconfig(url: str, path: str | os.PathLike[str] | None = None) -> Pa
     Without ``path`` a file in a fresh temporary directory is used. The write goes through a
     temporary file and a rename, so a process waiting for the file never reads half of it.
     """
-    target = Path(path) if path is not None else Path(tempfile.mkdtemp(prefix="k8slease-")) / "kubeconfig"
+    target = (
+        Path(path)
+        if path is not None
+        else Path(tempfile.mkdtemp(prefix="k8slease-")) / "kubeconfig"
+    )
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.tmp{os.getpid()}")
     tmp.write_text(json.dumps(kubeconfig_document(url), indent=2) + "\n")

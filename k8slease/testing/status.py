@@ -149,11 +149,16 @@ def gone(message: str) -> StatusError:
     return StatusError(410, "Expired", message)
 
 
-def injected(code: int, message: str | None = None) -> StatusError:
-    """An error answered by fault injection (500, 429, 503, ...)."""
+def injected(code: int, message: str | None = None, retry_after: int | None = None) -> StatusError:
+    """An error answered by fault injection (500, 429, 503, ...).
+
+    With ``retry_after`` the answer carries ``Retry-After`` and ``details.retryAfterSeconds``
+    as the real server's throttling does; note that urllib3 (under the official client)
+    then retries 429/503 by itself.
+    """
     reason = REASONS.get(code, "InternalError")
-    headers = {"Retry-After": "1"} if code in (429, 503) else {}
-    details: JSON = {"retryAfterSeconds": 1} if headers else {}
+    headers = {"Retry-After": str(retry_after)} if retry_after is not None else {}
+    details: JSON = {"retryAfterSeconds": retry_after} if retry_after is not None else {}
     return StatusError(code, reason, message or f"injected fault: {reason}", details, headers)
 
 

@@ -50,12 +50,14 @@ class ExpiredError(Exception):
 class Store:
     """All objects, keyed by storage resource key then ``(namespace, name)``."""
 
-    def __init__(self, history_size: int = 1000) -> None:
+    def __init__(self, history_size: int = 1000, first_rv: int = 1000) -> None:
         self._lock = threading.RLock()
         self._objects: dict[str, dict[tuple[str, str], JSON]] = {}
-        self._rv = 0
+        # Like a real cluster, the counter does not start at 1 and what came before it is
+        # already compacted: a watch from an ancient resourceVersion answers 410 Expired.
+        self._rv = first_rv
         self._history: deque[Event] = deque(maxlen=max(1, history_size))
-        self._compacted = 0
+        self._compacted = first_rv
         self._watchers: set[Watcher] = set()
 
     @property

@@ -1,0 +1,101 @@
+"""Keep this replica's observations of a group's job Leases current with one list+watch.
+
+Expiry is judged by how long *this* process has seen a Lease unchanged. A replica that only read
+a job's Lease when its scheduler fired would, after a holder crashed, first see the crashed
+holder's last write at the next tick and could take over only a tick later. The informer watches
+the group's Leases (one connection per replica, no polling), so when the next tick comes the
+replica already knows how long the Lease has been unchanged and takes over at once.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+
+import structlog
+
+from k8slease.errors import TransportError
+from k8slease.observe import Observations
+from k8slease.transport import LeaseTransport
+
+log = structlog.get_logger("k8slease.informer")
+
+
+class LeaseInformer:
+    """Feeds ``observations`` from a list+watch of the Leases matching ``label_selector``.
+
+    ``retry_interval`` (seconds, default 5, jittered) is how long to wait before listing again
+    after the API server failed; ``watch_timeout`` (seconds, default 300) is how long one watch
+    request lasts before it is renewed.
+    """
+
+    def __init__(
+        self,
+        transport: LeaseTransport,
+        observations: Observations,
+        *,
+        label_selector: str,
+        retry_interval: float = 5.0,
+        watch_timeout: int = 300,
+    ) -> None:
+        self.transport = transport
+        self.observations = observations
+        self.label_selector = label_selector
+        self.retry_interval = retry_interval
+        self.watch_timeout = watch_timeout
+        self.synced = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._log = log.bind(selector=label_selector, namespace=transport.namespace)
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="k8slease-informer", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop after the current watch request ends (it is abandoned, not awaited)."""
+        self._stop.set()
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                items, version = self.transport.list(label_selector=self.label_selector)
+                for lease in items:
+                    self._see(lease)
+                self.synced.set()
+                while not self._stop.is_set():
+                    for event in self.transport.watch(
+                        label_selector=self.label_selector,
+                        resource_version=version,
+                        timeout_seconds=self.watch_timeout,
+                    ):
+                        if self._stop.is_set():
+                            return
+                        version = str(event.lease.get("metadata", {}).get("resourceVersion", ""))
+                        if event.type == "DELETED":
+                            self.observations.forget(_name(event.lease))
+                        elif event.type in ("ADDED", "MODIFIED"):
+                            self._see(event.lease)
+            except TransportError as exc:
+                if self._stop.is_set():
+                    return
+                if exc.status == 410:
+                    self._log.debug("informer.relist", why="expired")
+                    continue
+                self._log.warning("informer.failed", error=str(exc))
+                self._stop.wait(self.retry_interval * random.uniform(0.8, 1.2))
+            except Exception:  # never let the informer thread die silently
+                self._log.exception("informer.crashed")
+                self._stop.wait(self.retry_interval)
+
+    def _see(self, lease: dict[str, object]) -> None:
+        name = _name(lease)
+        if name:
+            self.observations.see(name, lease)
+
+
+def _name(lease: dict[str, object]) -> str:
+    metadata = lease.get("metadata")
+    if isinstance(metadata, dict):
+        return str(metadata.get("name") or "")
+    return ""

@@ -1,0 +1,47 @@
+"""The ScheduledJobGroup CRD, read from its one definition.
+
+``crd.yaml`` next to this module is a symlink to ``charts/k8slease/crds/scheduledjobgroups.yaml``
+(the chart installs that file; the plain manifests are rendered from the chart). Tests, the demo
+and the benchmark install the CRD through :func:`install_crd`.
+"""
+
+from __future__ import annotations
+
+import time
+from importlib import resources
+from typing import Any
+
+import yaml
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from k8slease.names import CRD_GROUP, CRD_PLURAL
+
+CRD_NAME = f"{CRD_PLURAL}.{CRD_GROUP}"
+
+
+def crd_manifest() -> dict[str, Any]:
+    """The CRD as a dict, loaded from the package (the chart's file)."""
+    text = resources.files("k8slease.operator").joinpath("crd.yaml").read_text(encoding="utf-8")
+    manifest: dict[str, Any] = yaml.safe_load(text)
+    return manifest
+
+
+def install_crd(api_client: client.ApiClient, *, timeout: float = 30.0) -> None:
+    """Create the CRD unless it exists, and wait until it is Established."""
+    api = client.ApiextensionsV1Api(api_client)
+    try:
+        manifest: Any = crd_manifest()
+        api.create_custom_resource_definition(manifest)
+    except ApiException as exc:
+        if exc.status != 409:
+            raise
+    deadline = time.monotonic() + timeout
+    while True:
+        crd = api.read_custom_resource_definition(CRD_NAME)
+        conditions = (crd.status.conditions if crd.status else None) or []
+        if any(c.type == "Established" and c.status == "True" for c in conditions):
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"CRD {CRD_NAME} not established within {timeout} s")
+        time.sleep(0.1)

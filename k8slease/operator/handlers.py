@@ -1,0 +1,79 @@
+"""kopf handlers of the k8slease operator: ``kopf run -m k8slease.operator.handlers``.
+
+Leases are only *observed*: an ``@kopf.on.event`` handler (which never patches the object it
+sees) feeds every watch event of a Lease labelled ``k8slease.io/group`` into the registry, with a
+server-side label selector so that other Leases (node heartbeats, other controllers) are not
+even sent. ScheduledJobGroups are observed the same way; their status is written by the
+runtime's write loop, never by kopf's change-tracking machinery, so kopf adds no annotations or
+finalizers to either kind of object.
+
+Settings come from ``memo["k8slease_settings"]`` when the operator is started by
+:mod:`k8slease.operator.run`, otherwise from ``K8SLEASE_OPERATOR_*`` environment variables.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import kopf
+
+from k8slease.names import CRD_GROUP, CRD_PLURAL, CRD_VERSION, LABEL_GROUP
+from k8slease.operator.runtime import OperatorRuntime
+from k8slease.operator.settings import OperatorSettings
+
+SETTINGS_KEY = "k8slease_settings"
+RUNTIME_KEY = "k8slease_runtime"
+LEASES = ("coordination.k8s.io", "v1", "leases")
+
+
+def configure_kopf(settings: kopf.OperatorSettings, ops: OperatorSettings) -> None:
+    """Adjust kopf's settings for an observe-only operator."""
+    # kopf would turn handler log lines into Events on the observed objects (Leases); the
+    # operator posts its own Events on ScheduledJobGroups instead.
+    settings.posting.enabled = False
+    if ops.standalone:
+        settings.peering.standalone = True
+    settings.watching.label_selectors[LEASES] = LABEL_GROUP
+    settings.watching.server_timeout = 300
+    settings.watching.client_timeout = 330
+    settings.networking.request_timeout = max(ops.request_timeout, 30.0)
+
+
+def _runtime(memo: Any) -> OperatorRuntime | None:
+    runtime = memo.get(RUNTIME_KEY) if hasattr(memo, "get") else None
+    return runtime if isinstance(runtime, OperatorRuntime) else None
+
+
+@kopf.on.startup()
+async def start_operator(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
+    ops = memo.get(SETTINGS_KEY)
+    if not isinstance(ops, OperatorSettings):
+        ops = OperatorSettings.from_env()
+        memo[SETTINGS_KEY] = ops
+    configure_kopf(settings, ops)
+    runtime = OperatorRuntime(ops)
+    await runtime.start()
+    memo[RUNTIME_KEY] = runtime
+
+
+@kopf.on.cleanup()
+async def stop_operator(memo: kopf.Memo, **_: Any) -> None:
+    runtime = _runtime(memo)
+    if runtime is not None:
+        await runtime.stop()
+
+
+@kopf.on.event(*LEASES, labels={LABEL_GROUP: kopf.PRESENT})
+async def lease_event(event: kopf.RawEvent, memo: kopf.Memo, **_: Any) -> None:
+    """Every change of a k8slease Lease; observed only, never written."""
+    runtime = _runtime(memo)
+    if runtime is not None:
+        runtime.on_lease(event.get("type"), event["object"])
+
+
+@kopf.on.event(CRD_GROUP, CRD_VERSION, CRD_PLURAL)
+async def group_event(event: kopf.RawEvent, memo: kopf.Memo, **_: Any) -> None:
+    """Every change of a ScheduledJobGroup: its spec, or its removal."""
+    runtime = _runtime(memo)
+    if runtime is not None:
+        runtime.on_object(event.get("type"), event["object"])

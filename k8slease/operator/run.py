@@ -1,0 +1,158 @@
+"""``python -m k8slease operator``: run the ScheduledJobGroup operator.
+
+    python -m k8slease operator [--namespace NS ...| --all-namespaces] [--kubeconfig PATH]
+                                [--no-auto-create] [--standalone | --peering]
+                                [--evaluate-interval S] [--renew-write-interval S] [--verbose]
+
+Without ``--namespace`` or ``--all-namespaces`` the operator watches the namespace it runs in
+(in a pod), else the kubeconfig context's namespace, else ``default``. The same handlers also run
+under the kopf CLI: ``kopf run --standalone -m k8slease.operator.handlers`` (settings then come
+from ``K8SLEASE_OPERATOR_*`` environment variables).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from k8slease.errors import ConfigError
+from k8slease.operator.settings import OperatorSettings
+
+SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="k8slease operator",
+        description="Keep ScheduledJobGroup status current from the Leases k8slease writes.",
+    )
+    scope = parser.add_mutually_exclusive_group()
+    scope.add_argument(
+        "--namespace", "-n", action="append", default=[], help="namespace to watch (repeatable)"
+    )
+    scope.add_argument("--all-namespaces", "-A", action="store_true", help="watch every namespace")
+    parser.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster or $KUBECONFIG)")
+    parser.add_argument(
+        "--no-auto-create",
+        action="store_true",
+        help="do not create ScheduledJobGroups for groups that have Leases but no object",
+    )
+    peering = parser.add_mutually_exclusive_group()
+    peering.add_argument(
+        "--standalone", action="store_true", default=True, help="no kopf peering (default)"
+    )
+    peering.add_argument(
+        "--peering",
+        dest="standalone",
+        action="store_false",
+        help="use kopf peering so that only one of several operator replicas is active",
+    )
+    parser.add_argument("--evaluate-interval", type=float, default=None, metavar="SECONDS")
+    parser.add_argument("--renew-write-interval", type=float, default=None, metavar="SECONDS")
+    parser.add_argument("--verbose", "-v", action="store_true", help="debug logging")
+    return parser
+
+
+def default_namespace(kubeconfig: str | None) -> str:
+    """The pod's namespace, else the kubeconfig context's namespace, else ``default``."""
+    if os.environ.get("POD_NAMESPACE"):
+        return os.environ["POD_NAMESPACE"]
+    if SERVICE_ACCOUNT_NAMESPACE.is_file():
+        return SERVICE_ACCOUNT_NAMESPACE.read_text().strip() or "default"
+    try:
+        from kubernetes import config
+
+        lister: Any = config.list_kube_config_contexts
+        _, active = lister(config_file=kubeconfig)
+        namespace = (active or {}).get("context", {}).get("namespace")
+        return str(namespace) if namespace else "default"
+    except Exception:
+        return "default"
+
+
+def settings_from_args(argv: Sequence[str]) -> OperatorSettings:
+    args = _parser().parse_args(list(argv))
+    base = OperatorSettings.from_env()
+    changes: dict[str, object] = {
+        "kubeconfig": args.kubeconfig or base.kubeconfig,
+        "standalone": args.standalone,
+        "log_level": "DEBUG" if args.verbose else base.log_level,
+    }
+    if args.no_auto_create:
+        changes["auto_create"] = False
+    if args.all_namespaces:
+        changes.update(all_namespaces=True, namespaces=())
+    elif args.namespace:
+        changes.update(namespaces=tuple(args.namespace), all_namespaces=False)
+    if args.evaluate_interval is not None:
+        changes["evaluate_interval"] = args.evaluate_interval
+    if args.renew_write_interval is not None:
+        changes["renew_write_interval"] = args.renew_write_interval
+    return base.with_changes(**changes)
+
+
+def configure_logging(level: str) -> None:
+    """Key-value logs on stderr; kopf's own chatter only from WARNING unless debugging."""
+    numeric = logging.getLevelName(level.upper())
+    numeric = numeric if isinstance(numeric, int) else logging.INFO
+    logging.basicConfig(level=numeric, stream=sys.stderr, format="%(message)s")
+    logging.getLogger("kopf").setLevel(
+        logging.DEBUG if numeric <= logging.DEBUG else logging.WARNING
+    )
+    logging.getLogger("kubernetes").setLevel(logging.WARNING)
+    logging.getLogger("urllib3").setLevel(logging.WARNING)
+    structlog.configure(
+        processors=[
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.processors.KeyValueRenderer(key_order=["timestamp", "level", "event"]),
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(numeric),
+        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+        cache_logger_on_first_use=True,
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the operator until interrupted; returns the exit code."""
+    try:
+        settings = settings_from_args(sys.argv[1:] if argv is None else argv)
+    except ConfigError as exc:
+        print(f"k8slease operator: {exc}", file=sys.stderr)
+        return 2
+    configure_logging(settings.log_level)
+    if settings.kubeconfig:
+        # kopf logs in with the kubernetes client, which reads $KUBECONFIG.
+        os.environ["KUBECONFIG"] = settings.kubeconfig
+    if not settings.all_namespaces and not settings.namespaces:
+        settings = settings.with_changes(namespaces=(default_namespace(settings.kubeconfig),))
+
+    import kopf
+
+    from k8slease.operator import handlers
+
+    structlog.get_logger("k8slease.operator").info(
+        "operator.starting",
+        namespaces=list(settings.namespaces) or "*",
+        auto_create=settings.auto_create,
+    )
+    try:
+        kopf.run(
+            standalone=settings.standalone,
+            clusterwide=settings.all_namespaces,
+            namespaces=list(settings.namespaces),
+            memo=kopf.Memo({handlers.SETTINGS_KEY: settings}),
+        )
+    except KeyboardInterrupt:
+        return 130
+    except ConfigError as exc:
+        print(f"k8slease operator: {exc}", file=sys.stderr)
+        return 2
+    return 0

@@ -1,0 +1,57 @@
+"""``python -m k8slease apiserver [--port N] [--kubeconfig PATH]``: serve until interrupted.
+
+The kubeconfig is written only once the server answers requests, so a script can wait for
+the file to appear and then use it. The URL is printed on stdout (one line, flushed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import threading
+from types import FrameType
+
+from .server import APIServer
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command-line options."""
+    parser = argparse.ArgumentParser(
+        prog="k8slease apiserver",
+        description="Serve the embedded Kubernetes API server on 127.0.0.1 until SIGINT/SIGTERM.",
+    )
+    parser.add_argument("--port", type=int, default=0, help="port to bind (default: a free one)")
+    parser.add_argument(
+        "--kubeconfig", default=None, help="where to write the kubeconfig (default: a temp file)"
+    )
+    parser.add_argument(
+        "--history-size", type=int, default=1000, help="watch window in events (default 1000)"
+    )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the server; returns the exit code (0 after a clean SIGINT/SIGTERM)."""
+    args = build_parser().parse_args(argv)
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        server = APIServer(args.port, kubeconfig=args.kubeconfig, history_size=args.history_size)
+        try:
+            server.start()
+        except RuntimeError as exc:
+            print(f"k8slease apiserver: {exc}", flush=True)
+            return 1
+        try:
+            print(f"serving {server.url} (kubeconfig: {server.kubeconfig})", flush=True)
+            stop.wait()
+        finally:
+            server.stop()
+        return 0
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -1,0 +1,567 @@
+"""``APIServer``: the embedded Kubernetes API server, served by aiohttp in its own thread.
+
+It maps the Kubernetes REST paths onto :class:`~.api.ResourceAPI`, streams watches, answers
+discovery and ``Table`` requests, applies fault injection, counts requests, and exposes a
+small control API under ``/_k8slease/`` (outside ``/api``) for other processes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+from . import discovery
+from . import status as st
+from .api import ResourceAPI, view
+from .faults import Faults, Request, Stats
+from .kubeconfig import write_kubeconfig
+from .resources import Registry, ResourceType
+from .selectors import combine, field_selector, label_selector
+from .status import StatusError
+from .store import Event, ExpiredError, Store, Watcher
+from .tables import table
+
+if TYPE_CHECKING:
+    import kubernetes.client
+
+JSON = dict[str, Any]
+CONTROL_PREFIX = "/_k8slease/"
+INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+_NOT_FOUND = StatusError(404, "NotFound", "the server could not find the requested resource", {})
+
+
+def _dumps(obj: Any) -> bytes:
+    return json.dumps(obj, separators=(",", ":")).encode()
+
+
+def _json_response(
+    obj: Any, code: int = 200, headers: dict[str, str] | None = None
+) -> web.Response:
+    return web.Response(
+        body=_dumps(obj), status=code, content_type="application/json", headers=headers
+    )
+
+
+def _error_response(error: StatusError) -> web.Response:
+    return _json_response(error.body(), error.code, error.headers)
+
+
+def _flag(value: str | None) -> bool:
+    return value in ("true", "1", "True")
+
+
+class _Route:
+    """A parsed resource request."""
+
+    __slots__ = ("name", "namespace", "rt", "sub", "verb")
+
+    def __init__(
+        self, rt: ResourceType, namespace: str | None, name: str, sub: str, verb: str
+    ) -> None:
+        self.rt, self.namespace, self.name, self.sub, self.verb = rt, namespace, name, sub, verb
+
+    @property
+    def resource(self) -> str:
+        """``plural[.group][/sub]`` for stats."""
+        return self.rt.group_resource + (f"/{self.sub}" if self.sub else "")
+
+
+class APIServer:
+    """An in-process Kubernetes API server on 127.0.0.1, for tests, demos and benchmarks.
+
+    Use it as a context manager (or :meth:`start`/:meth:`stop`)::
+
+        with APIServer() as server:
+            api = kubernetes.client.CoordinationV1Api(server.api_client())
+
+    ``history_size`` is the watch window (older resourceVersions answer 410 Expired);
+    ``bookmark_interval`` is how often watches with ``allowWatchBookmarks`` get a BOOKMARK
+    (the real server: about a minute, and 2 s before a ``timeoutSeconds`` deadline).
+    """
+
+    #: Distinguishes it from a real cluster in fixtures (``ExternalCluster.embedded`` is False).
+    embedded = True
+
+    def __init__(
+        self,
+        port: int = 0,
+        *,
+        kubeconfig: str | Path | None = None,
+        history_size: int = 1000,
+        bookmark_interval: float = 60.0,
+        log_size: int = 10000,
+    ) -> None:
+        self.host = "127.0.0.1"
+        self.port = port
+        self.store = Store(history_size)
+        self.registry = Registry()
+        self.api = ResourceAPI(self.store, self.registry)
+        self.faults = Faults()
+        self.stats = Stats(log_size)
+        self.bookmark_interval = bookmark_interval
+        self._kubeconfig_path = kubeconfig
+        self._kubeconfig: Path | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._runner: web.AppRunner | None = None
+        self._thread: threading.Thread | None = None
+        self._ready = threading.Event()
+        self._failure: BaseException | None = None
+        for name in INITIAL_NAMESPACES:
+            self.api.create(
+                self._namespaces,
+                "",
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
+            )
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    @property
+    def _namespaces(self) -> ResourceType:
+        rt = self.registry.find("", "v1", "namespaces")
+        assert rt is not None
+        return rt
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:<port>`` (valid once started)."""
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def kubeconfig(self) -> Path:
+        """Path of the kubeconfig file written at start (for kubectl, kopf, clients)."""
+        if self._kubeconfig is None:
+            raise RuntimeError("the API server is not started")
+        return self._kubeconfig
+
+    @property
+    def resource_version(self) -> int:
+        """The current global resourceVersion."""
+        return self.store.resource_version
+
+    def start(self) -> APIServer:
+        """Serve in a background thread; returns once requests are answered."""
+        if self._thread is not None:
+            return self
+        self._thread = threading.Thread(target=self._serve, name="k8slease-apiserver", daemon=True)
+        self._thread.start()
+        self._ready.wait()
+        if self._failure is not None:
+            self._thread.join()
+            self._thread = None
+            raise RuntimeError(
+                f"the API server failed to start: {self._failure}"
+            ) from self._failure
+        self._kubeconfig = write_kubeconfig(self.url, self._kubeconfig_path)
+        return self
+
+    def stop(self) -> None:
+        """End open watches, stop serving and join the thread."""
+        loop, thread = self._loop, self._thread
+        if loop is None or thread is None:
+            return
+        self.faults.resume()
+        future = asyncio.run_coroutine_threadsafe(self._shutdown(), loop)
+        try:
+            future.result(timeout=10)
+        finally:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(timeout=10)
+            self._thread = None
+            self._loop = None
+
+    def __enter__(self) -> APIServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def api_client(self) -> kubernetes.client.ApiClient:
+        """A new ``kubernetes.client.ApiClient`` for this server (close it when done)."""
+        import kubernetes.client
+
+        config = kubernetes.client.Configuration()
+        config.host = self.url
+        return kubernetes.client.ApiClient(config)
+
+    def _serve(self) -> None:
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        self._loop = loop
+        try:
+            loop.run_until_complete(self._startup())
+        except BaseException as exc:  # reported to start()
+            self._failure = exc
+            self._ready.set()
+            loop.close()
+            return
+        self._ready.set()
+        try:
+            loop.run_forever()
+        finally:
+            loop.close()
+
+    async def _startup(self) -> None:
+        app = web.Application(client_max_size=16 * 1024 * 1024)
+        app.router.add_route("*", "/{tail:.*}", self._handle)
+        self._runner = web.AppRunner(
+            app, handle_signals=False, access_log=None, handler_cancellation=True,
+            shutdown_timeout=1.0,
+        )  # fmt: skip
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port, reuse_address=True)
+        await site.start()
+        sockets = self._runner.addresses
+        self.port = int(sockets[0][1])
+        self.faults.bind(asyncio.get_running_loop(), self._drop_watches)
+
+    async def _shutdown(self) -> None:
+        for watcher in self.store.watchers():
+            watcher.close()
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    def _drop_watches(self, resource: str | None) -> int:
+        """Break open watches (called from any thread)."""
+        loop = self._loop
+        if loop is None:
+            return 0
+
+        async def drop() -> int:
+            count = 0
+            for watcher in self.store.watchers():
+                if resource is None or watcher.resource.endswith("/" + resource.split(".")[0]):
+                    watcher.close(drop=True)
+                    count += 1
+            return count
+
+        if threading.current_thread() is self._thread:
+            raise RuntimeError("drop_watches() must be called from outside the server thread")
+        return asyncio.run_coroutine_threadsafe(drop(), loop).result(timeout=10)
+
+    # --- request handling ----------------------------------------------------------------------
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        path = request.path
+        if path.startswith(CONTROL_PREFIX):
+            return await self._control(request, path[len(CONTROL_PREFIX) :])
+        started = time.perf_counter()
+        route: _Route | None = None
+        code = 500
+        try:
+            route = self._route(request)
+            await self.faults.wait_resumed()
+            if route is None:
+                response = self._discovery(request, path)
+            else:
+                rules = self.faults.take(
+                    route.verb, route.rt.plural, route.rt.group, route.sub,
+                    route.namespace or "", route.name,
+                )  # fmt: skip
+                delay = sum(rule.latency for rule in rules)
+                if delay:
+                    await asyncio.sleep(delay)
+                for rule in rules:
+                    if rule.status:
+                        raise st.injected(rule.status, rule.message, rule.retry_after)
+                drop_after = min(
+                    (r.drop_after for r in rules if r.drop_after is not None), default=None
+                )
+                response = await self._serve_route(request, route, drop_after)
+            code = response.status
+            return response
+        except StatusError as error:
+            code = error.code
+            return _error_response(error)
+        finally:
+            if route is not None:
+                self.stats.record(
+                    Request(
+                        route.verb, route.resource, route.namespace or "", route.name, code,
+                        time.perf_counter() - started,
+                    )
+                )  # fmt: skip
+
+    def _route(self, request: web.Request) -> _Route | None:
+        """Parse a resource path; None for discovery and other non-resource paths."""
+        segs = request.path.strip("/").split("/")
+        if segs[0] == "api" and len(segs) >= 3:
+            group, version, rest = "", segs[1], segs[2:]
+        elif segs[0] == "apis" and len(segs) >= 4:
+            group, version, rest = segs[1], segs[2], segs[3:]
+        else:
+            return None
+        namespace: str | None = None
+        if rest[0] == "namespaces" and len(rest) >= 3 and rest[2] not in ("status", "finalize"):
+            namespace, rest = rest[1], rest[2:]
+        if len(rest) > 3:
+            raise _NOT_FOUND
+        plural, name = rest[0], rest[1] if len(rest) > 1 else ""
+        sub = rest[2] if len(rest) > 2 else ""
+        rt = self.registry.find(group, version, plural)
+        if rt is None or (sub and (sub != "status" or not rt.status_subresource)):
+            raise _NOT_FOUND
+        if (not rt.namespaced and namespace is not None) or (
+            rt.namespaced and namespace is None and name
+        ):
+            raise _NOT_FOUND
+        method = request.method
+        if method == "GET":
+            verb = "get" if name else "watch" if _flag(request.query.get("watch")) else "list"
+        elif method == "POST" and not name:
+            verb = "create"
+        elif method == "PUT" and name:
+            verb = "update"
+        elif method == "PATCH" and name:
+            verb = "patch"
+        elif method == "DELETE":
+            verb = "delete" if name else "deletecollection"
+        else:
+            raise st.method_not_allowed()
+        return _Route(rt, namespace, name, sub, verb)
+
+    async def _body(self, request: web.Request) -> Any:
+        raw = await request.read()
+        if not raw:
+            return None
+        try:
+            return json.loads(raw)
+        except ValueError as exc:
+            ctype = request.headers.get("Content-Type", "")
+            if "yaml" in ctype:
+                import yaml
+
+                try:
+                    return yaml.safe_load(raw)
+                except yaml.YAMLError:
+                    pass
+            raise st.bad_request(f"error decoding body: {exc}") from None
+
+    async def _serve_route(
+        self, request: web.Request, route: _Route, drop_after: float | None
+    ) -> web.StreamResponse:
+        api, rt, verb = self.api, route.rt, route.verb
+        namespace = route.namespace or ""
+        query = request.query
+        if verb == "get":
+            obj = api.get(rt, namespace, route.name)
+            if "as=Table" in request.headers.get("Accept", ""):
+                meta = {"resourceVersion": obj["metadata"].get("resourceVersion", "")}
+                return _json_response(
+                    table(rt, [obj], meta, query.get("includeObject", "Metadata"))
+                )
+            return _json_response(obj)
+        if verb in ("list", "watch", "deletecollection"):
+            accepts = combine(
+                label_selector(query.get("labelSelector")),
+                field_selector(query.get("fieldSelector"), rt.field_selectors),
+            )
+            if verb == "watch":
+                return await self._watch(request, route, accepts, drop_after)
+            if verb == "deletecollection":
+                return _json_response(api.delete_collection(rt, route.namespace, accepts))
+            limit = int(query["limit"]) if query.get("limit", "").isdigit() else None
+            items, meta = api.list(rt, route.namespace, accepts, limit, query.get("continue"))
+            if "as=Table" in request.headers.get("Accept", ""):
+                return _json_response(
+                    table(rt, items, meta, query.get("includeObject", "Metadata"))
+                )
+            return _json_response(
+                {
+                    "kind": rt.list_kind,
+                    "apiVersion": rt.api_version,
+                    "metadata": meta,
+                    "items": items,
+                }
+            )
+        body = await self._body(request)
+        if verb == "create":
+            return _json_response(api.create(rt, namespace, body), 201)
+        if verb == "update":
+            code, obj = api.update(rt, namespace, route.name, route.sub, body)
+            return _json_response(obj, code)
+        if verb == "patch":
+            ctype = request.headers.get("Content-Type", "application/json")
+            return _json_response(api.patch(rt, namespace, route.name, route.sub, ctype, body))
+        code, obj = api.delete(rt, namespace, route.name, body)
+        return _json_response(obj, code)
+
+    def _discovery(self, request: web.Request, path: str) -> web.Response:
+        if request.method != "GET":
+            raise st.method_not_allowed()
+        segs = [s for s in path.split("/") if s]
+        doc: JSON | None = None
+        if path in ("/healthz", "/livez", "/readyz"):
+            return web.Response(text="ok")
+        if segs == ["version"]:
+            doc = discovery.version()
+        elif segs == ["api"]:
+            doc = discovery.api_versions(f"{self.host}:{self.port}")
+        elif len(segs) == 2 and segs[0] == "api":
+            doc = discovery.resource_list(self.registry, "", segs[1])
+        elif segs == ["apis"]:
+            doc = discovery.api_group_list(self.registry)
+        elif len(segs) == 2 and segs[0] == "apis":
+            doc = discovery.api_group(self.registry, segs[1])
+        elif len(segs) == 3 and segs[0] == "apis":
+            doc = discovery.resource_list(self.registry, segs[1], segs[2])
+        if doc is None:
+            raise _NOT_FOUND
+        return _json_response(doc)
+
+    # --- watch ---------------------------------------------------------------------------------
+
+    async def _watch(
+        self, request: web.Request, route: _Route, accepts: Any, drop_after: float | None
+    ) -> web.StreamResponse:
+        rt, namespace = route.rt, route.namespace
+        query = request.query
+        rv_param = query.get("resourceVersion", "")
+        timeout = query.get("timeoutSeconds", "")
+        bookmarks = _flag(query.get("allowWatchBookmarks"))
+
+        def matches(obj: JSON) -> bool:
+            return (namespace is None or obj["metadata"].get("namespace") == namespace) and accepts(
+                obj
+            )
+
+        watcher = Watcher(rt.key, matches)
+        initial: list[Event] = []
+        expired: StatusError | None = None
+        if rv_param in ("", "0"):
+            initial = [
+                Event(0, "ADDED", rt.key, obj) for obj in self.store.list(rt.key, namespace)
+                if accepts(obj)
+            ]  # fmt: skip
+            self.store.watch(watcher, None)
+        else:
+            try:
+                since = int(rv_param)
+            except ValueError:
+                raise st.bad_request(f"invalid resource version: {rv_param!r}") from None
+            try:
+                initial = self.store.watch(watcher, since)
+            except ExpiredError as exc:
+                expired = st.gone(str(exc))
+        response = web.StreamResponse(status=200)
+        response.content_type = "application/json"
+        response.enable_chunked_encoding()
+        try:
+            await response.prepare(request)
+            if expired is not None:
+                await response.write(_dumps({"type": "ERROR", "object": expired.body()}) + b"\n")
+                return response
+            loop = asyncio.get_running_loop()
+            now = loop.time()
+            deadline = now + float(timeout) if timeout else None
+            drop_at = now + drop_after if drop_after is not None else None
+            next_bookmark = self._next_bookmark(now, deadline) if bookmarks else None
+            for event in initial:
+                await response.write(self._event_line(rt, event.type, event.obj))
+            while True:
+                moments = [m for m in (deadline, drop_at, next_bookmark) if m is not None]
+                wait = max(0.0, min(moments) - loop.time()) if moments else None
+                try:
+                    event = await asyncio.wait_for(watcher.queue.get(), wait)
+                except TimeoutError:
+                    now = loop.time()
+                    if drop_at is not None and now >= drop_at:
+                        watcher.dropped = True
+                        break
+                    if deadline is not None and now >= deadline:
+                        break
+                    if next_bookmark is not None and now >= next_bookmark:
+                        marker = {
+                            "kind": rt.kind,
+                            "apiVersion": rt.api_version,
+                            "metadata": {"resourceVersion": str(self.store.resource_version)},
+                        }
+                        await response.write(_dumps({"type": "BOOKMARK", "object": marker}) + b"\n")
+                        next_bookmark = self._next_bookmark(now, deadline, after_deadline=True)
+                    continue
+                if event is None:
+                    break
+                await response.write(self._event_line(rt, event.type, event.obj))
+        finally:
+            self.store.unwatch(watcher)
+        if watcher.dropped and request.transport is not None:
+            request.transport.abort()
+            return response
+        await response.write_eof()
+        return response
+
+    def _next_bookmark(
+        self, now: float, deadline: float | None, after_deadline: bool = False
+    ) -> float | None:
+        """Next BOOKMARK time: every ``bookmark_interval`` and 2 s before the deadline."""
+        candidate = now + self.bookmark_interval
+        if deadline is not None and not after_deadline:
+            candidate = min(candidate, max(now, deadline - 2.0))
+        if deadline is not None and candidate >= deadline:
+            return None
+        return candidate
+
+    @staticmethod
+    def _event_line(rt: ResourceType, event_type: str, obj: JSON) -> bytes:
+        return _dumps({"type": event_type, "object": view(rt, obj)}) + b"\n"
+
+    # --- control API ---------------------------------------------------------------------------
+
+    async def _control(self, request: web.Request, what: str) -> web.Response:
+        """``/_k8slease/{stats,faults,pause,resume,drop-watches}`` for other processes."""
+        method = request.method
+        try:
+            if what == "stats":
+                if method == "DELETE":
+                    self.stats.reset()
+                return _json_response(
+                    {
+                        "counts": self.stats.snapshot(),
+                        "total": self.stats.count(),
+                        "resourceVersion": self.store.resource_version,
+                        "watches": sum(1 for _ in self.store.watchers()),
+                    }
+                )
+            if what == "faults":
+                if method == "POST":
+                    spec = await self._body(request) or {}
+                    if not isinstance(spec, dict):
+                        raise st.bad_request("a fault is a JSON object")
+                    fault = self.faults.add(**spec)
+                    return _json_response(fault.to_json(), 201)
+                if method == "DELETE":
+                    self.faults.clear()
+                return _json_response({"faults": [f.to_json() for f in self.faults.rules()]})
+            if what.startswith("faults/") and method == "DELETE":
+                self.faults.remove(int(what.split("/", 1)[1]))
+                return _json_response({"faults": [f.to_json() for f in self.faults.rules()]})
+            if what == "pause" and method == "POST":
+                self.faults.pause()
+                return _json_response({"paused": True})
+            if what == "resume" and method == "POST":
+                self.faults.resume()
+                return _json_response({"paused": False})
+            if what == "drop-watches" and method == "POST":
+                resource = request.query.get("resource")
+                count = 0
+                for watcher in self.store.watchers():
+                    if resource is None or watcher.resource.endswith("/" + resource.split(".")[0]):
+                        watcher.close(drop=True)
+                        count += 1
+                return _json_response({"dropped": count})
+        except (TypeError, ValueError) as exc:
+            return _error_response(st.bad_request(str(exc)))
+        except StatusError as error:
+            return _error_response(error)
+        return _error_response(_NOT_FOUND)

@@ -1,0 +1,138 @@
+"""On a real (kind) cluster: `helm install`, 3 replicas of the example app elect one leader, the
+leader's pod is deleted and another replica takes over, and `kubectl get scheduledjobgroups` shows
+the new leader and the failover. Then the integration and conformance suites run against the
+same cluster."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+pytestmark = pytest.mark.kind
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+NAMESPACE = "k8slease-e2e"  # the helm_release fixture's namespace (asserted below)
+GROUP = "billing"
+APP = "billing-app"
+T = TypeVar("T")
+
+
+def eventually(probe: Callable[[], T | None], timeout: float, what: str) -> T:
+    """Poll ``probe`` until it returns something other than None (or fail after ``timeout``)."""
+    deadline = time.monotonic() + timeout
+    last_error: Exception | None = None
+    while time.monotonic() < deadline:
+        try:
+            value = probe()
+        except subprocess.CalledProcessError as error:  # e.g. the Lease does not exist yet
+            last_error, value = error, None
+        if value is not None:
+            return value
+        time.sleep(1.0)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what} ({last_error})")
+
+
+def kubectl_json(cluster: Any, *args: str) -> dict[str, Any]:
+    result: dict[str, Any] = json.loads(
+        cluster.kubectl(*args, "-n", NAMESPACE, "-o", "json", stderr=subprocess.PIPE)
+    )
+    return result
+
+
+def app_pods(cluster: Any) -> list[str]:
+    pods = kubectl_json(cluster, "get", "pods", "-l", f"app.kubernetes.io/name={APP}")
+    return sorted(
+        p["metadata"]["name"]
+        for p in pods["items"]
+        if p["status"].get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")
+    )
+
+
+def leader(cluster: Any) -> str | None:
+    """The pod holding the group's leader Lease (identities are `<pod name>-<suffix>`)."""
+    lease = kubectl_json(cluster, "get", "lease", GROUP)
+    holder = lease["spec"].get("holderIdentity") or ""
+    owners = [pod for pod in app_pods(cluster) if holder.startswith(pod + "-")]
+    return owners[0] if len(owners) == 1 else None
+
+
+def test_chart_installs_operator_and_three_replicas(kind_cluster: Any, helm_release: Any) -> None:
+    assert helm_release["namespace"] == NAMESPACE
+    for deployment in ("k8slease-operator", APP):
+        kind_cluster.kubectl(
+            "rollout", "status", f"deployment/{deployment}", "-n", NAMESPACE, "--timeout=180s"
+        )
+    assert len(eventually(lambda: app_pods(kind_cluster) or None, 60, "app pods")) == 3
+    groups = kind_cluster.kubectl("get", "scheduledjobgroups", "-n", NAMESPACE)
+    assert GROUP in groups
+
+
+def test_one_replica_leads(kind_cluster: Any, helm_release: Any) -> None:
+    first = eventually(lambda: leader(kind_cluster), 120, "a leader")
+    # It stays the leader: the others see a valid Lease and do not take over.
+    time.sleep(5)
+    assert leader(kind_cluster) == first
+
+
+def test_leader_pod_deleted_another_takes_over(kind_cluster: Any, helm_release: Any) -> None:
+    old = eventually(lambda: leader(kind_cluster), 120, "a leader")
+    before = kubectl_json(kind_cluster, "get", "scheduledjobgroup", GROUP).get("status") or {}
+    kind_cluster.kubectl("delete", "pod", old, "-n", NAMESPACE, "--wait=false")
+
+    def new_leader() -> str | None:
+        current = leader(kind_cluster)
+        return current if current not in (None, old) else None
+
+    new = eventually(new_leader, 60, "another replica to take over")
+
+    def status_shows_new_leader() -> dict[str, Any] | None:
+        group = kubectl_json(kind_cluster, "get", "scheduledjobgroup", GROUP)
+        status = group.get("status") or {}
+        return status if str(status.get("leader", "")).startswith(new + "-") else None
+
+    status = eventually(status_shows_new_leader, 60, "the operator to report the new leader")
+    assert status.get("transitions", 0) > before.get("transitions", 0)
+    assert status.get("lastFailoverTime")
+    table = kind_cluster.kubectl("get", "scheduledjobgroups", "-n", NAMESPACE)
+    assert new in table and GROUP in table
+    # The Deployment replaces the deleted pod: back to three replicas, still one leader.
+    eventually(lambda: len(app_pods(kind_cluster)) == 3 or None, 120, "3 replicas again")
+    assert leader(kind_cluster) == new
+
+
+@pytest.mark.parametrize(
+    ("suite", "paths", "marks"),
+    [
+        ("integration", ["tests/integration"], "not kind"),
+        ("conformance", ["tests"], "conformance and not kind"),
+    ],
+)
+def test_suite_passes_against_the_cluster(
+    kind_cluster: Any, helm_release: Any, suite: str, paths: list[str], marks: str
+) -> None:
+    """The same tests that run on the embedded API server, on the real one (--kubeconfig)."""
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-m",
+        marks,
+        f"--kubeconfig={kind_cluster.kubeconfig_path}",
+        *paths,
+    ]
+    result = subprocess.run(
+        command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=1800, check=False
+    )
+    if result.returncode == 5:
+        pytest.skip(f"no {suite} tests collected")
+    assert result.returncode == 0, f"{suite} suite failed on kind:\n{result.stdout[-20000:]}"

@@ -1,0 +1,118 @@
+"""kopf runs an operator against the embedded server: discovery, list+watch, merge patches
+of the object and of ``/status``, finalizers on deletion, and core Events."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import kopf
+import pytest
+from kopf.testing import KopfRunner
+from kubernetes import client, watch
+
+from k8slease.testing import APIServer
+from k8slease.testing.pytest_plugin import wait_established
+
+GROUP = "kopf.k8slease.io"
+
+
+def gadget_crd() -> dict[str, Any]:
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"gadgets.{GROUP}"},
+        "spec": {
+            "group": GROUP,
+            "scope": "Namespaced",
+            "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "subresources": {"status": {}},
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "properties": {
+                                "spec": {"type": "object", "properties": {"size": {"type": "integer"}}},
+                                "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                            },
+                        }
+                    },
+                }
+            ],
+        },
+    }
+
+
+def build_operator(server: APIServer) -> kopf.OperatorRegistry:
+    """A tiny operator: on create it reports the size in status; on delete it says goodbye."""
+    registry = kopf.OperatorRegistry()
+
+    @kopf.on.login(registry=registry)
+    def login(**_: Any) -> kopf.ConnectionInfo:
+        return kopf.ConnectionInfo(server=server.url, insecure=True, default_namespace="default")
+
+    @kopf.on.create(GROUP, "v1", "gadgets", registry=registry)
+    def created(spec: Any, patch: Any, logger: logging.Logger, **_: Any) -> None:
+        patch.status["observedSize"] = spec["size"]
+        kopf_event_logger = logger
+        kopf_event_logger.info("gadget seen")
+
+    @kopf.on.delete(GROUP, "v1", "gadgets", registry=registry)
+    def deleted(**_: Any) -> None:
+        return None
+
+    return registry
+
+
+def test_kopf_operator_runs_against_the_embedded_server(k8s_embedded_apiserver: APIServer) -> None:
+    server = k8s_embedded_apiserver
+    settings = kopf.OperatorSettings()
+    settings.peering.standalone = True
+    settings.posting.level = logging.INFO
+    settings.watching.server_timeout = 10
+    with server.api_client() as api_client:
+        client.ApiextensionsV1Api(api_client).create_custom_resource_definition(gadget_crd())
+        wait_established(api_client, f"gadgets.{GROUP}")
+        objects = client.CustomObjectsApi(api_client)
+        core = client.CoreV1Api(api_client)
+        args = (GROUP, "v1", "default", "gadgets")
+        runner = KopfRunner(
+            ["run", "--standalone", "--namespace=default"],
+            registry=build_operator(server), settings=settings, timeout=30,
+        )  # fmt: skip
+        with runner:
+            objects.create_namespaced_custom_object(
+                *args, {"apiVersion": f"{GROUP}/v1", "kind": "Gadget", "metadata": {"name": "g"}, "spec": {"size": 7}}
+            )
+            w = watch.Watch()
+            for event in w.stream(objects.list_namespaced_custom_object, *args, timeout_seconds=20):
+                status = event["object"].get("status") or {}
+                if status.get("observedSize") == 7:
+                    w.stop()
+            finalizers = objects.get_namespaced_custom_object(*args, "g")["metadata"].get("finalizers")
+            assert finalizers, "kopf put its finalizer on the object"
+            w = watch.Watch()
+            for event in w.stream(
+                core.list_namespaced_event, "default", field_selector="involvedObject.name=g",
+                timeout_seconds=20,
+            ):  # fmt: skip
+                if event["object"].message == "gadget seen":
+                    w.stop()
+            rv = objects.list_namespaced_custom_object(*args)["metadata"]["resourceVersion"]
+            objects.delete_namespaced_custom_object(*args, "g")
+            w = watch.Watch()
+            for event in w.stream(
+                objects.list_namespaced_custom_object, *args, resource_version=rv, timeout_seconds=20
+            ):
+                if event["type"] == "DELETED":
+                    w.stop()
+            with pytest.raises(client.ApiException) as info:
+                objects.get_namespaced_custom_object(*args, "g")
+            assert info.value.status == 404
+    assert runner.exit_code == 0, runner.output
+    assert runner.exception is None
+    assert server.stats.count("patch", f"gadgets.{GROUP}") >= 2

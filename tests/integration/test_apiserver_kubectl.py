@@ -1,0 +1,115 @@
+"""kubectl against the embedded server: discovery, client-side apply, Table output."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from k8slease.testing import APIServer
+
+pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not on PATH")
+
+SJG_CRD: dict[str, Any] = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "scheduledjobgroups.k8slease.io"},
+    "spec": {
+        "group": "k8slease.io",
+        "scope": "Namespaced",
+        "names": {
+            "plural": "scheduledjobgroups",
+            "singular": "scheduledjobgroup",
+            "kind": "ScheduledJobGroup",
+            "shortNames": ["sjg"],
+        },
+        "versions": [
+            {
+                "name": "v1alpha1",
+                "served": True,
+                "storage": True,
+                "subresources": {"status": {}},
+                "additionalPrinterColumns": [
+                    {"name": "Jobs", "type": "integer", "jsonPath": ".status.jobCount"},
+                    {"name": "Leader", "type": "string", "jsonPath": ".status.leader"},
+                    {"name": "Last Run", "type": "date", "jsonPath": ".status.lastRun"},
+                    {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+                ],
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "properties": {
+                            "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                            "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                        },
+                    }
+                },
+            }
+        ],
+    },
+}
+
+
+def kubectl(server: APIServer, tmp_path: Path, *args: str, stdin: str | None = None) -> str:
+    """Run kubectl against ``server``; fail the test with its stderr if it fails."""
+    command = ["kubectl", "--kubeconfig", str(server.kubeconfig), "--cache-dir", str(tmp_path / "cache")]
+    done = subprocess.run(
+        [*command, *args], input=stdin, capture_output=True, text=True, timeout=30, check=False
+    )
+    assert done.returncode == 0, f"kubectl {' '.join(args)} failed: {done.stderr}"
+    return done.stdout
+
+
+def rows(output: str) -> list[list[str]]:
+    return [line.split() for line in output.strip().splitlines()]
+
+
+def test_kubectl_get_leases_all_namespaces(k8s_embedded_apiserver: APIServer, tmp_path: Path) -> None:
+    lease = {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {"name": "leader", "namespace": "kube-system"},
+        "spec": {"holderIdentity": "pod-a", "leaseDurationSeconds": 15},
+    }
+    out = kubectl(k8s_embedded_apiserver, tmp_path, "apply", "--validate=false", "-f", "-", stdin=json.dumps(lease))
+    assert "lease.coordination.k8s.io/leader created" in out
+    lease["spec"]["holderIdentity"] = "pod-b"
+    out = kubectl(k8s_embedded_apiserver, tmp_path, "apply", "--validate=false", "-f", "-", stdin=json.dumps(lease))
+    assert "configured" in out  # a strategic merge PATCH
+    table = rows(kubectl(k8s_embedded_apiserver, tmp_path, "get", "leases", "-A"))
+    assert table[0] == ["NAMESPACE", "NAME", "HOLDER", "AGE"]
+    assert table[1][:3] == ["kube-system", "leader", "pod-b"]
+
+
+def test_kubectl_apply_and_get_custom_resources(k8s_embedded_apiserver: APIServer, tmp_path: Path) -> None:
+    server = k8s_embedded_apiserver
+    kubectl(server, tmp_path, "apply", "--validate=false", "-f", "-", stdin=json.dumps(SJG_CRD))
+    group = {
+        "apiVersion": "k8slease.io/v1alpha1",
+        "kind": "ScheduledJobGroup",
+        "metadata": {"name": "nightly", "namespace": "default"},
+        "spec": {"jobs": [{"name": "report", "schedule": "0 3 * * *"}]},
+    }
+    assert "created" in kubectl(server, tmp_path, "apply", "--validate=false", "-f", "-", stdin=json.dumps(group))
+    group["spec"]["jobs"].append({"name": "cleanup", "schedule": "0 4 * * *"})
+    assert "configured" in kubectl(server, tmp_path, "apply", "--validate=false", "-f", "-", stdin=json.dumps(group))
+    status = {"status": {"jobCount": 2, "leader": "pod-a", "lastRun": "2020-01-01T00:00:00Z"}}
+    kubectl(
+        server, tmp_path, "patch", "sjg", "nightly", "--subresource=status", "--type=merge",
+        "-p", json.dumps(status),
+    )  # fmt: skip
+    table = rows(kubectl(server, tmp_path, "get", "scheduledjobgroups"))
+    assert table[0] == ["NAME", "JOBS", "LEADER", "LAST", "RUN", "AGE"]
+    name, jobs, leader, last_run, _age = table[1]
+    assert (name, jobs, leader) == ("nightly", "2", "pod-a")
+    assert last_run.endswith(("y", "d"))
+    assert rows(kubectl(server, tmp_path, "get", "sjg", "-A"))[1][:2] == ["default", "nightly"]
+    stored = json.loads(kubectl(server, tmp_path, "get", "sjg", "nightly", "-o", "json"))
+    assert stored["metadata"]["generation"] == 2 and len(stored["spec"]["jobs"]) == 2
+    assert "kubectl.kubernetes.io/last-applied-configuration" in stored["metadata"]["annotations"]
+    assert "deleted" in kubectl(server, tmp_path, "delete", "sjg", "nightly")
+    assert kubectl(server, tmp_path, "get", "sjg") == ""  # "No resources found" is on stderr

@@ -1,0 +1,265 @@
+"""Catch-up after downtime, an unreachable API server, hand-edited Leases, async jobs, and the
+real scheduler firing ticks on three replicas."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+import structlog
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+from kubernetes import client
+
+from k8slease import JobContext, Jobs, MisfirePolicy, Mode
+from k8slease.clock import SystemClock
+from k8slease.jobrecord import job_state_from_lease
+from k8slease.record import record_from_lease
+from k8slease.testing.server import APIServer
+from k8slease.transport import LeaseTransport
+
+NEVER = "0 0 1 1 *"
+T0 = datetime(2026, 11, 30, 2, 0, tzinfo=UTC)
+
+
+class ShiftedClock(SystemClock):
+    """The real monotonic clock with the wall clock fixed at a chosen instant."""
+
+    def __init__(self, now: datetime) -> None:
+        self._now = now
+
+    def now(self) -> datetime:
+        return self._now
+
+
+@pytest.fixture
+def stop_after() -> Iterator[list[Jobs]]:
+    started: list[Jobs] = []
+    yield started
+    for jobs in started:
+        jobs.stop()
+
+
+def test_catch_up_runs_missed_ticks_once_across_replicas_per_policy(
+    k8s_api_client: client.ApiClient, k8s_namespace: str, stop_after: list[Jobs]
+) -> None:
+    """Hourly jobs last ran at 01:00; every replica was down until 05:30. With grace 3 h:
+    RUN_ALL runs 03:00, 04:00 and 05:00, COALESCE only 05:00, SKIP nothing; each once, although
+    three replicas start and all of them try."""
+    seen: dict[str, list[tuple[str, datetime | None]]] = {"all": [], "coalesce": [], "skip": []}
+    lock = threading.Lock()
+    done = threading.Condition(lock)
+
+    def recorder(key: str) -> Any:
+        def job(ctx: JobContext) -> None:
+            with done:
+                seen[key].append((ctx.identity, ctx.tick))
+                done.notify_all()
+
+        return job
+
+    def register(jobs: Jobs) -> None:
+        for key, policy in (
+            ("all", MisfirePolicy.RUN_ALL),
+            ("coalesce", MisfirePolicy.COALESCE),
+            ("skip", MisfirePolicy.SKIP),
+        ):
+            jobs.interval(hours=1, name=key, misfire=policy, grace=3 * 3600, lock_at_most_for=60)(
+                recorder(key)
+            )
+
+    # Before the downtime: one replica ran the 01:00 tick of each job.
+    before = Jobs(
+        "nightly",
+        namespace=k8s_namespace,
+        identity="before",
+        api_client=k8s_api_client,
+        clock=ShiftedClock(T0 - timedelta(hours=1)),
+    )
+    register(before)
+    before.start()
+    for key in seen:
+        assert before.fire(key, T0 - timedelta(hours=1)) == "succeeded"
+    before.stop()
+    for values in seen.values():
+        values.clear()
+
+    now = datetime(2026, 11, 30, 5, 30, tzinfo=UTC)
+    for i in range(3):
+        jobs = Jobs(
+            "nightly",
+            namespace=k8s_namespace,
+            identity=f"after-{i}",
+            api_client=k8s_api_client,
+            clock=ShiftedClock(now),
+        )
+        register(jobs)
+        stop_after.append(jobs)
+        jobs.start()
+    expected_all = [T0 + timedelta(hours=h) for h in (1, 2, 3)]
+    with done:
+        assert done.wait_for(lambda: len(seen["all"]) >= 3 and len(seen["coalesce"]) >= 1, 20)
+    transport = LeaseTransport(k8s_api_client, k8s_namespace)
+    # Every catch-up claim has been decided once the claimed ticks reached the newest tick.
+    for key in ("all", "coalesce"):
+        state = job_state_from_lease(transport.get(f"nightly.{key}"))
+        assert state.claimed_tick == T0 + timedelta(hours=3)
+    for jobs in stop_after:
+        jobs.stop()
+    assert sorted(tick for _, tick in seen["all"]) == expected_all
+    assert [tick for _, tick in seen["coalesce"]] == [T0 + timedelta(hours=3)]
+    assert seen["skip"] == []
+
+
+def test_an_unreachable_api_server_skips_coordinated_jobs_and_warns_once(
+    k8s_embedded_apiserver: APIServer, stop_after: list[Jobs]
+) -> None:
+    server = k8s_embedded_apiserver
+    ran: list[str] = []
+    jobs = Jobs(
+        "billing",
+        namespace="default",
+        identity="solo",
+        api_client=server.api_client(),
+        request_timeout=2,
+    )
+    jobs.cron(NEVER, name="invoices")(lambda ctx: ran.append("invoices"))
+    jobs.cron(NEVER, name="metrics-push", fail_open=True)(lambda ctx: ran.append("push"))
+    stop_after.append(jobs)
+    jobs.start()
+    server.faults.add("get", "leases", status=503)
+    with structlog.testing.capture_logs() as logs:
+        for minute in range(3):
+            tick = T0 + timedelta(minutes=minute)
+            assert jobs.fire("invoices", tick) is None
+            assert jobs.fire("metrics-push", tick) == "succeeded"
+    assert ran == ["push"] * 3
+    warnings = [e for e in logs if e["event"] == "job.api_unreachable"]
+    assert [w["job"] for w in warnings] == ["invoices", "metrics-push"]
+    assert all(w["log_level"] == "warning" for w in warnings)
+    assert jobs.runners["invoices"].stats.skips == {"api-unreachable": 3}
+    server.faults.clear()
+    with structlog.testing.capture_logs() as logs:
+        assert jobs.fire("invoices", T0 + timedelta(hours=1)) == "succeeded"
+    assert any(e["event"] == "job.api_recovered" for e in logs)
+
+
+def test_a_forbidden_answer_also_skips_rather_than_running_everywhere(
+    k8s_embedded_apiserver: APIServer, stop_after: list[Jobs]
+) -> None:
+    server = k8s_embedded_apiserver
+    jobs = Jobs("billing", namespace="default", identity="solo", api_client=server.api_client())
+    jobs.cron(NEVER, name="invoices")(lambda ctx: pytest.fail("must not run"))
+    stop_after.append(jobs)
+    jobs.start()
+    server.faults.add("get", "leases", status=403)
+    assert jobs.fire("invoices", T0) is None
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"holderIdentity": "someone", "leaseDurationSeconds": -5},
+        {"holderIdentity": "someone", "renewTime": "not a time"},
+        {"holderIdentity": 42},
+    ],
+    ids=["negative-duration", "bad-time", "non-string-holder"],
+)
+def test_a_hand_edited_lock_lease_is_treated_as_held_then_repaired(
+    k8s_embedded_apiserver: APIServer, stop_after: list[Jobs], spec: dict[str, Any]
+) -> None:
+    """The embedded server validates Leases like a real one, so the nonsense is written into a
+    stored object's JSON behind its back, as an old or buggy client might have left it."""
+    server = k8s_embedded_apiserver
+    api = server.api_client()
+    transport = LeaseTransport(api, "default")
+    transport.create({"metadata": {"name": "billing.invoices"}, "spec": {}})
+    stored = copy.deepcopy(
+        server.store.get("coordination.k8s.io/leases", "default", "billing.invoices")
+    )
+    assert stored is not None
+    stored["spec"] = spec
+    server.store.commit("coordination.k8s.io/leases", "MODIFIED", stored)
+    ran: list[datetime | None] = []
+    jobs = Jobs("billing", namespace="default", identity="solo", api_client=api)
+    jobs.cron(NEVER, name="invoices", lock_at_most_for=1)(lambda ctx: ran.append(ctx.tick))
+    stop_after.append(jobs)
+    jobs.start()
+    assert jobs.fire("invoices", T0) is None  # unknown holder, not yet seen for long enough
+    record = record_from_lease(transport.get("billing.invoices"))
+    assert record.malformed
+    threading.Event().wait(1.1)  # lock_at_most_for of observation, the fallback duration
+    assert jobs.fire("invoices", T0 + timedelta(minutes=1)) == "succeeded"
+    repaired = record_from_lease(transport.get("billing.invoices"))
+    assert not repaired.malformed and repaired.holder == ""
+    assert ran == [T0 + timedelta(minutes=1)]
+
+
+def test_coroutine_jobs_run_on_an_asyncio_scheduler_and_get_their_tick(
+    k8s_api_client: client.ApiClient, k8s_namespace: str
+) -> None:
+    async def main() -> list[tuple[str, datetime | None]]:
+        seen: list[tuple[str, datetime | None]] = []
+        got_two = asyncio.Event()
+
+        async def report(ctx: JobContext) -> None:
+            await asyncio.sleep(0)
+            seen.append((ctx.identity, ctx.tick))
+            if len(seen) >= 2:
+                got_two.set()
+
+        replicas = []
+        for i in range(2):
+            jobs = Jobs(
+                "asyncgroup",
+                namespace=k8s_namespace,
+                identity=f"a{i}",
+                api_client=k8s_api_client,
+                scheduler=AsyncIOScheduler(timezone=UTC),
+            )
+            jobs.interval(seconds=1, name="report", lock_at_most_for=5)(report)
+            replicas.append(jobs)
+        for jobs in replicas:
+            await jobs.__aenter__()
+        try:
+            await asyncio.wait_for(got_two.wait(), 10)
+        finally:
+            for jobs in replicas:
+                await jobs.__aexit__(None, None, None)
+        return seen
+
+    seen = asyncio.run(main())
+    ticks = Counter(tick for _, tick in seen)
+    assert all(count == 1 for count in ticks.values()), seen
+    assert all(tick is not None and tick.microsecond == 0 for tick in ticks)
+
+
+def test_the_real_scheduler_fires_each_interval_tick_once_across_three_replicas(
+    k8s_api_client: client.ApiClient, k8s_namespace: str, stop_after: list[Jobs]
+) -> None:
+    seen: list[tuple[str, datetime | None, int | None]] = []
+    cond = threading.Condition()
+
+    def tick_job(ctx: JobContext) -> None:
+        with cond:
+            seen.append((ctx.identity, ctx.tick, ctx.fencing_token))
+            cond.notify_all()
+
+    for i in range(3):
+        jobs = Jobs("ticker", namespace=k8s_namespace, identity=f"t{i}", api_client=k8s_api_client)
+        jobs.interval(seconds=1, name="tick", lock_at_most_for=5)(tick_job)
+        stop_after.append(jobs)
+        jobs.start()
+    with cond:
+        assert cond.wait_for(lambda: len(seen) >= 4, 15)
+    for jobs in stop_after:
+        jobs.stop()
+    ticks = Counter(tick for _, tick, _ in seen)
+    assert all(count == 1 for count in ticks.values()), seen
+    tokens = [token for _, _, token in seen]
+    assert len(set(tokens)) == len(tokens)

@@ -1,0 +1,87 @@
+"""The operator under the kopf CLI (``kopf run -m k8slease.operator.handlers``) never writes to a
+Lease: every Lease write the API server saw during the run is one the test made itself."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from kopf.testing import KopfRunner
+from kubernetes import client
+from operator_support import FAST_ENV, condition, get_group, wait_status
+
+from k8slease.names import LABEL_GROUP, LABEL_ROLE, ROLE_LEADER
+from k8slease.operator.crd import install_crd
+from k8slease.record import LeaseRecord, lease_with_record, new_lease
+from k8slease.testing.server import APIServer
+from k8slease.transport import LeaseTransport
+
+NS = "nowrites"
+LEASE_WRITES = ("create", "update", "patch", "delete", "deletecollection")
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[APIServer]:
+    with APIServer() as srv:
+        api = srv.api_client()
+        install_crd(api)
+        client.CoreV1Api(api).create_namespace({"metadata": {"name": NS}})
+        api.close()
+        monkeypatch.setenv("KUBECONFIG", str(srv.kubeconfig))
+        monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+        for key, value in FAST_ENV.items():
+            monkeypatch.setenv(key, value)
+        yield srv
+
+
+def lease_writes(server: APIServer) -> int:
+    return sum(server.stats.count(verb, "leases") for verb in LEASE_WRITES)
+
+
+def test_operator_makes_no_lease_writes(server: APIServer) -> None:
+    api = server.api_client()
+    transport = LeaseTransport(api, NS)
+    ours = 0
+    args = ["run", "--standalone", "--namespace", NS, "-m", "k8slease.operator.handlers"]
+    with KopfRunner(args, timeout=30) as runner:
+        now = datetime.now(UTC)
+        leases = {}
+        for group in ("w1", "w2", "w3"):
+            record = LeaseRecord("replica-a", 1, now, now, 0, 1)
+            labels = {LABEL_GROUP: group, LABEL_ROLE: ROLE_LEADER}
+            leases[group] = transport.create(new_lease(group, NS, record, labels=labels))
+            ours += 1
+        for step in range(1, 6):  # renewals, then a takeover, in every group
+            now += timedelta(milliseconds=200)
+            holder = "replica-a" if step < 5 else "replica-b"
+            for group, lease in leases.items():
+                record = LeaseRecord(holder, 1, now, now, 0 if step < 5 else 1, 1 if step < 5 else 2)
+                leases[group] = transport.replace(group, lease_with_record(lease, record))
+                ours += 1
+        for group in leases:
+            status = wait_status(
+                api, NS, group, lambda s: s.get("leader") == "replica-b", f"{group} status"
+            )
+            assert status["failovers"][-1]["reason"] == "expired"
+        # Nobody renews now: the operator keeps evaluating (LeaderElected turns False) on its own.
+        for group in leases:
+            wait_status(
+                api, NS, group,
+                lambda s: condition(s, "LeaderElected").get("reason") == "LeaseExpired",
+                f"{group} expired",
+            )
+        writes_seen = lease_writes(server)
+        patches = server.stats.count("patch", "scheduledjobgroups/status")
+    assert runner.exception is None, runner.exception
+    assert writes_seen == ours, server.stats.snapshot()
+    assert server.stats.count("patch", "leases") == 0
+    for group in leases:
+        lease = transport.get(group)
+        annotations = lease["metadata"].get("annotations") or {}
+        assert not [k for k in annotations if "kopf" in k], annotations
+        assert not lease["metadata"].get("finalizers")
+        assert get_group(api, NS, group) is not None
+    # status writes were coalesced: far fewer than one per Lease change
+    assert 3 <= patches <= 3 * 6, patches
+    api.close()

@@ -1,0 +1,264 @@
+"""The pure decisions: who may take a Lease when, and what each grant, renew and release writes."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from k8slease.config import ElectionTiming
+from k8slease.decide import (
+    CandidateAction,
+    LeaderAction,
+    decide_candidate,
+    decide_leader,
+    effective_duration,
+    grant_record,
+    is_ours,
+    may_take,
+    release_record,
+    renewal_record,
+    takeover_at,
+)
+from k8slease.errors import ConfigError
+from k8slease.observe import LeaseObserver, Observations
+from k8slease.clock import FakeClock
+from k8slease.names import ANN_FENCING_TOKEN
+from k8slease.record import LeaseRecord
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+HELD = LeaseRecord(holder="other", duration_seconds=15, renew_time=T0, transitions=2, fencing_token=7)
+MALFORMED = LeaseRecord(holder="<malformed>", problems=("holderIdentity is not a string",))
+
+
+# -- may I take it? --------------------------------------------------------------------------
+
+
+def test_a_held_lease_may_be_taken_after_its_own_duration_not_ours() -> None:
+    kw = {"identity": "me", "fallback_duration": 60.0}
+    assert not may_take(HELD, 100.0, 114.999, **kw)
+    assert may_take(HELD, 100.0, 115.0, **kw)
+    assert takeover_at(HELD, 100.0, **kw) == 115.0
+
+
+def test_an_empty_holder_may_be_taken_at_once() -> None:
+    free = LeaseRecord(holder="", duration_seconds=1, transitions=3, fencing_token=4)
+    assert may_take(free, 100.0, 100.0, identity="me", fallback_duration=60.0)
+
+
+def test_an_absent_lease_may_be_created_at_once_unless_it_was_just_deleted_while_held() -> None:
+    assert may_take(None, 5.0, 5.0, identity="me", fallback_duration=60.0)
+    assert not may_take(
+        None, 5.0, 64.0, identity="me", fallback_duration=60.0, held_before_absence=HELD
+    )
+    assert may_take(None, 5.0, 65.0, identity="me", fallback_duration=60.0, held_before_absence=HELD)
+
+
+def test_a_lease_naming_me_may_be_retaken_through_a_conditional_write() -> None:
+    mine = LeaseRecord(holder="me", duration_seconds=15, fencing_token=3)
+    assert may_take(mine, 100.0, 100.0, identity="me", fallback_duration=60.0)
+
+
+@pytest.mark.parametrize(
+    ("record", "expected"),
+    [
+        (MALFORMED, 60.0),
+        (LeaseRecord(holder="x", duration_seconds=90, problems=("renewTime: bad",)), 90.0),
+        (LeaseRecord(holder="x", duration_seconds=5, problems=("renewTime: bad",)), 60.0),
+        (LeaseRecord(holder="", problems=("spec is not an object: str",)), 60.0),
+    ],
+)
+def test_malformed_leases_wait_the_longer_of_their_duration_and_ours(
+    record: LeaseRecord, expected: float
+) -> None:
+    assert effective_duration(record, 60.0) == expected
+    assert takeover_at(record, 10.0, identity="me", fallback_duration=60.0) == 10.0 + expected
+
+
+def test_a_malformed_lease_naming_me_is_still_unknown() -> None:
+    odd = LeaseRecord(holder="me", problems=("leaseDurationSeconds must be >= 1, got 0",))
+    assert not may_take(odd, 0.0, 59.0, identity="me", fallback_duration=60.0)
+
+
+def test_is_ours_needs_identity_and_token() -> None:
+    mine = LeaseRecord(holder="me", duration_seconds=5, fencing_token=3)
+    assert is_ours(mine, identity="me", fencing_token=3)
+    assert not is_ours(mine, identity="me", fencing_token=4)
+    assert not is_ours(mine, identity="you", fencing_token=3)
+    assert not is_ours(None, identity="me", fencing_token=3)
+
+
+# -- what is written -------------------------------------------------------------------------
+
+
+def test_grant_bumps_token_and_transitions_on_holder_change() -> None:
+    record = grant_record(HELD, identity="me", duration_seconds=20, now=T0 + timedelta(seconds=30))
+    assert record.holder == "me"
+    assert record.fencing_token == 8
+    assert record.transitions == 3
+    assert record.duration_seconds == 20
+    assert record.acquire_time == record.renew_time == T0 + timedelta(seconds=30)
+    assert not record.malformed
+
+
+def test_first_grant_of_a_new_lease() -> None:
+    record = grant_record(None, identity="me", duration_seconds=20, now=T0)
+    assert (record.fencing_token, record.transitions) == (1, 0)
+
+
+def test_regrant_to_the_same_identity_bumps_token_but_not_transitions() -> None:
+    mine = LeaseRecord(holder="me", duration_seconds=5, transitions=4, fencing_token=9)
+    record = grant_record(mine, identity="me", duration_seconds=5, now=T0)
+    assert (record.fencing_token, record.transitions) == (10, 4)
+
+
+def test_grant_after_release_counts_a_transition_even_for_the_same_identity() -> None:
+    released = release_record(LeaseRecord(holder="me", duration_seconds=5, fencing_token=2), now=T0)
+    record = grant_record(released, identity="me", duration_seconds=5, now=T0)
+    assert (record.fencing_token, record.transitions) == (3, 1)
+
+
+def test_token_never_goes_below_the_highest_seen() -> None:
+    edited = LeaseRecord(holder="x", duration_seconds=5, fencing_token=0)
+    record = grant_record(edited, identity="me", duration_seconds=5, now=T0, highest_token_seen=41)
+    assert record.fencing_token == 42
+
+
+def test_grant_repairs_a_malformed_lease() -> None:
+    record = grant_record(MALFORMED, identity="me", duration_seconds=5, now=T0)
+    assert record.problems == () and record.holder == "me" and record.transitions == 1
+
+
+def test_renewal_keeps_the_grant_and_always_moves_renew_time_forward() -> None:
+    granted = grant_record(HELD, identity="me", duration_seconds=20, now=T0)
+    later = renewal_record(granted, duration_seconds=20, now=T0 + timedelta(seconds=5))
+    assert later.fencing_token == granted.fencing_token
+    assert later.transitions == granted.transitions
+    assert later.acquire_time == granted.acquire_time
+    assert later.renew_time == T0 + timedelta(seconds=5)
+    clock_went_back = renewal_record(later, duration_seconds=20, now=T0)
+    assert clock_went_back.renew_time is not None and later.renew_time is not None
+    assert clock_went_back.renew_time > later.renew_time
+
+
+def test_release_empties_holder_with_duration_one_and_keeps_token() -> None:
+    granted = grant_record(HELD, identity="me", duration_seconds=20, now=T0)
+    released = release_record(granted, now=T0 + timedelta(seconds=1))
+    assert released.holder == ""
+    assert released.duration_seconds == 1
+    assert released.fencing_token == granted.fencing_token
+    assert released.transitions == granted.transitions
+
+
+def test_durations_below_one_second_are_refused() -> None:
+    with pytest.raises(ValueError):
+        grant_record(None, identity="me", duration_seconds=0, now=T0)
+    with pytest.raises(ValueError):
+        renewal_record(HELD, duration_seconds=0, now=T0)
+
+
+# -- leader and candidate steps --------------------------------------------------------------
+
+
+def test_leader_renews_when_due_and_steps_down_at_the_deadline_first() -> None:
+    kw = {"last_success_sent_at": 100.0, "next_attempt_at": 120.0, "renew_deadline": 40.0}
+    assert decide_leader(now=110.0, **kw).action is LeaderAction.WAIT
+    assert decide_leader(now=110.0, **kw).until == 120.0
+    assert decide_leader(now=120.0, **kw).action is LeaderAction.RENEW
+    assert decide_leader(now=140.0, **kw).action is LeaderAction.STEP_DOWN
+    late = decide_leader(last_success_sent_at=100.0, next_attempt_at=150.0, renew_deadline=40.0,
+                         now=130.0)
+    assert late.until == 140.0, "a wait never goes past the deadline"
+
+
+def test_candidate_steps() -> None:
+    kw = {"identity": "me", "fallback_duration": 60.0}
+    assert decide_candidate(record=None, exists=False, first_seen_at=None, now=0.0, **kw).action is (
+        CandidateAction.READ
+    )
+    assert decide_candidate(record=None, exists=False, first_seen_at=0.0, now=0.0, **kw).action is (
+        CandidateAction.CREATE
+    )
+    waiting = decide_candidate(record=HELD, exists=True, first_seen_at=0.0, now=1.0, **kw)
+    assert (waiting.action, waiting.until) == (CandidateAction.WAIT, 15.0)
+    polling = decide_candidate(
+        record=HELD, exists=True, first_seen_at=0.0, now=1.0, poll_at=5.0, **kw
+    )
+    assert polling.until == 5.0
+    due = decide_candidate(record=HELD, exists=True, first_seen_at=0.0, now=6.0, poll_at=5.0, **kw)
+    assert due.action is CandidateAction.READ
+    assert decide_candidate(record=HELD, exists=True, first_seen_at=0.0, now=15.0, **kw).action is (
+        CandidateAction.TAKE
+    )
+
+
+# -- observations ----------------------------------------------------------------------------
+
+
+def _lease(renew: str, token: str = "1", rv: str = "1") -> dict[str, object]:
+    return {
+        "metadata": {"name": "x", "resourceVersion": rv, "annotations": {ANN_FENCING_TOKEN: token}},
+        "spec": {"holderIdentity": "a", "leaseDurationSeconds": 10, "renewTime": renew},
+    }
+
+
+def test_observer_restarts_the_timer_only_when_the_record_changes() -> None:
+    observer = LeaseObserver()
+    assert observer.observe(_lease("2026-01-01T00:00:00.000000Z"), 1.0).first_seen_at == 1.0
+    relabelled = _lease("2026-01-01T00:00:00.000000Z", rv="2")
+    assert observer.observe(relabelled, 5.0).first_seen_at == 1.0
+    renewed = observer.observe(_lease("2026-01-01T00:00:02.000000Z", rv="3"), 6.0)
+    assert renewed.first_seen_at == 6.0 and renewed.resource_version == "3"
+    new_token = observer.observe(_lease("2026-01-01T00:00:02.000000Z", token="2", rv="4"), 7.0)
+    assert new_token.first_seen_at == 7.0
+    assert observer.highest_token == 2
+
+
+def test_observer_remembers_a_held_lease_that_disappeared() -> None:
+    observer = LeaseObserver()
+    assert observer.observe(None, 0.0).held_before_absence is None
+    observer.observe(_lease("2026-01-01T00:00:00.000000Z"), 1.0)
+    gone = observer.observe(None, 2.0)
+    assert gone.held_before_absence is not None and gone.held_before_absence.holder == "a"
+    assert observer.observe(None, 3.0).first_seen_at == 2.0
+
+
+def test_observations_report_how_long_unchanged() -> None:
+    clock = FakeClock()
+    observations = Observations(clock)
+    assert observations.see("x", _lease("2026-01-01T00:00:00.000000Z")) == 0.0
+    clock.advance(4.0)
+    assert observations.see("x", _lease("2026-01-01T00:00:00.000000Z", rv="9")) == 4.0
+    assert observations.see("y", None) == 0.0
+
+
+# -- timing validation -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "fragment"),
+    [
+        ({"lease_duration": 2.5}, "whole number"),
+        ({"lease_duration": 0}, "> 0"),
+        ({"renew_interval": 40.0}, "renew_interval"),
+        ({"renew_deadline": 60.0}, "renew_deadline"),
+        ({"retry_interval": -1}, "retry_interval"),
+        ({"request_timeout": 40.0}, "request_timeout"),
+        ({"lease_duration": float("nan")}, "finite"),
+        ({"renew_interval": True}, "number"),
+    ],
+)
+def test_timing_is_validated_with_clear_errors(kwargs: dict[str, object], fragment: str) -> None:
+    with pytest.raises(ConfigError, match=fragment):
+        ElectionTiming(**kwargs)  # type: ignore[arg-type]
+
+
+def test_timing_defaults_and_derived_values() -> None:
+    timing = ElectionTiming()
+    assert timing.lease_duration_seconds == 60
+    assert timing.timeout == 10.0
+    assert timing.renew_retry_interval == 5.0
+    short = ElectionTiming(lease_duration=2, renew_interval=0.5, renew_deadline=1.5,
+                           retry_interval=1.0)
+    assert short.timeout == pytest.approx(0.5)
+    assert short.renew_retry_interval == pytest.approx(0.25)

@@ -1,0 +1,344 @@
+"""The election state machine, driven step by step against an in-memory Lease store."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from elector_model import NAME, Cluster, alternates
+
+from k8slease.errors import Conflict, Unavailable
+from k8slease.machine import (
+    Create,
+    Done,
+    NewLeader,
+    Purpose,
+    Read,
+    Released,
+    StartedLeading,
+    StoppedLeading,
+    Update,
+    Wait,
+)
+from k8slease.names import ANN_FENCING_TOKEN, LABEL_GROUP, LABEL_ROLE
+from k8slease.record import record_from_lease
+
+
+def lease_record(cluster: Cluster):  # type: ignore[no-untyped-def]
+    return record_from_lease(cluster.store.get(NAME))
+
+
+def test_first_replica_creates_the_lease_labelled_with_its_group() -> None:
+    c = Cluster(2)
+    assert isinstance(c.roundtrip(0), Read)
+    command = c.roundtrip(0)
+    assert isinstance(command, Create)
+    assert c.leader() == 0
+    lease = c.store.get(NAME)
+    assert lease["metadata"]["labels"] == {LABEL_GROUP: NAME, LABEL_ROLE: "leader"}
+    record = record_from_lease(lease)
+    assert (record.holder, record.duration_seconds, record.fencing_token) == ("r0", 10, 1)
+    assert [type(e) for e in c.replicas[0].events] == [NewLeader, StartedLeading]
+
+
+def test_create_race_loses_with_already_exists_and_waits() -> None:
+    c = Cluster(2)
+    c.roundtrip(0)
+    c.roundtrip(1)  # both saw nothing
+    assert isinstance(c.act(0), Create) and isinstance(c.act(1), Create)
+    c.apply(0)
+    c.apply(1)
+    c.respond(0)
+    c.respond(1)
+    assert c.leader() == 0
+    assert isinstance(c.roundtrip(1), Read), "AlreadyExists means read again, not a crash"
+    c.replicas[1].machine.set_watching(True, c.mono(1))
+    command = c.act(1)
+    assert isinstance(command, Wait) and command.until == pytest.approx(c.mono(1) + 10)
+
+
+def test_leader_renews_with_a_single_put_and_candidates_wait() -> None:
+    c = Cluster(2)
+    c.run_until(lambda: c.leader() is not None)
+    leader = c.leader()
+    other = 1 - leader
+    token = lease_record(c).fencing_token
+    for _ in range(20):
+        c.advance(1.0)
+        for i in (leader, other):
+            c.deliver_watch(i, 100)
+            c.roundtrip(i)
+        assert c.leader() == leader
+    assert lease_record(c).fencing_token == token
+    assert all(kind == "update" for kind, _ in c.store.writes[1:])
+
+
+def test_renew_conflict_rereads_once_and_retries_when_still_ours() -> None:
+    c = Cluster(1)
+    c.run_until(lambda: c.leader() == 0)
+    # someone relabels the Lease: its resourceVersion changes, the record does not
+    c.store.edit(NAME, lambda lease: lease["metadata"].setdefault("labels", {}).update(x="y"))
+    c.advance(3.0)
+    assert isinstance(c.roundtrip(0), Update)  # conflict
+    command = c.roundtrip(0)
+    assert isinstance(command, Read) and command.purpose is Purpose.REREAD
+    command = c.roundtrip(0)
+    assert isinstance(command, Update) and command.purpose is Purpose.RENEW
+    assert c.leader() == 0
+    assert c.store.get(NAME)["metadata"]["labels"]["x"] == "y", "unknown fields are kept"
+
+
+def test_renew_conflict_when_taken_steps_down_without_waiting_for_the_deadline() -> None:
+    c = Cluster(1)
+    c.run_until(lambda: c.leader() == 0)
+    c.store.edit(NAME, lambda lease: lease["spec"].update(holderIdentity="intruder"))
+    c.advance(3.0)
+    c.roundtrip(0)  # renew: conflict
+    c.roundtrip(0)  # reread: taken
+    assert c.leader() is None
+    stopped = [e for e in c.replicas[0].events if isinstance(e, StoppedLeading)]
+    assert "intruder" in stopped[-1].reason
+
+
+def test_leader_steps_down_at_the_renew_deadline_when_renewals_fail() -> None:
+    c = Cluster(1)
+    c.run_until(lambda: c.leader() == 0)
+    sent = c.replicas[0].machine.last_success_sent_at
+    assert sent is not None
+    while c.replicas[0].machine.believes_leading(c.mono(0)):
+        command = c.act(0)
+        if isinstance(command, Update):
+            c.respond(0, lose=True)
+        c.advance(0.1)
+        c.check(0)
+    assert c.mono(0) == pytest.approx(sent + 7.0, abs=0.11)
+    assert isinstance(c.replicas[0].events[-1], StoppedLeading)
+    assert c.replicas[0].events[-1].reason == "renew deadline passed"
+
+
+def test_crash_takeover_happens_only_after_the_lease_duration_of_unchanged_observation() -> None:
+    c = Cluster(2)
+    c.run_until(lambda: c.leader() is not None)
+    dead = c.leader()
+    alive = 1 - dead
+    c.deliver_watch(alive, 100)
+    seen = c.replicas[alive].machine.observation
+    assert seen is not None
+    first_seen = seen.first_seen_at
+    while c.replicas[alive].machine.believes_leading(c.mono(alive)) is False:
+        c.advance(0.25)
+        c.deliver_watch(alive, 100)
+        c.roundtrip(alive)
+        assert c.replicas[alive].machine.believes_leading(c.mono(alive)) is (
+            c.mono(alive) >= first_seen + 10
+        ) or c.mono(alive) >= first_seen + 10
+    assert c.mono(alive) >= first_seen + 10
+    assert lease_record(c).transitions == 1
+    assert lease_record(c).fencing_token == 2
+
+
+def test_graceful_stop_releases_and_a_watching_candidate_takes_over_at_once() -> None:
+    c = Cluster(2)
+    c.run_until(lambda: c.leader() is not None)
+    old = c.leader()
+    new = 1 - old
+    c.stop(old)
+    assert isinstance(c.replicas[old].events[-1], StoppedLeading)
+    assert c.leader() is None
+    command = c.roundtrip(old)
+    assert isinstance(command, Read) and command.purpose is Purpose.RELEASE_READ
+    command = c.roundtrip(old)
+    assert isinstance(command, Update) and command.purpose is Purpose.RELEASE
+    assert isinstance(c.replicas[old].events[-1], Released)
+    assert isinstance(c.act(old), Done)
+    released = lease_record(c)
+    assert (released.holder, released.duration_seconds) == ("", 1)
+    c.deliver_watch(new, 100)
+    command = c.roundtrip(new)
+    assert isinstance(command, Update) and command.purpose is Purpose.TAKE
+    assert c.leader() == new
+    assert lease_record(c).fencing_token == released.fencing_token + 1
+
+
+def test_release_is_skipped_when_a_fresh_read_shows_someone_else() -> None:
+    c = Cluster(1)
+    c.run_until(lambda: c.leader() == 0)
+    c.stop(0)
+    c.store.edit(NAME, lambda lease: lease["spec"].update(holderIdentity="other"))
+    c.roundtrip(0)  # release read: not ours
+    assert isinstance(c.act(0), Done)
+    assert lease_record(c).holder == "other"
+
+
+def test_stop_without_release_leaves_the_lease_to_expire() -> None:
+    c = Cluster(1)
+    c.replicas[0].machine._options.release_on_stop = False
+    c.run_until(lambda: c.leader() == 0)
+    c.stop(0)
+    assert isinstance(c.act(0), Done)
+    assert lease_record(c).holder == "r0"
+
+
+def test_watch_showing_another_grant_makes_the_leader_step_down_at_once() -> None:
+    c = Cluster(1)
+    c.run_until(lambda: c.leader() == 0)
+    token = lease_record(c).fencing_token
+
+    def steal(lease: dict) -> None:  # type: ignore[type-arg]
+        lease["spec"]["holderIdentity"] = "go-controller"
+
+    c.store.edit(NAME, steal)
+    c.deliver_watch(0, 100)
+    assert c.leader() is None
+    assert lease_record(c).fencing_token == token
+
+
+def test_late_watch_events_from_before_the_grant_do_not_unseat_the_leader() -> None:
+    c = Cluster(2)
+    c.run_until(lambda: c.leader() is not None)
+    old = c.leader()
+    new = 1 - old
+    c.stop(old)
+    c.roundtrip(old)
+    c.roundtrip(old)
+    cursor = c.replicas[new].cursor
+    c.deliver_watch(new, 100)
+    c.roundtrip(new)
+    assert c.leader() == new
+    c.replicas[new].cursor = cursor  # replay everything, late
+    c.deliver_watch(new, 100)
+    assert c.leader() == new
+
+
+def test_abdication_releases_and_steps_aside_before_competing_again() -> None:
+    c = Cluster(1)
+    c.run_until(lambda: c.leader() == 0)
+    c.abdicate(0)
+    assert c.leader() is None
+    c.roundtrip(0)
+    c.roundtrip(0)
+    assert lease_record(c).holder == ""
+    command = c.act(0)
+    assert isinstance(command, Wait) and command.until is not None and command.until > c.mono(0)
+    c.run_until(lambda: c.leader() == 0, limit=10)
+    assert alternates(c.replicas[0].events)
+
+
+def test_malformed_lease_is_waited_out_for_our_duration_and_repaired() -> None:
+    c = Cluster(1)
+    c.store.create(
+        {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": NAME, "labels": {"mine": "yes"}},
+            "spec": {"holderIdentity": "ghost", "leaseDurationSeconds": -5, "strategy": "x"},
+        }
+    )
+    c.roundtrip(0)
+    c.replicas[0].machine.set_watching(True, c.mono(0))
+    first_seen = c.mono(0)
+    command = c.act(0)
+    assert isinstance(command, Wait) and command.until == pytest.approx(first_seen + 10)
+    c.run_until(lambda: c.leader() == 0, limit=30)
+    assert c.mono(0) >= first_seen + 10
+    lease = c.store.get(NAME)
+    assert lease["spec"]["leaseDurationSeconds"] == 10
+    assert lease["spec"]["strategy"] == "x"
+    assert lease["metadata"]["labels"] == {"mine": "yes"}
+    assert not record_from_lease(lease).malformed
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        None,
+        "nonsense",
+        {"holderIdentity": 7, "leaseDurationSeconds": 10},
+        {"holderIdentity": "a", "leaseDurationSeconds": 0},
+        {"holderIdentity": "a", "leaseDurationSeconds": 10, "renewTime": "later"},
+        {"holderIdentity": "a"},
+    ],
+)
+def test_nonsense_leases_never_crash_and_are_taken_after_waiting(spec: object) -> None:
+    c = Cluster(2)
+    lease: dict = {"metadata": {"name": NAME, "annotations": {ANN_FENCING_TOKEN: "zz"}}}  # type: ignore[type-arg]
+    if spec is not None:
+        lease["spec"] = spec
+    c.store.create(lease)
+    c.run_until(lambda: c.leader() is not None, limit=30)
+    holder = lease_record(c)
+    assert not holder.malformed and holder.holder in ("r0", "r1")
+
+
+def test_deleted_held_lease_is_recreated_only_after_the_old_holder_would_have_stopped() -> None:
+    c = Cluster(2)
+    c.run_until(lambda: c.leader() is not None)
+    token = lease_record(c).fencing_token
+    c.store.delete(NAME)
+    deleted_at = c.t
+    c.deliver_watch(0, 100)
+    c.deliver_watch(1, 100)
+    assert c.leader() is None, "the leader sees the deletion and steps down"
+    c.run_until(lambda: c.leader() is not None, limit=30)
+    assert c.t - deleted_at >= 10 - 0.25
+    assert lease_record(c).fencing_token == token + 1
+
+
+def test_renew_not_found_steps_down() -> None:
+    c = Cluster(1)
+    c.run_until(lambda: c.leader() == 0)
+    c.store.delete(NAME)
+    c.advance(3.0)
+    c.roundtrip(0)
+    assert c.leader() is None
+
+
+def test_answer_arriving_after_the_deadline_does_not_start_leadership() -> None:
+    c = Cluster(1)
+    c.roundtrip(0)
+    assert isinstance(c.act(0), Create)
+    c.apply(0)
+    c.advance(7.0)
+    c.respond(0)
+    assert c.leader() is None
+    assert not any(isinstance(e, StartedLeading) for e in c.replicas[0].events)
+    c.run_until(lambda: c.leader() == 0, limit=5)
+    assert lease_record(c).fencing_token == 2
+
+
+def test_candidates_poll_only_without_a_watch() -> None:
+    c = Cluster(2)
+    c.run_until(lambda: c.leader() is not None)
+    other = 1 - c.leader()  # type: ignore[operator]
+    machine = c.replicas[other].machine
+    machine.set_watching(True, c.mono(other))
+    command = c.act(other)
+    assert isinstance(command, Wait)
+    assert command.until == pytest.approx(machine.observation.first_seen_at + 10)  # type: ignore[union-attr]
+    machine.set_watching(False, c.mono(other))
+    command = c.act(other)
+    assert isinstance(command, Wait) and command.until is not None
+    assert command.until <= c.mono(other) + 2 * 1.5 + 1e-9
+
+
+def test_errors_on_take_back_off_with_jitter() -> None:
+    c = Cluster(1)
+    c.roundtrip(0)
+    assert isinstance(c.act(0), Create)
+    c.replicas[0].machine.write_failed(Unavailable("503"), sent_at=c.mono(0), now=c.mono(0))
+    c.replicas[0].pending = None
+    command = c.act(0)
+    assert isinstance(command, Wait) and command.until is not None
+    assert 2.0 <= command.until - c.mono(0) <= 3.0
+
+
+def test_outcomes_must_match_the_outstanding_command() -> None:
+    c = Cluster(1)
+    machine = c.replicas[0].machine
+    with pytest.raises(RuntimeError):
+        machine.read_done(None, now=0.0)
+    c.act(0)
+    with pytest.raises(RuntimeError):
+        machine.next_command(0.0, datetime(2026, 1, 1, tzinfo=UTC))
+    with pytest.raises(RuntimeError):
+        machine.write_failed(Conflict("x"), sent_at=0.0, now=0.0)

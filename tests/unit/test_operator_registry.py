@@ -1,0 +1,182 @@
+"""The registry decides which API calls to make: coalesced status writes, creations, Events."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from operator_helpers import at, group_object, job_lease, leader_lease, run_record
+
+from k8slease.errors import ConfigError
+from k8slease.operator.registry import (
+    LABEL_AUTO_CREATED,
+    CreateObject,
+    PatchStatus,
+    PostEvent,
+    Registry,
+)
+from k8slease.operator.settings import OperatorSettings
+
+SETTINGS = OperatorSettings(
+    min_write_interval=1.0, renew_write_interval=30.0, evaluate_interval=1000.0
+)
+
+
+def kinds(actions: list[Any]) -> list[str]:
+    return [type(a).__name__ for a in actions]
+
+
+def test_group_with_live_leases_and_no_object_is_created_once() -> None:
+    reg = Registry(SETTINGS)
+    reg.on_lease("ADDED", leader_lease("billing", "a", renew=0), at(0))
+    (create,) = reg.plan(at(0), 0.0)
+    assert isinstance(create, CreateObject)
+    assert create.body["metadata"]["name"] == "billing"
+    assert create.body["metadata"]["namespace"] == "ns"
+    assert create.body["metadata"]["labels"][LABEL_AUTO_CREATED] == "true"
+    assert create.body["spec"] == {}
+    reg.on_lease("MODIFIED", leader_lease("billing", "a", renew=2), at(2))
+    assert reg.plan(at(2), 2.0) == []  # creation in flight
+    reg.create_failed(create, exists=False)
+    assert reg.plan(at(3), 3.0) == []  # retried on the next evaluation pass, not in a loop
+    assert kinds(reg.plan(at(3), 1001.0)) == ["CreateObject"]
+
+
+def test_auto_create_can_be_turned_off_and_skips_dead_or_unnamable_groups() -> None:
+    off = Registry(SETTINGS.with_changes(auto_create=False))
+    off.on_lease("ADDED", leader_lease("billing", "a", renew=0), at(0))
+    assert off.plan(at(0), 0.0) == []
+    reg = Registry(SETTINGS.with_changes(auto_create_max_age=60.0))
+    reg.on_lease("ADDED", leader_lease("old", "", renew=-3600), at(0))
+    reg.on_lease("ADDED", leader_lease("Bad_Name", "a", renew=0), at(0))
+    assert reg.plan(at(0), 0.0) == []
+
+
+def test_auto_created_object_names_a_custom_leader_lease() -> None:
+    reg = Registry(SETTINGS)
+    reg.on_lease("ADDED", leader_lease("billing", "a", renew=0, name="billing-election"), at(0))
+    (create,) = reg.plan(at(0), 0.0)
+    assert isinstance(create, CreateObject)
+    assert create.body["spec"] == {"leaseName": "billing-election"}
+
+
+def test_status_writes_are_coalesced_and_renewals_are_slow() -> None:
+    reg = Registry(SETTINGS)
+    reg.on_object("ADDED", group_object("billing"), at(0))
+    reg.on_lease("ADDED", leader_lease("billing", "a", renew=0), at(0))
+    actions = reg.plan(at(0), 0.0)
+    patch = next(a for a in actions if isinstance(a, PatchStatus))
+    assert patch.patch["leader"] == "a"
+    assert [a.notice.reason for a in actions if isinstance(a, PostEvent)] == ["LeaderElected"]
+    reg.written(patch, 0.0)
+    # renewals only: nothing until renew_write_interval
+    for t in (2, 4, 6):
+        reg.on_lease("MODIFIED", leader_lease("billing", "a", renew=t), at(t))
+        assert reg.plan(at(t), float(t)) == []
+    # a failover matters: written, but not within min_write_interval of the last write
+    reg.on_lease("MODIFIED", leader_lease("billing", "b", renew=30, transitions=1), at(30))
+    reg.on_lease("MODIFIED", leader_lease("billing", "c", renew=31, transitions=2), at(30.2))
+    written = [a for a in reg.plan(at(30.2), 30.2) if isinstance(a, PatchStatus)]
+    assert len(written) == 1 and written[0].status["leader"] == "c"
+    reg.written(written[0], 30.2)
+    reg.on_lease("MODIFIED", leader_lease("billing", "d", renew=32, transitions=3), at(30.5))
+    assert reg.plan(at(30.5), 30.5) == []  # too soon; stays dirty
+    later = [a for a in reg.plan(at(31.3), 31.3) if isinstance(a, PatchStatus)]
+    assert later[0].status["leader"] == "d"
+    reg.written(later[0], 31.3)
+    # renewal-only changes go out once renew_write_interval passed
+    reg.on_lease("MODIFIED", leader_lease("billing", "d", renew=70, transitions=3), at(70))
+    (renewal,) = reg.plan(at(70), 70.0)
+    assert isinstance(renewal, PatchStatus)
+    assert set(renewal.patch) <= {"lastRenewTime", "expiryTime", "candidates"}
+
+
+def test_events_name_the_group_object() -> None:
+    reg = Registry(SETTINGS)
+    reg.on_object("ADDED", group_object("billing", uid="u-9"), at(0))
+    reg.on_lease("ADDED", job_lease("billing", "nightly", run=run_record("a", at(0))), at(1))
+    reg.plan(at(1), 1.0)
+    failed = run_record("a", at(86400), "failed")
+    reg.on_lease("MODIFIED", job_lease("billing", "nightly", run=failed), at(86401))
+    events = [a for a in reg.plan(at(86401), 86401.0) if isinstance(a, PostEvent)]
+    assert [e.notice.reason for e in events] == ["RunFailed"]
+    assert events[0].involved["uid"] == "u-9"
+    assert events[0].involved["kind"] == "ScheduledJobGroup"
+
+
+def test_periodic_evaluation_raises_a_missing_run_without_lease_changes() -> None:
+    reg = Registry(SETTINGS.with_changes(evaluate_interval=10.0))
+    spec = {"jobs": [{"name": "nightly", "schedule": "0 2 * * *", "graceSeconds": 60}]}
+    reg.on_object("ADDED", group_object("billing", spec), at(0))
+    reg.on_lease("ADDED", job_lease("billing", "nightly", run=run_record("a", at(0))), at(1))
+    first = reg.plan(at(1), 1.0)
+    for action in first:
+        if isinstance(action, PatchStatus):
+            reg.written(action, 1.0)
+    assert reg.plan(at(5), 5.0) == []
+    actions = reg.plan(at(86400 + 61), 20.0)
+    patch = next(a for a in actions if isinstance(a, PatchStatus))
+    cond = {c["type"]: c for c in patch.status["conditions"]}["RunMissing"]
+    assert cond["status"] == "True"
+    assert any(isinstance(a, PostEvent) and a.notice.type == "Warning" for a in actions)
+
+
+def test_object_recreated_or_respecced() -> None:
+    reg = Registry(SETTINGS)
+    reg.on_lease("ADDED", leader_lease("billing", "a", renew=0), at(0))
+    reg.on_object("ADDED", group_object("billing"), at(0))
+    patch = next(a for a in reg.plan(at(0), 0.0) if isinstance(a, PatchStatus))
+    reg.written(patch, 0.0)
+    reg.on_object("MODIFIED", group_object("billing", {"historyLimit": 5}, generation=2), at(5))
+    (again,) = [a for a in reg.plan(at(5), 5.0) if isinstance(a, PatchStatus)]
+    assert again.patch == {"observedGeneration": 2}
+    reg.on_object("DELETED", group_object("billing"), at(6))
+    assert kinds(reg.plan(at(6), 6.0)) == ["CreateObject"]
+    reg.on_object("ADDED", group_object("billing", uid="uid-2"), at(7))
+    fresh = next(a for a in reg.plan(at(7), 7.0) if isinstance(a, PatchStatus))
+    assert fresh.status["leader"] == "a" and fresh.patch["leader"] == "a"
+
+
+def test_object_without_leases_says_so() -> None:
+    reg = Registry(SETTINGS)
+    reg.on_object("ADDED", group_object("ghost", {"leaseName": "nope"}), at(0))
+    (patch,) = [a for a in reg.plan(at(0), 0.0) if isinstance(a, PatchStatus)]
+    assert patch.status["message"].startswith("Lease ns/nope not found")
+
+
+def test_write_failure_retries_later_and_gone_object_is_forgotten() -> None:
+    reg = Registry(SETTINGS)
+    reg.on_object("ADDED", group_object("billing"), at(0))
+    (patch,) = [a for a in reg.plan(at(0), 0.0) if isinstance(a, PatchStatus)]
+    reg.write_failed(patch, 0.0)
+    assert reg.plan(at(0.5), 0.5) == []
+    assert kinds(reg.plan(at(1.1), 1.1)) == ["PatchStatus"]
+    reg.write_failed(patch, 1.1, gone=True)
+    assert reg.plan(at(3), 3.0) == []
+
+
+def test_unlabelled_leases_are_ignored() -> None:
+    reg = Registry(SETTINGS)
+    body = leader_lease("billing", "a", renew=0)
+    del body["metadata"]["labels"]
+    assert reg.on_lease("ADDED", body, at(0)) is None
+    assert reg.on_object("ADDED", {"metadata": {}}, at(0)) is None
+
+
+def test_settings_validation_and_environment() -> None:
+    with pytest.raises(ConfigError):
+        OperatorSettings(flush_interval=0)
+    with pytest.raises(ConfigError):
+        OperatorSettings(namespaces=("a",), all_namespaces=True)
+    env = {
+        "K8SLEASE_OPERATOR_AUTO_CREATE": "false",
+        "K8SLEASE_OPERATOR_NAMESPACES": "a, b",
+        "K8SLEASE_OPERATOR_EVALUATE_INTERVAL": "2.5",
+        "K8SLEASE_OPERATOR_MAX_CONCURRENCY": "3",
+    }
+    parsed = OperatorSettings.from_env(env)
+    assert parsed.auto_create is False
+    assert parsed.namespaces == ("a", "b")
+    assert parsed.evaluate_interval == 2.5 and parsed.max_concurrency == 3
+    with pytest.raises(ConfigError):
+        OperatorSettings.from_env({"K8SLEASE_OPERATOR_FLUSH_INTERVAL": "-1"})

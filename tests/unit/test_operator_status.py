@@ -1,0 +1,454 @@
+"""The pure status fold: failover reasons and gaps, runs, conditions, malformed input."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from operator_helpers import at, group_object, job_lease, leader_lease, run_record
+
+from k8slease.names import ANN_FENCING_TOKEN, LABEL_GROUP, LABEL_ROLE
+from k8slease.operator.spec import parse_spec
+from k8slease.operator.status import (
+    GroupFold,
+    Notice,
+    merge_patch,
+    significant,
+)
+
+SPEC = parse_spec(group_object("billing"))
+
+
+def fold() -> GroupFold:
+    return GroupFold("ns", "billing", first_seen=at(0))
+
+
+def conditions(status: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {c["type"]: c for c in status["conditions"]}
+
+
+def reasons(notices: list[Notice]) -> list[str]:
+    return [n.reason for n in notices]
+
+
+def test_first_holder_is_recorded_as_first() -> None:
+    f = fold()
+    f.observe(leader_lease("billing", "a", acquire=-5, renew=-1), at(0))
+    status = f.render(SPEC, at(1))
+    assert status["leader"] == "a"
+    assert status["leaderSince"] == "2026-01-01T01:59:55Z"
+    assert status["failovers"] == [
+        {"from": "", "to": "a", "time": "2026-01-01T01:59:55Z", "reason": "first"}
+    ]
+    assert "lastFailoverTime" not in status  # the first election is not a failover
+    assert conditions(status)["LeaderElected"]["status"] == "True"
+    assert reasons(f.take_notices()) == ["LeaderElected"]
+
+
+def test_release_then_acquire_is_released_with_gap_between_observations() -> None:
+    f = fold()
+    f.observe(leader_lease("billing", "a", renew=0), at(0))
+    f.observe(leader_lease("billing", "a", renew=2), at(2))
+    f.observe(leader_lease("billing", "", renew=2), at(3))
+    mid = f.render(SPEC, at(3.5))
+    assert mid["leader"] == ""
+    assert mid["leaderlessSince"] == "2026-01-01T02:00:03Z"
+    assert mid["releasedBy"] == "a"
+    assert conditions(mid)["LeaderElected"]["reason"] == "NoLeader"
+    f.observe(leader_lease("billing", "b", acquire=4, renew=4, transitions=1, token=2), at(4.25))
+    status = f.render(SPEC, at(5))
+    last = status["failovers"][-1]
+    assert last == {
+        "from": "a",
+        "to": "b",
+        "time": "2026-01-01T02:00:04.25Z",
+        "reason": "released",
+        "gapSeconds": 1.25,
+    }
+    assert status["lastFailoverTime"] == "2026-01-01T02:00:04Z"
+    assert status["transitions"] == 1 and status["fencingToken"] == 2
+    assert "leaderlessSince" not in status
+    assert reasons(f.take_notices()) == ["LeaderElected", "LeaderReleased", "LeaderElected"]
+
+
+def test_direct_takeover_is_expired_with_gap_from_last_observed_renewal() -> None:
+    f = fold()
+    f.observe(leader_lease("billing", "a", renew=0), at(0))
+    f.observe(leader_lease("billing", "a", renew=2), at(2))
+    f.observe(leader_lease("billing", "a", renew=2), at(3))  # no renewal: the gap starts at 2
+    f.observe(leader_lease("billing", "b", acquire=19, renew=19, transitions=1), at(19.5))
+    last = f.render(SPEC, at(20))["failovers"][-1]
+    assert (last["from"], last["to"], last["reason"]) == ("a", "b", "expired")
+    assert last["gapSeconds"] == 17.5
+    notices = f.take_notices()
+    assert "took over from a" in notices[-1].message
+
+
+def test_renewals_do_not_add_failovers() -> None:
+    f = fold()
+    for i in range(10):
+        f.observe(leader_lease("billing", "a", renew=i * 2), at(i * 2))
+    status = f.render(SPEC, at(20))
+    assert len(status["failovers"]) == 1
+    assert status["lastRenewTime"] == "2026-01-01T02:00:18Z"
+    assert status["expiryTime"] == "2026-01-01T02:00:33Z"
+
+
+def test_same_holder_reacquiring_after_release_is_a_released_failover() -> None:
+    f = fold()
+    f.observe(leader_lease("billing", "a", renew=0), at(0))
+    f.observe(leader_lease("billing", "", renew=0), at(1))
+    f.observe(leader_lease("billing", "a", acquire=2, renew=2, token=2), at(2))
+    last = f.render(SPEC, at(3))["failovers"][-1]
+    assert (last["from"], last["to"], last["reason"], last["gapSeconds"]) == (
+        "a",
+        "a",
+        "released",
+        1,
+    )
+
+
+def test_unheld_lease_then_holder_is_first_when_never_held() -> None:
+    f = fold()
+    f.observe(leader_lease("billing", "", renew=0, token=0), at(0))
+    f.observe(leader_lease("billing", "a", renew=1, token=1), at(1))
+    assert f.render(SPEC, at(2))["failovers"][-1]["reason"] == "first"
+
+
+def test_history_is_bounded_by_history_limit() -> None:
+    spec = parse_spec(group_object("billing", {"historyLimit": 3}))
+    f = fold()
+    for i in range(10):
+        f.observe(leader_lease("billing", f"r{i}", renew=i, transitions=i), at(i))
+    history = f.render(spec, at(11))["failovers"]
+    assert [h["to"] for h in history] == ["r7", "r8", "r9"]
+    assert all(h["reason"] == "expired" for h in history)
+
+
+def test_candidates_are_holders_seen_on_leader_and_job_leases() -> None:
+    f = fold()
+    f.observe(leader_lease("billing", "a", renew=0), at(0))
+    f.observe(job_lease("billing", "nightly", "c"), at(1))
+    f.observe(leader_lease("billing", "b", renew=30, transitions=1), at(30))
+    ids = [c["identity"] for c in f.render(SPEC, at(31))["candidates"]]
+    assert ids == ["a", "b", "c"]
+
+
+def test_leader_condition_turns_false_when_the_lease_is_not_renewed() -> None:
+    f = fold()
+    f.observe(leader_lease("billing", "a", renew=0, duration=10), at(0))
+    assert conditions(f.render(SPEC, at(9)))["LeaderElected"]["status"] == "True"
+    cond = conditions(f.render(SPEC, at(11)))["LeaderElected"]
+    assert (cond["status"], cond["reason"]) == ("False", "LeaseExpired")
+    assert cond["lastTransitionTime"] == "2026-01-01T02:00:11Z"
+    # a stale Lease seen for the first time is judged by its renewTime, not by when we saw it
+    g = fold()
+    g.observe(leader_lease("billing", "a", renew=-100, duration=10), at(0))
+    assert conditions(g.render(SPEC, at(1)))["LeaderElected"]["reason"] == "LeaseExpired"
+
+
+def test_condition_transition_time_only_moves_when_status_flips() -> None:
+    f = fold()
+    f.observe(leader_lease("billing", "a", renew=0), at(0))
+    first = conditions(f.render(SPEC, at(1)))["LeaderElected"]["lastTransitionTime"]
+    f.observe(leader_lease("billing", "a", renew=5), at(5))
+    again = conditions(f.render(SPEC, at(6)))["LeaderElected"]["lastTransitionTime"]
+    assert first == again == "2026-01-01T02:00:01Z"
+
+
+def test_missing_leader_lease_and_deleted_lease() -> None:
+    f = fold()
+    status = f.render(SPEC, at(0))
+    assert conditions(status)["LeaderElected"]["reason"] == "LeaseNotFound"
+    assert status["message"].startswith("Lease ns/billing not found")
+    body = leader_lease("billing", "a", renew=0)
+    f.observe(body, at(1))
+    assert f.render(SPEC, at(2))["message"] == "ok"
+    f.observe(body, at(3), deleted=True)
+    status = f.render(SPEC, at(4))
+    assert status["leader"] == ""
+    assert conditions(status)["LeaderElected"]["reason"] == "LeaseNotFound"
+    assert "LeaderLeaseDeleted" in reasons(f.take_notices())
+
+
+def test_malformed_holder_keeps_the_known_leader_and_says_why() -> None:
+    f = fold()
+    f.observe(leader_lease("billing", "a", renew=0), at(0))
+    bad = leader_lease("billing", "a", renew=1)
+    bad["spec"]["holderIdentity"] = 42
+    bad["spec"]["renewTime"] = "yesterday"
+    f.observe(bad, at(1))
+    f.observe(bad, at(2))
+    status = f.render(SPEC, at(3))
+    assert status["leader"] == "a"
+    assert "holderIdentity is not a string" in status["message"]
+    assert "renewTime" in status["message"]
+    cond = conditions(status)["Degraded"]
+    assert (cond["status"], cond["reason"]) == ("True", "MalformedLease")
+    assert reasons(f.take_notices()).count("MalformedLease") == 1  # once per distinct problem
+    f.observe(leader_lease("billing", "a", renew=4), at(4))
+    healed = f.render(SPEC, at(5))
+    assert healed["message"] == "ok" and conditions(healed)["Degraded"]["status"] == "False"
+
+
+def test_malformed_fencing_token_still_tracks_the_holder() -> None:
+    f = fold()
+    body = leader_lease("billing", "a", renew=0)
+    body["metadata"]["annotations"][ANN_FENCING_TOKEN] = "minus-one"
+    f.observe(body, at(0))
+    f.observe({"metadata": {"name": "billing"}, "spec": "garbage"}, at(1))
+    status = f.render(SPEC, at(2))
+    assert status["leader"] == "a"
+    assert "spec is not an object" in status["message"]
+
+
+def test_lease_with_unknown_role_is_reported() -> None:
+    f = fold()
+    body = leader_lease("billing", "x", renew=0, name="billing-other")
+    body["metadata"]["labels"][LABEL_ROLE] = "witness"
+    f.observe(body, at(0))
+    assert "label k8slease.io/role is 'witness'" in f.render(SPEC, at(1))["message"]
+
+
+def test_spec_lease_name_selects_the_leader_lease() -> None:
+    f = fold()
+    f.observe(leader_lease("billing", "a", renew=0, name="billing-leader"), at(0))
+    assert f.render(SPEC, at(1))["leader"] == ""
+    spec = parse_spec(group_object("billing", {"leaseName": "billing-leader"}))
+    status = f.render(spec, at(2))
+    assert status["leader"] == "a" and status["leaseName"] == "billing-leader"
+
+
+def test_job_runs_counts_and_recent_runs() -> None:
+    f = fold()
+    tick = at(0)
+    f.observe(
+        job_lease("billing", "nightly", run=run_record("a", tick), counts={"succeeded": 1}), at(5)
+    )
+    assert f.take_notices() == []  # a run that happened before we looked is not news
+    later = tick + timedelta(days=1)
+    f.observe(job_lease("billing", "nightly", "b", claimed=later), at(86400))
+    failed = run_record("b", later, "failed", error="boom")
+    body = job_lease("billing", "nightly", run=failed, counts={"succeeded": 1, "failed": 1})
+    f.observe(body, at(86405))
+    f.observe(body, at(86406))  # the same run again is not a new run
+    status = f.render(SPEC, at(86410))
+    (job,) = status["jobs"]
+    assert job["name"] == "nightly" and job["lease"] == "billing.nightly"
+    assert job["lastRun"]["holder"] == "b"
+    assert job["lastRun"]["outcome"] == "failed" and job["lastRun"]["error"] == "boom"
+    assert job["lastRun"]["durationSeconds"] == 2.0
+    assert job["counts"] == {"succeeded": 1, "failed": 1, "lost": 0}
+    assert [r["holder"] for r in job["recentRuns"]] == ["a", "b"]
+    assert status["lastRunSummary"] == "nightly@b failed"
+    notices = f.take_notices()
+    assert reasons(notices) == ["RunFailed"] and "boom" in notices[0].message
+
+
+def test_recent_runs_are_bounded() -> None:
+    f = fold()
+    for day in range(15):
+        f.observe(
+            job_lease("billing", "nightly", run=run_record("a", at(day * 86400))),
+            at(day * 86400 + 9),
+        )
+    (job,) = f.render(parse_spec(group_object("billing", {"historyLimit": 4})), at(15 * 86400))[
+        "jobs"
+    ]
+    assert len(job["recentRuns"]) == 4
+    assert job["recentRuns"][-1]["tick"] == "2026-01-15T02:00:00Z"
+
+
+def test_newest_run_across_jobs_is_the_summary() -> None:
+    f = fold()
+    f.observe(job_lease("billing", "a-job", run=run_record("x", at(0))), at(5))
+    f.observe(job_lease("billing", "b-job", run=run_record("y", at(-100), "lost")), at(6))
+    assert f.render(SPEC, at(7))["lastRunSummary"] == "a-job@x succeeded"
+
+
+EVERY_NIGHT = {"name": "nightly", "schedule": "0 2 * * *", "graceSeconds": 600}
+
+
+def test_run_missing_after_the_window_closes_and_alerts_once() -> None:
+    spec = parse_spec(group_object("billing", {"jobs": [EVERY_NIGHT]}))
+    f = fold()
+    f.observe(job_lease("billing", "nightly", run=run_record("a", at(0))), at(10))
+    day = 86400
+    before = f.render(spec, at(day + 599))  # the next night's tick is still within its grace
+    assert conditions(before)["RunMissing"]["status"] == "False"
+    status = f.render(spec, at(day + 601))
+    cond = conditions(status)["RunMissing"]
+    assert cond["status"] == "True"
+    assert "job nightly: no run for tick 2026-01-02T02:00:00Z" in cond["message"]
+    assert status["jobs"][0]["missedTick"] == "2026-01-02T02:00:00Z"
+    assert status["jobs"][0]["missedTicks"] == 1
+    assert reasons(f.take_notices()) == ["RunMissing"]
+    f.render(spec, at(day + 700))
+    assert f.take_notices() == []  # once per missing tick
+    later = f.render(spec, at(2 * day + 601))
+    assert later["jobs"][0]["missedTicks"] == 2
+    assert f.take_notices() == []  # still the same first missing tick
+    f.observe(job_lease("billing", "nightly", "b", claimed=at(2 * day)), at(2 * day + 650))
+    healed = f.render(spec, at(2 * day + 660))
+    assert conditions(healed)["RunMissing"]["status"] == "False"
+    assert "missedTick" not in healed["jobs"][0]
+
+
+def test_run_missing_uses_the_job_time_zone() -> None:
+    # 02:00 in Berlin is 01:00 UTC in winter.
+    job = dict(EVERY_NIGHT, timezone="Europe/Berlin", graceSeconds=60)
+    spec = parse_spec(group_object("billing", {"jobs": [job]}))
+    f = fold()
+    f.observe(job_lease("billing", "nightly", run=run_record("a", at(-3600))), at(0))  # 01:00Z
+    status = f.render(spec, at(86400 - 3600 + 61))
+    assert status["jobs"][0]["missedTick"] == "2026-01-02T01:00:00Z"
+    assert status["jobs"][0]["expected"] == {
+        "schedule": "0 2 * * *",
+        "timezone": "Europe/Berlin",
+        "graceSeconds": 60,
+    }
+
+
+def test_run_missing_for_a_job_never_seen_counts_from_the_object_creation() -> None:
+    spec = parse_spec(group_object("billing", {"jobs": [EVERY_NIGHT]}))
+    f = fold()
+    created = at(3600)  # 03:00, after tonight's tick
+    assert conditions(f.render(spec, at(7200), created=created))["RunMissing"]["status"] == "False"
+    status = f.render(spec, at(86400 + 601), created=created)
+    assert conditions(status)["RunMissing"]["status"] == "True"
+
+
+def test_claimed_but_unfinished_tick_is_not_missing() -> None:
+    spec = parse_spec(group_object("billing", {"jobs": [EVERY_NIGHT]}))
+    f = fold()
+    f.observe(job_lease("billing", "nightly", "a", claimed=at(0)), at(1))
+    assert conditions(f.render(spec, at(3600)))["RunMissing"]["status"] == "False"
+
+
+def test_malformed_spec_is_reported_not_raised() -> None:
+    body = group_object(
+        "billing",
+        {
+            "historyLimit": "many",
+            "jobs": [
+                {"name": "a", "schedule": "61 * * * *"},
+                {"name": "b", "schedule": "0 2 * * *", "timezone": "Mars/Olympus"},
+                {"name": "c", "schedule": "0 2 * * *"},
+                {"name": "c", "schedule": "0 3 * * *"},
+                "not-a-job",
+            ],
+        },
+    )
+    spec = parse_spec(body)
+    assert [j.name for j in spec.jobs] == ["c"]
+    assert len(spec.problems) == 5
+    status = fold().render(spec, at(0))
+    cond = conditions(status)["Degraded"]
+    assert (cond["status"], cond["reason"]) == ("True", "MalformedSpec")
+    assert "bad schedule '61 * * * *'" in status["message"]
+    assert "unknown time zone 'Mars/Olympus'" in status["message"]
+    assert parse_spec({"metadata": {"name": "x"}, "spec": [1]}).problems == (
+        "spec is not an object",
+    )
+
+
+def test_seed_continues_the_history_after_an_operator_restart() -> None:
+    f = fold()
+    f.observe(leader_lease("billing", "a", renew=0), at(0))
+    f.observe(leader_lease("billing", "b", renew=20, transitions=1), at(20))
+    f.observe(job_lease("billing", "nightly", run=run_record("b", at(0))), at(21))
+    old = f.render(SPEC, at(22))
+
+    same = fold()
+    same.observe(leader_lease("billing", "b", renew=40, transitions=1), at(40))
+    same.seed(old)
+    status = same.render(SPEC, at(41))
+    assert status["failovers"] == old["failovers"]
+    assert same.take_notices() == []
+
+    moved = fold()
+    moved.observe(leader_lease("billing", "c", renew=60, transitions=2), at(60))
+    moved.seed(old)
+    history = moved.render(SPEC, at(61))["failovers"]
+    assert [h["to"] for h in history] == ["a", "b", "c"]
+    assert history[-1]["reason"] == "expired"
+    assert history[-1]["gapSeconds"] == 40.0  # from b's last reported renewal
+    assert reasons(moved.take_notices()) == ["LeaderElected"]
+
+    runs = fold()
+    runs.seed(old)
+    (job,) = runs.render(SPEC, at(62))["jobs"]
+    assert job["lastRun"]["holder"] == "b" and len(job["recentRuns"]) == 1
+
+
+def test_seed_tolerates_garbage() -> None:
+    f = fold()
+    f.seed(
+        {
+            "failovers": "x",
+            "jobs": [1, {"name": "j", "recentRuns": [{"tick": 1}]}],
+            "conditions": [None],
+            "candidates": [{"identity": 3}],
+            "leader": 7,
+        }
+    )
+    f.seed(None)
+    f.render(SPEC, at(0))
+
+
+def test_significant_ignores_renewal_only_changes_and_merge_patch_removes_keys() -> None:
+    f = fold()
+    f.observe(leader_lease("billing", "a", renew=0), at(0))
+    one = f.render(SPEC, at(1))
+    f.observe(leader_lease("billing", "a", renew=2), at(2))
+    two = f.render(SPEC, at(3))
+    assert one != two and significant(one) == significant(two)
+    patch = merge_patch(one, two)
+    assert set(patch) <= {"lastRenewTime", "expiryTime", "candidates"}
+    assert merge_patch({"a": 1, "b": 2}, {"a": 1}) == {"b": None}
+
+
+HOLDERS = st.sampled_from(["", "a", "b", "c"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(HOLDERS, st.floats(0.01, 30)), min_size=1, max_size=30))
+def test_any_sequence_of_holders_gives_a_consistent_history(steps: list[tuple[str, float]]) -> None:
+    f = fold()
+    now = 0.0
+    previous: str | None = None
+    expected_entries = 0
+    transitions = 0
+    for holder, delta in steps:
+        now += delta
+        if previous is not None and holder and holder != previous:
+            transitions += 1
+        body = leader_lease("billing", holder, renew=now, transitions=transitions)
+        f.observe(body, at(now))
+        if holder and holder != previous:
+            expected_entries += 1
+        previous = holder
+    status = f.render(SPEC, at(now + 1))
+    history = status["failovers"]
+    assert len(history) == min(expected_entries, 20)
+    assert status["leader"] == previous
+    for entry in history:
+        assert entry["reason"] in ("first", "released", "expired")
+        assert entry.get("gapSeconds", 0) >= 0
+        assert entry["to"]
+    if history:
+        assert history[-1]["to"] == next(h for h, _ in reversed(steps) if h)
+    times = [datetime.fromisoformat(h["time"].replace("Z", "+00:00")) for h in history]
+    assert times == sorted(times)
+    assert all(t.tzinfo == UTC for t in times)
+
+
+@pytest.mark.parametrize("garbage", [{}, {"metadata": None}, {"metadata": {"name": 5}}])
+def test_observe_ignores_nameless_bodies(garbage: dict[str, Any]) -> None:
+    f = fold()
+    f.observe(garbage, at(0))
+    assert f.leases == {}
+    assert LABEL_GROUP  # imported for readers: Leases are found by this label
