@@ -16,8 +16,8 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 lint: $(STAMP)
-	$(BIN)/ruff check k8slease tests benchmarks examples
-	$(BIN)/ruff format --check k8slease tests benchmarks examples
+	$(BIN)/ruff check k8slease tests benchmarks examples charts/render_manifests.py
+	$(BIN)/ruff format --check k8slease tests benchmarks examples charts/render_manifests.py
 	$(BIN)/mypy
 
 test: $(STAMP) lint
@@ -39,7 +39,7 @@ e2e: $(STAMP)
 	$(PYTEST) -q -m kind tests/e2e
 
 manifests: $(STAMP)
-	$(BIN)/python -m k8slease.chart_render --write manifests/
+	$(BIN)/python charts/render_manifests.py --write manifests/
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache build dist

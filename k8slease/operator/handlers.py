@@ -13,6 +13,7 @@ Settings come from ``memo["k8slease_settings"]`` when the operator is started by
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import kopf
@@ -37,6 +38,17 @@ def configure_kopf(settings: kopf.OperatorSettings, ops: OperatorSettings) -> No
     settings.watching.server_timeout = 300
     settings.watching.client_timeout = 330
     settings.networking.request_timeout = max(ops.request_timeout, 30.0)
+    if logging.getLevelName(ops.log_level.upper()) != logging.DEBUG:
+        # one "Handler 'lease_event' succeeded" line per Lease renewal is noise
+        logging.getLogger("kopf.objects").setLevel(logging.WARNING)
+
+
+@kopf.on.login()
+def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
+    """In a pod: the service account; elsewhere: ``$KUBECONFIG`` as it is now (kopf's default
+    login via the kubernetes client reads the variable once, when that package is imported)."""
+    info: kopf.ConnectionInfo | None = kopf.login_with_service_account(**kwargs)
+    return info or kopf.login_with_kubeconfig(**kwargs)
 
 
 def _runtime(memo: Any) -> OperatorRuntime | None:

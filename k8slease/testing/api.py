@@ -80,7 +80,7 @@ class ResourceAPI:
     ) -> tuple[list[JSON], JSON]:
         """Matching objects and the list's ``metadata`` (with ``continue`` when limited)."""
         rv = self.store.resource_version
-        items = [view(rt, o) for o in self.store.list(rt.key, namespace) if accepts(o)]
+        items = [view(rt, o) for o in self.store.objects(rt.key, namespace) if accepts(o)]
         if token:
             try:
                 after = json.loads(base64.urlsafe_b64decode(token.encode()))
@@ -265,7 +265,7 @@ class ResourceAPI:
     ) -> JSON:
         """DELETE on a collection: delete every matching object; answers the deleted list."""
         deleted = []
-        for obj in self.store.list(rt.key, namespace):
+        for obj in self.store.objects(rt.key, namespace):
             if accepts(obj):
                 meta = obj["metadata"]
                 _, shown = self.delete(rt, meta.get("namespace", ""), meta["name"], None)
@@ -283,12 +283,12 @@ class ResourceAPI:
         if rt.plural == "namespaces" and not rt.group:
             for other in self.registry.all():
                 if other.namespaced and other.version == self._storage_version(other):
-                    for child in self.store.list(other.key, meta["name"]):
+                    for child in self.store.objects(other.key, meta["name"]):
                         self.store.commit(other.key, "DELETED", deepcopy(child))
         if self._is_crd(rt):
             types = self.registry.remove_crd(meta["name"])
             if types:
-                for child in self.store.list(types[0].key):
+                for child in self.store.objects(types[0].key):
                     self.store.commit(types[0].key, "DELETED", deepcopy(child))
         return self.store.commit(rt.key, "DELETED", obj)
 

@@ -37,6 +37,24 @@ def _split(selector: str) -> list[str]:
     return [p for p in parts if p.strip()]
 
 
+def _label_equals(key: str, allowed: set[str], inside: bool) -> Callable[[dict[str, str]], bool]:
+    """``key in (allowed)`` (``inside``) or ``key notin (allowed)``; ``=``/``!=`` alike."""
+
+    def check(labels: dict[str, str]) -> bool:
+        return (labels.get(key) in allowed) == inside
+
+    return check
+
+
+def _label_exists(key: str, present: bool) -> Callable[[dict[str, str]], bool]:
+    """``key`` (``present``) or ``!key``."""
+
+    def check(labels: dict[str, str]) -> bool:
+        return (key in labels) == present
+
+    return check
+
+
 def label_selector(selector: str | None) -> Predicate | None:
     """A predicate on an object's labels, or None for "everything"."""
     if not selector:
@@ -46,10 +64,7 @@ def label_selector(selector: str | None) -> Predicate | None:
         eq = _EQ_RE.match(term)
         if eq:
             key, op, value = eq.groups()
-            if op == "!=":
-                checks.append(lambda labels, k=key, v=value: labels.get(k) != v)
-            else:
-                checks.append(lambda labels, k=key, v=value: labels.get(k) == v)
+            checks.append(_label_equals(key, {value}, op != "!="))
             continue
         match = _SET_RE.match(term)
         if not match:
@@ -57,14 +72,9 @@ def label_selector(selector: str | None) -> Predicate | None:
         negated, key, op, values = match.groups()
         if op:
             allowed = {v.strip() for v in values.split(",") if v.strip()}
-            if op == "in":
-                checks.append(lambda labels, k=key, a=allowed: labels.get(k) in a)
-            else:
-                checks.append(lambda labels, k=key, a=allowed: labels.get(k) not in a)
-        elif negated:
-            checks.append(lambda labels, k=key: k not in labels)
+            checks.append(_label_equals(key, allowed, op == "in"))
         else:
-            checks.append(lambda labels, k=key: k in labels)
+            checks.append(_label_exists(key, not negated))
 
     def accepts(obj: JSON) -> bool:
         labels = obj.get("metadata", {}).get("labels") or {}
@@ -82,6 +92,13 @@ def _get_path(obj: JSON, path: str) -> str:
     return "" if value is None else str(value)
 
 
+def _field_equals(path: str, value: str, equal: bool) -> Predicate:
+    def check(obj: JSON) -> bool:
+        return (_get_path(obj, path) == value) == equal
+
+    return check
+
+
 def field_selector(selector: str | None, allowed: frozenset[str]) -> Predicate | None:
     """A predicate on an object's fields, or None. Unknown fields answer 400 as for real."""
     if not selector:
@@ -94,10 +111,7 @@ def field_selector(selector: str | None, allowed: frozenset[str]) -> Predicate |
         path, op, value = eq.groups()
         if path not in allowed:
             raise bad_request(f"field label not supported: {path}")
-        if op == "!=":
-            checks.append(lambda obj, p=path, v=value: _get_path(obj, p) != v)
-        else:
-            checks.append(lambda obj, p=path, v=value: _get_path(obj, p) == v)
+        checks.append(_field_equals(path, value, op != "!="))
     return lambda obj: all(check(obj) for check in checks)
 
 

@@ -284,6 +284,9 @@ class APIServer:
         except StatusError as error:
             code = error.code
             return _error_response(error)
+        except asyncio.CancelledError:
+            code = 200 if route is not None and route.verb == "watch" else 499
+            raise  # the client went away (a watch it closed, or a held request)
         finally:
             if route is not None:
                 self.stats.record(
@@ -441,7 +444,7 @@ class APIServer:
         expired: StatusError | None = None
         if rv_param in ("", "0"):
             initial = [
-                Event(0, "ADDED", rt.key, obj) for obj in self.store.list(rt.key, namespace)
+                Event(0, "ADDED", rt.key, obj) for obj in self.store.objects(rt.key, namespace)
                 if accepts(obj)
             ]  # fmt: skip
             self.store.watch(watcher, None)

@@ -69,7 +69,7 @@ class Store:
         """The stored object, or None. Stored objects are never mutated: copy before editing."""
         return self._objects.get(resource, {}).get((namespace, name))
 
-    def list(self, resource: str, namespace: str | None = None) -> list[JSON]:
+    def objects(self, resource: str, namespace: str | None = None) -> list[JSON]:
         """Objects of a resource (in one namespace, or all), sorted by namespace then name."""
         with self._lock:
             items = self._objects.get(resource, {})

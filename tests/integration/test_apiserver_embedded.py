@@ -50,7 +50,9 @@ def control(server: APIServer, method: str, what: str, body: Any = None) -> Any:
         return json.loads(response.read())
 
 
-def test_resource_version_moves_only_on_writes(k8s_embedded_apiserver: APIServer, coord: Any) -> None:
+def test_resource_version_moves_only_on_writes(
+    k8s_embedded_apiserver: APIServer, coord: Any
+) -> None:
     server = k8s_embedded_apiserver
     start = server.resource_version
     created = coord.create_namespaced_lease("default", lease("rv"))
@@ -64,7 +66,9 @@ def test_resource_version_moves_only_on_writes(k8s_embedded_apiserver: APIServer
     assert server.resource_version == start + 1
     core = client.CoreV1Api(coord.api_client)
     core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name="other")))
-    moved = coord.patch_namespaced_lease("rv", "default", {"spec": {"holderIdentity": "b"}}, _content_type=MERGE)
+    moved = coord.patch_namespaced_lease(
+        "rv", "default", {"spec": {"holderIdentity": "b"}}, _content_type=MERGE
+    )
     assert int(moved.metadata.resource_version) == start + 3  # one counter across resources
 
 
@@ -74,14 +78,25 @@ def test_watch_window_expires(coord: Any) -> None:
         api.create_namespaced_lease("default", lease("w"))
         old = server.resource_version
         for holder in "bcdefgh":
-            api.patch_namespaced_lease("w", "default", {"spec": {"holderIdentity": holder}}, _content_type=MERGE)
+            api.patch_namespaced_lease(
+                "w", "default", {"spec": {"holderIdentity": holder}}, _content_type=MERGE
+            )
         with pytest.raises(client.ApiException) as info:
-            list(watch.Watch().stream(api.list_namespaced_lease, "default", resource_version=str(old), timeout_seconds=1))
+            list(
+                watch.Watch().stream(
+                    api.list_namespaced_lease,
+                    "default",
+                    resource_version=str(old),
+                    timeout_seconds=1,
+                )
+            )
         assert info.value.status == 410
         recent = str(server.resource_version - 2)
         w = watch.Watch()
         holders = []
-        for event in w.stream(api.list_namespaced_lease, "default", resource_version=recent, timeout_seconds=5):
+        for event in w.stream(
+            api.list_namespaced_lease, "default", resource_version=recent, timeout_seconds=5
+        ):
             holders.append(event["object"].spec.holder_identity)
             if holders[-1] == "h":
                 w.stop()
@@ -106,7 +121,9 @@ def test_injected_errors_for_chosen_verbs(k8s_embedded_apiserver: APIServer, coo
     server.faults.remove(rule)
     server.faults.add("get", "leases", status=429, retry_after=2, times=1)
     with pytest.raises(urllib.error.HTTPError) as http_error:
-        urllib.request.urlopen(f"{server.url}/apis/coordination.k8s.io/v1/namespaces/default/leases/f")
+        urllib.request.urlopen(
+            f"{server.url}/apis/coordination.k8s.io/v1/namespaces/default/leases/f"
+        )
     assert http_error.value.headers["Retry-After"] == "2"
     assert json.loads(http_error.value.read())["details"]["retryAfterSeconds"] == 2
     server.faults.add(resource="leases", name="other", status=500)
@@ -126,7 +143,9 @@ def test_pause_holds_requests_until_resumed(k8s_embedded_apiserver: APIServer, c
     server = k8s_embedded_apiserver
     done = threading.Event()
     with server.faults.paused_requests():
-        worker = threading.Thread(target=lambda: (coord.list_namespaced_lease("default"), done.set()))
+        worker = threading.Thread(
+            target=lambda: (coord.list_namespaced_lease("default"), done.set())
+        )
         worker.start()
         assert not done.wait(0.3), "requests are held while paused"
         assert control(server, "GET", "stats")["total"] == 0  # the control API still answers
@@ -155,7 +174,9 @@ def test_watch_dropped_after_a_delay_by_rule(k8s_embedded_apiserver: APIServer, 
     assert time.perf_counter() - started < 5
 
 
-def test_stats_count_requests_per_verb_and_resource(k8s_embedded_apiserver: APIServer, coord: Any) -> None:
+def test_stats_count_requests_per_verb_and_resource(
+    k8s_embedded_apiserver: APIServer, coord: Any
+) -> None:
     server = k8s_embedded_apiserver
     server.stats.reset()
     coord.create_namespaced_lease("default", lease("s"))
@@ -167,7 +188,12 @@ def test_stats_count_requests_per_verb_and_resource(k8s_embedded_apiserver: APIS
     assert server.stats.count(resource="leases.coordination.k8s.io") == 5
     assert server.stats.snapshot()["get leases.coordination.k8s.io"] == 3
     last = server.stats.requests()[-1]
-    assert (last.verb, last.resource, last.namespace, last.code) == ("list", "leases.coordination.k8s.io", "default", 200)
+    assert (last.verb, last.resource, last.namespace, last.code) == (
+        "list",
+        "leases.coordination.k8s.io",
+        "default",
+        200,
+    )
     over_http = control(server, "GET", "stats")
     assert over_http["counts"]["get leases.coordination.k8s.io"] == 3 and over_http["total"] == 5
     control(server, "DELETE", "stats")
@@ -176,7 +202,9 @@ def test_stats_count_requests_per_verb_and_resource(k8s_embedded_apiserver: APIS
 
 def test_faults_over_http(k8s_embedded_apiserver: APIServer, coord: Any) -> None:
     server = k8s_embedded_apiserver
-    rule = control(server, "POST", "faults", {"verbs": ["list"], "resource": "leases", "status": 500})
+    rule = control(
+        server, "POST", "faults", {"verbs": ["list"], "resource": "leases", "status": 500}
+    )
     assert rule["status"] == 500 and rule["id"] > 0
     with pytest.raises(client.ApiException) as info:
         coord.list_namespaced_lease("default")

@@ -3,7 +3,7 @@ of the object and of ``/status``, finalizers on deletion, and core Events."""
 
 from __future__ import annotations
 
-import logging
+from collections.abc import Callable
 from typing import Any
 
 import kopf
@@ -36,8 +36,14 @@ def gadget_crd() -> dict[str, Any]:
                         "openAPIV3Schema": {
                             "type": "object",
                             "properties": {
-                                "spec": {"type": "object", "properties": {"size": {"type": "integer"}}},
-                                "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                                "spec": {
+                                    "type": "object",
+                                    "properties": {"size": {"type": "integer"}},
+                                },
+                                "status": {
+                                    "type": "object",
+                                    "x-kubernetes-preserve-unknown-fields": True,
+                                },
                             },
                         }
                     },
@@ -45,6 +51,18 @@ def gadget_crd() -> dict[str, Any]:
             ],
         },
     }
+
+
+def until(
+    condition: Callable[[dict[str, Any]], bool], func: Any, *args: Any, **kwargs: Any
+) -> bool:
+    """Watch ``func`` until an event satisfies ``condition`` (False after 20 s)."""
+    w = watch.Watch()
+    for event in w.stream(func, *args, timeout_seconds=20, **kwargs):
+        if condition(event):
+            w.stop()
+            return True
+    return False
 
 
 def build_operator(server: APIServer) -> kopf.OperatorRegistry:
@@ -56,10 +74,9 @@ def build_operator(server: APIServer) -> kopf.OperatorRegistry:
         return kopf.ConnectionInfo(server=server.url, insecure=True, default_namespace="default")
 
     @kopf.on.create(GROUP, "v1", "gadgets", registry=registry)
-    def created(spec: Any, patch: Any, logger: logging.Logger, **_: Any) -> None:
+    def created(spec: Any, body: Any, patch: Any, **_: Any) -> None:
         patch.status["observedSize"] = spec["size"]
-        kopf_event_logger = logger
-        kopf_event_logger.info("gadget seen")
+        kopf.info(body, reason="Seen", message="gadget seen")
 
     @kopf.on.delete(GROUP, "v1", "gadgets", registry=registry)
     def deleted(**_: Any) -> None:
@@ -72,7 +89,6 @@ def test_kopf_operator_runs_against_the_embedded_server(k8s_embedded_apiserver: 
     server = k8s_embedded_apiserver
     settings = kopf.OperatorSettings()
     settings.peering.standalone = True
-    settings.posting.level = logging.INFO
     settings.watching.server_timeout = 10
     with server.api_client() as api_client:
         client.ApiextensionsV1Api(api_client).create_custom_resource_definition(gadget_crd())
@@ -86,30 +102,37 @@ def test_kopf_operator_runs_against_the_embedded_server(k8s_embedded_apiserver: 
         )  # fmt: skip
         with runner:
             objects.create_namespaced_custom_object(
-                *args, {"apiVersion": f"{GROUP}/v1", "kind": "Gadget", "metadata": {"name": "g"}, "spec": {"size": 7}}
+                *args,
+                {
+                    "apiVersion": f"{GROUP}/v1",
+                    "kind": "Gadget",
+                    "metadata": {"name": "g"},
+                    "spec": {"size": 7},
+                },
             )
-            w = watch.Watch()
-            for event in w.stream(objects.list_namespaced_custom_object, *args, timeout_seconds=20):
-                status = event["object"].get("status") or {}
-                if status.get("observedSize") == 7:
-                    w.stop()
-            finalizers = objects.get_namespaced_custom_object(*args, "g")["metadata"].get("finalizers")
+            assert until(
+                lambda e: (e["object"].get("status") or {}).get("observedSize") == 7,
+                objects.list_namespaced_custom_object,
+                *args,
+            ), "kopf patched the status"
+            finalizers = objects.get_namespaced_custom_object(*args, "g")["metadata"].get(
+                "finalizers"
+            )
             assert finalizers, "kopf put its finalizer on the object"
-            w = watch.Watch()
-            for event in w.stream(
-                core.list_namespaced_event, "default", field_selector="involvedObject.name=g",
-                timeout_seconds=20,
-            ):  # fmt: skip
-                if event["object"].message == "gadget seen":
-                    w.stop()
+            assert until(
+                lambda e: e["object"].message == "gadget seen",
+                core.list_namespaced_event,
+                "default",
+                field_selector="involvedObject.name=g",
+            ), "kopf posted an Event"
             rv = objects.list_namespaced_custom_object(*args)["metadata"]["resourceVersion"]
             objects.delete_namespaced_custom_object(*args, "g")
-            w = watch.Watch()
-            for event in w.stream(
-                objects.list_namespaced_custom_object, *args, resource_version=rv, timeout_seconds=20
-            ):
-                if event["type"] == "DELETED":
-                    w.stop()
+            assert until(
+                lambda e: e["type"] == "DELETED",
+                objects.list_namespaced_custom_object,
+                *args,
+                resource_version=rv,
+            ), "kopf released its finalizer"
             with pytest.raises(client.ApiException) as info:
                 objects.get_namespaced_custom_object(*args, "g")
             assert info.value.status == 404

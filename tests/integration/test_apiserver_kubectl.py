@@ -43,8 +43,14 @@ SJG_CRD: dict[str, Any] = {
                     "openAPIV3Schema": {
                         "type": "object",
                         "properties": {
-                            "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
-                            "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                            "spec": {
+                                "type": "object",
+                                "x-kubernetes-preserve-unknown-fields": True,
+                            },
+                            "status": {
+                                "type": "object",
+                                "x-kubernetes-preserve-unknown-fields": True,
+                            },
                         },
                     }
                 },
@@ -56,7 +62,13 @@ SJG_CRD: dict[str, Any] = {
 
 def kubectl(server: APIServer, tmp_path: Path, *args: str, stdin: str | None = None) -> str:
     """Run kubectl against ``server``; fail the test with its stderr if it fails."""
-    command = ["kubectl", "--kubeconfig", str(server.kubeconfig), "--cache-dir", str(tmp_path / "cache")]
+    command = [
+        "kubectl",
+        "--kubeconfig",
+        str(server.kubeconfig),
+        "--cache-dir",
+        str(tmp_path / "cache"),
+    ]
     done = subprocess.run(
         [*command, *args], input=stdin, capture_output=True, text=True, timeout=30, check=False
     )
@@ -68,24 +80,44 @@ def rows(output: str) -> list[list[str]]:
     return [line.split() for line in output.strip().splitlines()]
 
 
-def test_kubectl_get_leases_all_namespaces(k8s_embedded_apiserver: APIServer, tmp_path: Path) -> None:
+def test_kubectl_get_leases_all_namespaces(
+    k8s_embedded_apiserver: APIServer, tmp_path: Path
+) -> None:
     lease = {
         "apiVersion": "coordination.k8s.io/v1",
         "kind": "Lease",
         "metadata": {"name": "leader", "namespace": "kube-system"},
         "spec": {"holderIdentity": "pod-a", "leaseDurationSeconds": 15},
     }
-    out = kubectl(k8s_embedded_apiserver, tmp_path, "apply", "--validate=false", "-f", "-", stdin=json.dumps(lease))
+    out = kubectl(
+        k8s_embedded_apiserver,
+        tmp_path,
+        "apply",
+        "--validate=false",
+        "-f",
+        "-",
+        stdin=json.dumps(lease),
+    )
     assert "lease.coordination.k8s.io/leader created" in out
     lease["spec"]["holderIdentity"] = "pod-b"
-    out = kubectl(k8s_embedded_apiserver, tmp_path, "apply", "--validate=false", "-f", "-", stdin=json.dumps(lease))
+    out = kubectl(
+        k8s_embedded_apiserver,
+        tmp_path,
+        "apply",
+        "--validate=false",
+        "-f",
+        "-",
+        stdin=json.dumps(lease),
+    )
     assert "configured" in out  # a strategic merge PATCH
     table = rows(kubectl(k8s_embedded_apiserver, tmp_path, "get", "leases", "-A"))
     assert table[0] == ["NAMESPACE", "NAME", "HOLDER", "AGE"]
     assert table[1][:3] == ["kube-system", "leader", "pod-b"]
 
 
-def test_kubectl_apply_and_get_custom_resources(k8s_embedded_apiserver: APIServer, tmp_path: Path) -> None:
+def test_kubectl_apply_and_get_custom_resources(
+    k8s_embedded_apiserver: APIServer, tmp_path: Path
+) -> None:
     server = k8s_embedded_apiserver
     kubectl(server, tmp_path, "apply", "--validate=false", "-f", "-", stdin=json.dumps(SJG_CRD))
     group = {
@@ -94,9 +126,13 @@ def test_kubectl_apply_and_get_custom_resources(k8s_embedded_apiserver: APIServe
         "metadata": {"name": "nightly", "namespace": "default"},
         "spec": {"jobs": [{"name": "report", "schedule": "0 3 * * *"}]},
     }
-    assert "created" in kubectl(server, tmp_path, "apply", "--validate=false", "-f", "-", stdin=json.dumps(group))
+    assert "created" in kubectl(
+        server, tmp_path, "apply", "--validate=false", "-f", "-", stdin=json.dumps(group)
+    )
     group["spec"]["jobs"].append({"name": "cleanup", "schedule": "0 4 * * *"})
-    assert "configured" in kubectl(server, tmp_path, "apply", "--validate=false", "-f", "-", stdin=json.dumps(group))
+    assert "configured" in kubectl(
+        server, tmp_path, "apply", "--validate=false", "-f", "-", stdin=json.dumps(group)
+    )
     status = {"status": {"jobCount": 2, "leader": "pod-a", "lastRun": "2020-01-01T00:00:00Z"}}
     kubectl(
         server, tmp_path, "patch", "sjg", "nightly", "--subresource=status", "--type=merge",

@@ -21,7 +21,9 @@ pytestmark = [pytest.mark.conformance]
 class Candidate:
     """One elector in a thread; leads until told to step down."""
 
-    def __init__(self, identity: str, namespace: str, api_client: client.ApiClient, log: list[str]) -> None:
+    def __init__(
+        self, identity: str, namespace: str, api_client: client.ApiClient, log: list[str]
+    ) -> None:
         self.identity = identity
         self.step_down = threading.Event()
         self.leading = threading.Event()
@@ -52,7 +54,9 @@ def first(events: list[threading.Event], timeout: float) -> int:
     """Index of the first event set within ``timeout`` (-1 if none)."""
     fired = threading.Event()
     for event in events:
-        threading.Thread(target=lambda e=event: e.wait(timeout) and fired.set(), daemon=True).start()
+        threading.Thread(
+            target=lambda e=event: e.wait(timeout) and fired.set(), daemon=True
+        ).start()
     fired.wait(timeout)
     return next((i for i, e in enumerate(events) if e.is_set()), -1)
 
@@ -68,13 +72,17 @@ def test_official_lease_lock_elects_one_leader_and_fails_over(
         winner = first([c.leading for c in candidates], timeout=20)
         assert winner >= 0, "nobody was elected"
         leader, other = candidates[winner], candidates[1 - winner]
-        lease = client.CoordinationV1Api(k8s_api_client).read_namespaced_lease("election", k8s_namespace)
+        lease = client.CoordinationV1Api(k8s_api_client).read_namespaced_lease(
+            "election", k8s_namespace
+        )
         assert lease.spec.holder_identity == leader.identity
         assert log == [leader.identity]
 
         leader.step_down.set()
         assert other.leading.wait(20), "the follower did not take over"
-        lease = client.CoordinationV1Api(k8s_api_client).read_namespaced_lease("election", k8s_namespace)
+        lease = client.CoordinationV1Api(k8s_api_client).read_namespaced_lease(
+            "election", k8s_namespace
+        )
         assert lease.spec.holder_identity == other.identity
         assert log == [leader.identity, other.identity]
     finally:
@@ -83,5 +91,3 @@ def test_official_lease_lock_elects_one_leader_and_fails_over(
     leader.thread.join(10)
     other.thread.join(10)
     assert not leader.thread.is_alive() and not other.thread.is_alive()
-
-

@@ -48,15 +48,18 @@ def test_operator_makes_no_lease_writes(server: APIServer) -> None:
         now = datetime.now(UTC)
         leases = {}
         for group in ("w1", "w2", "w3"):
-            record = LeaseRecord("replica-a", 1, now, now, 0, 1)
+            record = LeaseRecord("replica-a", 5, now, now, 0, 1)
             labels = {LABEL_GROUP: group, LABEL_ROLE: ROLE_LEADER}
             leases[group] = transport.create(new_lease(group, NS, record, labels=labels))
             ours += 1
+        for group in leases:  # the operator is up and has seen the first holder
+            wait_status(api, NS, group, lambda s: s.get("leader") == "replica-a", f"{group} up")
         for step in range(1, 6):  # renewals, then a takeover, in every group
             now += timedelta(milliseconds=200)
             holder = "replica-a" if step < 5 else "replica-b"
             for group, lease in leases.items():
-                record = LeaseRecord(holder, 1, now, now, 0 if step < 5 else 1, 1 if step < 5 else 2)
+                transitions, token = (0, 1) if step < 5 else (1, 2)
+                record = LeaseRecord(holder, 1, now, now, transitions, token)
                 leases[group] = transport.replace(group, lease_with_record(lease, record))
                 ours += 1
         for group in leases:

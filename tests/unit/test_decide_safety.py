@@ -116,17 +116,17 @@ skews = st.lists(st.floats(min_value=-1e5, max_value=1e5), min_size=N, max_size=
 
 
 @settings(
-    max_examples=500,
+    max_examples=300,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-@given(ops=st.lists(step, max_size=250), offsets=offsets, skews=skews)
+@given(ops=st.lists(step, min_size=150, max_size=300), offsets=offsets, skews=skews)
 def test_never_two_leaders(ops: list[Op], offsets: list[float], skews: list[float]) -> None:
     run(ops, offsets, skews)
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(ops=st.lists(no_edit_step, max_size=250), offsets=offsets, skews=skews)
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ops=st.lists(no_edit_step, min_size=150, max_size=300), offsets=offsets, skews=skews)
 def test_fencing_tokens_strictly_increase_with_every_grant(
     ops: list[Op], offsets: list[float], skews: list[float]
 ) -> None:
