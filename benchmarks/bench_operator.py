@@ -131,9 +131,20 @@ def run(groups: int = 200) -> dict[str, Any]:
         ours = 0
         started = time.monotonic()
         proc = subprocess.Popen(
-            [sys.executable, "-m", "k8slease", "operator", "--kubeconfig", str(server.kubeconfig),
-             "--namespace", NS],
-            cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [
+                sys.executable,
+                "-m",
+                "k8slease",
+                "operator",
+                "--kubeconfig",
+                str(server.kubeconfig),
+                "--namespace",
+                NS,
+            ],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         try:
             converged = _wait(
@@ -176,9 +187,7 @@ def run(groups: int = 200) -> dict[str, Any]:
                 time.sleep(0.1)
             _wait(lambda: all(watch.when(n, "replica-1") is not None for n in names), 30)
             latencies = [
-                seen - written[n]
-                for n in names
-                if (seen := watch.when(n, "replica-1")) is not None
+                seen - written[n] for n in names if (seen := watch.when(n, "replica-1")) is not None
             ]
             figures["failovers_seen"] = len(latencies)
             if latencies:
@@ -189,7 +198,9 @@ def run(groups: int = 200) -> dict[str, Any]:
                 server.stats.count("patch", "scheduledjobgroups/status") - before
             )
             time.sleep(0.5)
-            figures["operator_rss_mb"] = round(psutil.Process(proc.pid).memory_info().rss / 2**20, 1)
+            figures["operator_rss_mb"] = round(
+                psutil.Process(proc.pid).memory_info().rss / 2**20, 1
+            )
             snapshot = server.stats.snapshot()
             operator_calls = {
                 k: v
@@ -200,7 +211,9 @@ def run(groups: int = 200) -> dict[str, Any]:
             figures["operator_api_calls"] = operator_calls
             figures["operator_api_calls_total"] = sum(operator_calls.values())
             figures["lease_writes_by_operator"] = (
-                sum(server.stats.count(v, "leases") for v in ("create", "update", "patch", "delete"))
+                sum(
+                    server.stats.count(v, "leases") for v in ("create", "update", "patch", "delete")
+                )
                 - ours
             )
             figures["elapsed_seconds"] = round(time.monotonic() - started, 1)

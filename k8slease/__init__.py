@@ -18,6 +18,8 @@ from k8slease.jobrecord import JobState, RunRecord
 from k8slease.jobs import Jobs
 from k8slease.jobspec import JobSpec, Mode
 from k8slease.misfire import MisfirePolicy
+from k8slease.config import ElectionTiming
+from k8slease.elector import LeaderElector, LeadershipContext
 from k8slease.record import LeaseRecord
 
 __version__ = "0.1.0"
@@ -26,6 +28,7 @@ __all__ = [
     "AlreadyExists",
     "ConfigError",
     "Conflict",
+    "ElectionTiming",
     "Forbidden",
     "Invalid",
     "JobContext",
@@ -33,6 +36,8 @@ __all__ = [
     "JobState",
     "Jobs",
     "K8sLeaseError",
+    "LeaderElector",
+    "LeadershipContext",
     "LeaseRecord",
     "MisfirePolicy",
     "Mode",

@@ -246,6 +246,7 @@ class LeaderElector:
         self._work: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._previous_handlers: dict[int, Any] = {}
+        self._listeners: list[Callable[[bool], None]] = []
 
     # -- public API ----------------------------------------------------------------------------
 
@@ -330,6 +331,7 @@ class LeaderElector:
             return
         if self._running:
             self._finished.wait(timeout)
+        self._restore_signal_handlers()
 
     def request_stop(self) -> None:
         """Ask the elector to stop, without waiting."""
@@ -340,6 +342,14 @@ class LeaderElector:
         closer = getattr(self._transport, "close_watches", None)
         if callable(closer):
             closer()
+
+    def add_listener(self, listener: Callable[[bool], None]) -> None:
+        """Call ``listener(True)`` when leadership starts and ``listener(False)`` when it ends.
+
+        Listeners run in the elector's thread, before the callbacks; keep them quick (the asyncio
+        integration uses one to set its events).
+        """
+        self._listeners.append(listener)
 
     def install_signal_handlers(
         self, signals: tuple[signal.Signals, ...] = (signal.SIGTERM, signal.SIGINT)
@@ -623,6 +633,7 @@ class LeaderElector:
         )
         self._ctx = ctx
         self._leading.set()
+        self._notify_listeners(True)
         self._metrics.set_leader(self.name, self.identity, True)
         self._log.info(
             "leader.started",
@@ -647,6 +658,7 @@ class LeaderElector:
         self._release_wait_until = event.leading_until
         if ctx is not None:
             ctx._set_lost()
+        self._notify_listeners(False)
         self._metrics.set_leader(self.name, self.identity, False)
         self._log.info(
             "leader.stopped",
@@ -656,6 +668,13 @@ class LeaderElector:
         )
         if self.on_stopped_leading is not None and ctx is not None:
             self._invoke("on_stopped_leading", self.on_stopped_leading, ctx)
+
+    def _notify_listeners(self, leading: bool) -> None:
+        for listener in list(self._listeners):
+            try:
+                listener(leading)
+            except Exception:
+                self._log.exception("leader.listener_failed")
 
     def _run_work(self, callback: Callable[..., Any], ctx: LeadershipContext) -> None:
         self._own_threads.add(threading.get_ident())

@@ -17,6 +17,7 @@ import logging
 from typing import Any
 
 import kopf
+import structlog
 
 from k8slease.names import CRD_GROUP, CRD_PLURAL, CRD_VERSION, LABEL_GROUP
 from k8slease.operator.runtime import OperatorRuntime
@@ -38,9 +39,13 @@ def configure_kopf(settings: kopf.OperatorSettings, ops: OperatorSettings) -> No
     settings.watching.server_timeout = 300
     settings.watching.client_timeout = 330
     settings.networking.request_timeout = max(ops.request_timeout, 30.0)
-    if logging.getLevelName(ops.log_level.upper()) != logging.DEBUG:
+    level = logging.getLevelName(ops.log_level.upper())
+    level = level if isinstance(level, int) else logging.INFO
+    if level > logging.DEBUG:
         # one "Handler 'lease_event' succeeded" line per Lease renewal is noise
         logging.getLogger("kopf.objects").setLevel(logging.WARNING)
+    if not structlog.is_configured():  # under `kopf run`: keep structlog's output, at our level
+        structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(level))
 
 
 @kopf.on.login()

@@ -2,7 +2,8 @@
 
     python -m k8slease operator [--namespace NS ...| --all-namespaces] [--kubeconfig PATH]
                                 [--no-auto-create] [--standalone | --peering]
-                                [--evaluate-interval S] [--renew-write-interval S] [--verbose]
+                                [--evaluate-interval S] [--renew-write-interval S]
+                                [--liveness URL] [--verbose | --quiet]
 
 Without ``--namespace`` or ``--all-namespaces`` the operator watches the namespace it runs in
 (in a pod), else the kubeconfig context's namespace, else ``default``. The same handlers also run
@@ -56,7 +57,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--evaluate-interval", type=float, default=None, metavar="SECONDS")
     parser.add_argument("--renew-write-interval", type=float, default=None, metavar="SECONDS")
-    parser.add_argument("--verbose", "-v", action="store_true", help="debug logging")
+    parser.add_argument(
+        "--liveness",
+        metavar="URL",
+        help="serve kopf's health endpoint, e.g. http://0.0.0.0:8080/healthz",
+    )
+    loudness = parser.add_mutually_exclusive_group()
+    loudness.add_argument("--verbose", "-v", action="store_true", help="debug logging")
+    loudness.add_argument("--quiet", "-q", action="store_true", help="warnings and errors only")
     return parser
 
 
@@ -83,7 +91,8 @@ def settings_from_args(argv: Sequence[str]) -> OperatorSettings:
     changes: dict[str, object] = {
         "kubeconfig": args.kubeconfig or base.kubeconfig,
         "standalone": args.standalone,
-        "log_level": "DEBUG" if args.verbose else base.log_level,
+        "log_level": "DEBUG" if args.verbose else "WARNING" if args.quiet else base.log_level,
+        "liveness_endpoint": args.liveness or base.liveness_endpoint,
     }
     if args.no_auto_create:
         changes["auto_create"] = False
@@ -149,6 +158,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             clusterwide=settings.all_namespaces,
             namespaces=list(settings.namespaces),
             memo=kopf.Memo({handlers.SETTINGS_KEY: settings}),
+            liveness_endpoint=settings.liveness_endpoint,
         )
     except KeyboardInterrupt:
         return 130

@@ -47,6 +47,8 @@ class OperatorSettings:
     #: Component name on the Events the operator posts.
     event_component: str = "k8slease-operator"
     log_level: str = "INFO"
+    #: kopf's health endpoint (``--liveness``), e.g. ``http://0.0.0.0:8080/healthz``.
+    liveness_endpoint: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -83,7 +85,8 @@ class OperatorSettings:
             elif isinstance(default, tuple):
                 values[f.name] = tuple(p for p in raw.replace(",", " ").split() if p)
             else:
-                values[f.name] = raw or None if f.name == "kubeconfig" else raw
+                nullable = f.name in ("kubeconfig", "liveness_endpoint")
+                values[f.name] = (raw or None) if nullable else raw
         try:
             return cls(**values)
         except (TypeError, ValueError) as exc:

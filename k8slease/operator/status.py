@@ -581,12 +581,12 @@ class GroupFold:
         if basis is not None and self.duration_seconds:
             expiry = basis + timedelta(seconds=self.duration_seconds)
             if now > expiry:
-                stale = (now - basis).total_seconds()
+                # no growing number in the message: it would make every evaluation a write
                 self._condition(
                     COND_LEADER_ELECTED,
                     False,
                     "LeaseExpired",
-                    f"{self.leader} has not renewed Lease {name} for {stale:.0f}s",
+                    f"{self.leader} has not renewed Lease {name} since {format_time(basis)}",
                     now,
                 )
                 return

@@ -22,6 +22,7 @@ from .selectors import Predicate
 from .store import Store
 from .validation import (
     normalize_lease,
+    prune_lease,
     status_error_if,
     validate_crd,
     validate_lease,
@@ -57,9 +58,23 @@ def _generation_relevant(obj: JSON, status_is_subresource: bool) -> JSON:
 class ResourceAPI:
     """Implements each verb; raises :class:`~.status.StatusError` for every failure."""
 
-    def __init__(self, store: Store, registry: Registry) -> None:
+    def __init__(self, store: Store, registry: Registry, dry_run: bool = False) -> None:
         self.store = store
         self.registry = registry
+        self.dry_run = dry_run
+
+    def dry(self) -> ResourceAPI:
+        """The same API with ``dryRun=All`` semantics: everything but the commit."""
+        return ResourceAPI(self.store, self.registry, dry_run=True)
+
+    def _commit(self, resource: str, event_type: str, obj: JSON) -> JSON:
+        if self.dry_run:
+            return obj
+        return self.store.commit(resource, event_type, obj)
+
+    def _serve_crd(self, crd: JSON) -> None:
+        if not self.dry_run:
+            self.registry.set_crd(crd["metadata"]["name"], types_from_crd(crd))
 
     # --- reads -----------------------------------------------------------------------------
 
@@ -135,9 +150,9 @@ class ResourceAPI:
             raise st.already_exists(rt.plural, rt.group, meta["name"])
         if self._is_crd(rt):
             obj["status"] = self._crd_status(obj, None)
-        committed = self.store.commit(rt.key, "ADDED", obj)
+        committed = self._commit(rt.key, "ADDED", obj)
         if self._is_crd(rt):
-            self.registry.set_crd(meta["name"], types_from_crd(committed))
+            self._serve_crd(committed)
         return view(rt, committed)
 
     # --- update / patch --------------------------------------------------------------------
@@ -158,6 +173,13 @@ class ResourceAPI:
                 new["metadata"].pop("resourceVersion", None)
                 return 201, self.create(rt, namespace, new)
             raise st.not_found(rt.plural, rt.group, name)
+        uid = new["metadata"].get("uid")
+        if uid and uid != old["metadata"]["uid"]:
+            raise st.conflict(
+                rt.plural, rt.group, name,
+                f"Precondition failed: UID in precondition: {uid}, "
+                f"UID in object meta: {old['metadata']['uid']}",
+            )  # fmt: skip
         wanted = new["metadata"].get("resourceVersion")
         if wanted and wanted != old["metadata"]["resourceVersion"]:
             raise st.conflict(rt.plural, rt.group, name)
@@ -166,7 +188,7 @@ class ResourceAPI:
     def patch(
         self, rt: ResourceType, namespace: str, name: str, sub: str, content_type: str, body: Any
     ) -> JSON:
-        """PATCH (merge, JSON, strategic for built-ins); a resourceVersion in it is a precondition."""
+        """PATCH (merge, JSON, strategic for built-ins); a resourceVersion in it is a condition."""
         old = self.store.get(rt.key, namespace, name)
         if old is None:
             raise st.not_found(rt.plural, rt.group, name)
@@ -218,9 +240,9 @@ class ResourceAPI:
         meta = result["metadata"]
         if meta.get("deletionTimestamp") and not meta.get("finalizers"):
             return view(rt, self._remove(rt, result))
-        committed = self.store.commit(rt.key, "MODIFIED", result)
+        committed = self._commit(rt.key, "MODIFIED", result)
         if self._is_crd(rt):
-            self.registry.set_crd(meta["name"], types_from_crd(committed))
+            self._serve_crd(committed)
         return view(rt, committed)
 
     # --- delete ----------------------------------------------------------------------------
@@ -235,7 +257,8 @@ class ResourceAPI:
         if pre.get("uid") and pre["uid"] != meta["uid"]:
             raise st.conflict(
                 rt.plural, rt.group, name,
-                f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: {meta['uid']}",
+                f"Precondition failed: UID in precondition: {pre['uid']}, "
+                f"UID in object meta: {meta['uid']}",
             )  # fmt: skip
         if pre.get("resourceVersion") and pre["resourceVersion"] != meta["resourceVersion"]:
             raise st.conflict(
@@ -251,7 +274,7 @@ class ResourceAPI:
             marked["metadata"]["deletionGracePeriodSeconds"] = 0
             if rt.tracks_generation:
                 marked["metadata"]["generation"] = meta.get("generation", 0) + 1
-            return 202, view(rt, self.store.commit(rt.key, "MODIFIED", marked))
+            return 202, view(rt, self._commit(rt.key, "MODIFIED", marked))
         removed = self._remove(rt, deepcopy(old))
         if rt.plural == "namespaces" and not rt.group:
             removed = deepcopy(removed)
@@ -284,13 +307,15 @@ class ResourceAPI:
             for other in self.registry.all():
                 if other.namespaced and other.version == self._storage_version(other):
                     for child in self.store.objects(other.key, meta["name"]):
-                        self.store.commit(other.key, "DELETED", deepcopy(child))
+                        self._commit(other.key, "DELETED", deepcopy(child))
         if self._is_crd(rt):
-            types = self.registry.remove_crd(meta["name"])
+            types = self.registry.crd_types(meta["name"])
+            if not self.dry_run:
+                self.registry.remove_crd(meta["name"])
             if types:
                 for child in self.store.objects(types[0].key):
-                    self.store.commit(types[0].key, "DELETED", deepcopy(child))
-        return self.store.commit(rt.key, "DELETED", obj)
+                    self._commit(types[0].key, "DELETED", deepcopy(child))
+        return self._commit(rt.key, "DELETED", obj)
 
     def _storage_version(self, rt: ResourceType) -> str:
         """One version per storage key, so shared storage is visited once."""
@@ -302,7 +327,8 @@ class ResourceAPI:
     def _object_body(self, rt: ResourceType, body: Any, namespace: str) -> JSON:
         if not isinstance(body, dict):
             raise st.bad_request(
-                f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: body is not a JSON object'
+                f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
+                "body is not a JSON object"
             )
         kind = body.get("kind")
         if kind and kind != rt.kind:
@@ -338,6 +364,7 @@ class ResourceAPI:
             meta.get("name"), dns_label=rt.plural == "namespaces" and not rt.group
         )
         if rt.plural == "leases":
+            prune_lease(obj)
             normalize_lease(obj)
             causes += validate_lease(obj)
         elif self._is_crd(rt):
@@ -369,6 +396,7 @@ class ResourceAPI:
                 {"type": "NamesAccepted", "status": "True", "lastTransitionTime": when,
                  "reason": "NoConflicts", "message": "no conflicts found"},
                 {"type": "Established", "status": "True", "lastTransitionTime": when,
-                 "reason": "InitialNamesAccepted", "message": "the initial names have been accepted"},
+                 "reason": "InitialNamesAccepted",
+                 "message": "the initial names have been accepted"},
             ]  # fmt: skip
         return {"conditions": conditions, "acceptedNames": names, "storedVersions": stored}

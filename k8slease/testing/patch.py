@@ -1,9 +1,10 @@
 """The three patch formats of ``PATCH`` requests: JSON merge, JSON patch, strategic merge.
 
 Strategic merge is accepted for built-in types only (as on a real server, where custom
-resources answer 415); it is applied here as a JSON merge patch that understands the
-``$patch``/``$setElementOrder``/``$retainKeys`` directives kubectl sends, which is what the
-fields of our built-in types need.
+resources answer 415); it is applied here as a JSON merge patch that merges the lists our
+built-in types declare mergeable (finalizers, ownerReferences, conditions) and understands
+the directives kubectl sends (``$patch``, ``$setElementOrder``, ``$retainKeys``,
+``$deleteFromPrimitiveList``).
 """
 
 from __future__ import annotations
@@ -42,8 +43,43 @@ def merge_patch(target: Any, patch: Any) -> Any:
     return result
 
 
+#: Lists that strategic merge merges instead of replacing, in the types we serve:
+#: field name -> merge key (None: a list of primitives, merged as a set).
+MERGE_LISTS: dict[str, str | None] = {
+    "finalizers": None,
+    "ownerReferences": "uid",
+    "conditions": "type",
+}
+
+
+def _merge_list(key: str | None, target: list[Any], patch: list[Any]) -> list[Any]:
+    if key is None:
+        return [*target, *(v for v in patch if v not in target)]
+    result = [deepcopy(item) for item in target]
+    for item in patch:
+        if not isinstance(item, dict):
+            continue
+        index = next(
+            (
+                i
+                for i, old in enumerate(result)
+                if isinstance(old, dict) and old.get(key) == item.get(key)
+            ),
+            None,
+        )
+        if item.get("$patch") == "delete":
+            if index is not None:
+                del result[index]
+        elif index is None:
+            result.append(deepcopy(item))
+        else:
+            result[index] = strategic_merge_patch(result[index], item)
+    return result
+
+
 def strategic_merge_patch(target: Any, patch: Any) -> Any:
-    """Strategic merge for our built-ins: merge patch minus the ``$`` directives."""
+    """Strategic merge for our built-ins: merge patch, plus merged lists (finalizers,
+    ownerReferences, conditions) and the ``$patch``/``$deleteFromPrimitiveList`` directives."""
     if not isinstance(patch, dict):
         return deepcopy(patch)
     if patch.get("$patch") == "replace":
@@ -52,10 +88,17 @@ def strategic_merge_patch(target: Any, patch: Any) -> Any:
         return None
     result = dict(target) if isinstance(target, dict) else {}
     for key, value in patch.items():
+        if key.startswith("$deleteFromPrimitiveList/"):
+            field = key.split("/", 1)[1]
+            if isinstance(result.get(field), list) and isinstance(value, list):
+                result[field] = [v for v in result[field] if v not in value]
+            continue
         if key.startswith("$"):
             continue
         if value is None:
             result.pop(key, None)
+        elif key in MERGE_LISTS and isinstance(value, list) and isinstance(result.get(key), list):
+            result[key] = _merge_list(MERGE_LISTS[key], result[key], value)
         else:
             merged = strategic_merge_patch(result.get(key), value)
             if merged is None:

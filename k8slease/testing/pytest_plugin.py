@@ -39,13 +39,13 @@ class ExternalCluster:
     embedded = False
 
     def __init__(self, kubeconfig: str | Path) -> None:
+        import kubernetes.client
         import kubernetes.config
 
+        loader: Any = kubernetes.config.load_kube_config  # untyped in the client
         self.kubeconfig = Path(kubeconfig)
         self._configuration = kubernetes.client.Configuration()
-        kubernetes.config.load_kube_config(
-            config_file=str(self.kubeconfig), client_configuration=self._configuration
-        )
+        loader(config_file=str(self.kubeconfig), client_configuration=self._configuration)
         self.url = str(self._configuration.host)
 
     def api_client(self) -> Any:
@@ -94,7 +94,9 @@ def k8s_namespace(k8s_api_client: Any) -> Iterator[str]:
 
     core = kubernetes.client.CoreV1Api(k8s_api_client)
     name = f"k8slease-test-{uuid.uuid4().hex[:8]}"
-    core.create_namespace(kubernetes.client.V1Namespace(metadata={"name": name}))
+    core.create_namespace(
+        kubernetes.client.V1Namespace(metadata=kubernetes.client.V1ObjectMeta(name=name))
+    )
     try:
         yield name
     finally:
@@ -118,7 +120,7 @@ def wait_established(api_client: Any, name: str, timeout: float = 60.0) -> None:
     import kubernetes.watch
 
     ext = kubernetes.client.ApiextensionsV1Api(api_client)
-    watch = kubernetes.watch.Watch()
+    watch: Any = kubernetes.watch.Watch()  # type: ignore[no-untyped-call]
     for event in watch.stream(
         ext.list_custom_resource_definition,
         field_selector=f"metadata.name={name}",
@@ -139,12 +141,12 @@ def k8s_crd(k8s_api_client: Any) -> Iterator[Callable[[dict[str, Any]], dict[str
     """
     import kubernetes.client
 
-    ext = kubernetes.client.ApiextensionsV1Api(k8s_api_client)
+    ext: Any = kubernetes.client.ApiextensionsV1Api(k8s_api_client)
     created: list[str] = []
 
     def install(manifest: dict[str, Any]) -> dict[str, Any]:
         crd = ext.create_custom_resource_definition(manifest)
-        name = crd.metadata.name
+        name: str = crd.metadata.name
         created.append(name)
         wait_established(k8s_api_client, name)
         result: dict[str, Any] = k8s_api_client.sanitize_for_serialization(crd)

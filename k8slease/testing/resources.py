@@ -180,6 +180,11 @@ class Registry:
             for rt in types:
                 self._types[(rt.group, rt.version, rt.plural)] = rt
 
+    def crd_types(self, name: str) -> list[ResourceType]:
+        """The types a CRD currently serves."""
+        with self._lock:
+            return list(self._crd_types.get(name, []))
+
     def remove_crd(self, name: str) -> list[ResourceType]:
         """Stop serving a deleted CRD; returns the types it had."""
         with self._lock:

@@ -23,7 +23,7 @@ from .api import ResourceAPI, view
 from .faults import Faults, Request, Stats
 from .kubeconfig import write_kubeconfig
 from .resources import Registry, ResourceType
-from .selectors import combine, field_selector, label_selector
+from .selectors import Predicate, combine, field_selector, label_selector
 from .status import StatusError
 from .store import Event, ExpiredError, Store, Watcher
 from .tables import table
@@ -262,6 +262,7 @@ class APIServer:
         try:
             route = self._route(request)
             await self.faults.wait_resumed()
+            response: web.StreamResponse
             if route is None:
                 response = self._discovery(request, path)
             else:
@@ -389,6 +390,11 @@ class APIServer:
                 }
             )
         body = await self._body(request)
+        dry_run = query.get("dryRun")
+        if dry_run:
+            if dry_run != "All":
+                raise st.bad_request(f'Invalid dryRun value "{dry_run}": supported values: "All"')
+            api = api.dry()
         if verb == "create":
             return _json_response(api.create(rt, namespace, body), 201)
         if verb == "update":
@@ -426,23 +432,44 @@ class APIServer:
     # --- watch ---------------------------------------------------------------------------------
 
     async def _watch(
-        self, request: web.Request, route: _Route, accepts: Any, drop_after: float | None
+        self, request: web.Request, route: _Route, accepts: Predicate, drop_after: float | None
     ) -> web.StreamResponse:
         rt, namespace = route.rt, route.namespace
         query = request.query
         rv_param = query.get("resourceVersion", "")
         timeout = query.get("timeoutSeconds", "")
         bookmarks = _flag(query.get("allowWatchBookmarks"))
+        send_initial = _flag(query.get("sendInitialEvents"))
+        as_table = "as=Table" in request.headers.get("Accept", "")
+        first_table = True
+
+        def line(event_type: str, obj: JSON) -> bytes:
+            nonlocal first_table
+            shown = view(rt, obj)
+            if as_table and event_type != "BOOKMARK":
+                meta = {"resourceVersion": shown["metadata"].get("resourceVersion", "")}
+                shown = table(rt, [shown], meta, query.get("includeObject", "Metadata"))
+                if not first_table:
+                    shown["columnDefinitions"] = []
+                first_table = False
+            return _dumps({"type": event_type, "object": shown}) + b"\n"
+
+        def bookmark(**annotations: str) -> bytes:
+            meta: JSON = {"resourceVersion": str(self.store.resource_version)}
+            if annotations:
+                meta["annotations"] = annotations
+            marker = {"kind": rt.kind, "apiVersion": rt.api_version, "metadata": meta}
+            return _dumps({"type": "BOOKMARK", "object": marker}) + b"\n"
 
         def matches(obj: JSON) -> bool:
-            return (namespace is None or obj["metadata"].get("namespace") == namespace) and accepts(
-                obj
-            )
+            if namespace is not None and obj["metadata"].get("namespace") != namespace:
+                return False
+            return bool(accepts(obj))
 
         watcher = Watcher(rt.key, matches)
         initial: list[Event] = []
         expired: StatusError | None = None
-        if rv_param in ("", "0"):
+        if rv_param in ("", "0") or send_initial:
             initial = [
                 Event(0, "ADDED", rt.key, obj) for obj in self.store.objects(rt.key, namespace)
                 if accepts(obj)
@@ -470,13 +497,15 @@ class APIServer:
             deadline = now + float(timeout) if timeout else None
             drop_at = now + drop_after if drop_after is not None else None
             next_bookmark = self._next_bookmark(now, deadline) if bookmarks else None
-            for event in initial:
-                await response.write(self._event_line(rt, event.type, event.obj))
+            for past in initial:
+                await response.write(line(past.type, past.obj))
+            if send_initial and bookmarks:
+                await response.write(bookmark(**{"k8s.io/initial-events-end": "true"}))
             while True:
                 moments = [m for m in (deadline, drop_at, next_bookmark) if m is not None]
                 wait = max(0.0, min(moments) - loop.time()) if moments else None
                 try:
-                    event = await asyncio.wait_for(watcher.queue.get(), wait)
+                    event: Event | None = await asyncio.wait_for(watcher.queue.get(), wait)
                 except TimeoutError:
                     now = loop.time()
                     if drop_at is not None and now >= drop_at:
@@ -485,17 +514,12 @@ class APIServer:
                     if deadline is not None and now >= deadline:
                         break
                     if next_bookmark is not None and now >= next_bookmark:
-                        marker = {
-                            "kind": rt.kind,
-                            "apiVersion": rt.api_version,
-                            "metadata": {"resourceVersion": str(self.store.resource_version)},
-                        }
-                        await response.write(_dumps({"type": "BOOKMARK", "object": marker}) + b"\n")
+                        await response.write(bookmark())
                         next_bookmark = self._next_bookmark(now, deadline, after_deadline=True)
                     continue
                 if event is None:
                     break
-                await response.write(self._event_line(rt, event.type, event.obj))
+                await response.write(line(event.type, event.obj))
         finally:
             self.store.unwatch(watcher)
         if watcher.dropped and request.transport is not None:
@@ -514,10 +538,6 @@ class APIServer:
         if deadline is not None and candidate >= deadline:
             return None
         return candidate
-
-    @staticmethod
-    def _event_line(rt: ResourceType, event_type: str, obj: JSON) -> bytes:
-        return _dumps({"type": event_type, "object": view(rt, obj)}) + b"\n"
 
     # --- control API ---------------------------------------------------------------------------
 

@@ -97,9 +97,9 @@ def already_exists(plural: str, group: str, name: str) -> StatusError:
 
 def conflict(plural: str, group: str, name: str, why: str | None = None) -> StatusError:
     """409 Conflict: a stale resourceVersion or a failed precondition."""
-    why = (
-        why
-        or "the object has been modified; please apply your changes to the latest version and try again"
+    why = why or (
+        "the object has been modified; please apply your changes to the latest version and "
+        "try again"
     )
     return StatusError(
         409,

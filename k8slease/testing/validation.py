@@ -127,6 +127,22 @@ def normalize_lease(obj: JSON) -> None:
             ) from None
 
 
+LEASE_SPEC_FIELDS = frozenset(
+    {"holderIdentity", "leaseDurationSeconds", "acquireTime", "renewTime", "leaseTransitions",
+     "strategy", "preferredHolder"}
+)  # fmt: skip
+
+
+def prune_lease(obj: JSON) -> None:
+    """Drop fields a Lease does not have, as typed decoding on the real server does."""
+    for key in [k for k in obj if k not in ("apiVersion", "kind", "metadata", "spec")]:
+        del obj[key]
+    spec = obj.get("spec")
+    if isinstance(spec, dict):
+        for key in [k for k in spec if k not in LEASE_SPEC_FIELDS]:
+            del spec[key]
+
+
 def validate_lease(obj: JSON) -> list[JSON]:
     """Causes for an invalid Lease spec, as ``ValidateLeaseSpec`` reports them."""
     spec = obj.get("spec") or {}
@@ -194,7 +210,8 @@ def validate_crd(obj: JSON) -> list[JSON]:
             causes.append(
                 cause(
                     "metadata.name",
-                    f'Invalid value: {go_value(obj["metadata"].get("name"))}: must be spec.names.plural+"."+spec.group',
+                    f"Invalid value: {go_value(obj['metadata'].get('name'))}: "
+                    'must be spec.names.plural+"."+spec.group',
                 )
             )
     return causes
@@ -270,6 +287,8 @@ def _field(path: Any) -> str:
 def _cause_for(error: jsonschema.ValidationError) -> JSON:
     path = _field(error.absolute_path)
     value = error.instance
+    expected_value: Any = error.validator_value
+    schema: Any = error.schema
     shown = go_value(value)
     where = path or "<root>"
     if error.validator == "required":
@@ -277,7 +296,7 @@ def _cause_for(error: jsonschema.ValidationError) -> JSON:
         field = f"{path}.{missing[0]}" if path and missing else (missing[0] if missing else path)
         return cause(field, "Required value", "FieldValueRequired")
     if error.validator == "type":
-        expected = error.validator_value
+        expected = expected_value
         if isinstance(expected, list):
             expected = expected[0]
         return cause(
@@ -286,7 +305,7 @@ def _cause_for(error: jsonschema.ValidationError) -> JSON:
             "FieldValueTypeInvalid",
         )
     if error.validator == "enum":
-        allowed = ", ".join(go_value(v) for v in error.validator_value)
+        allowed = ", ".join(go_value(v) for v in expected_value)
         return cause(
             path,
             f"Unsupported value: {shown}: supported values: {allowed}",
@@ -294,15 +313,15 @@ def _cause_for(error: jsonschema.ValidationError) -> JSON:
         )
     if error.validator == "pattern":
         return cause(
-            path, f"Invalid value: {shown}: {where} in body should match '{error.validator_value}'"
+            path, f"Invalid value: {shown}: {where} in body should match '{expected_value}'"
         )
     if error.validator in ("minimum", "maximum"):
         word = "greater" if error.validator == "minimum" else "less"
-        exclusive = error.schema.get(f"exclusive{error.validator.capitalize()}") is True
+        exclusive = schema.get(f"exclusive{error.validator.capitalize()}") is True
         rel = "than" if exclusive else "than or equal to"
         return cause(
             path,
-            f"Invalid value: {shown}: {where} in body should be {word} {rel} {error.validator_value}",
+            f"Invalid value: {shown}: {where} in body should be {word} {rel} {expected_value}",
         )
     if error.validator in ("minLength", "maxLength", "minItems", "maxItems"):
         return cause(

@@ -35,8 +35,17 @@ def operator_process(
     env.pop("KUBERNETES_SERVICE_HOST", None)
     out = open(log, "wb") if log is not None else subprocess.DEVNULL  # noqa: SIM115
     proc = subprocess.Popen(
-        [sys.executable, "-m", "k8slease", "operator", "--kubeconfig", str(kubeconfig),
-         "--namespace", namespace, *args],
+        [
+            sys.executable,
+            "-m",
+            "k8slease",
+            "operator",
+            "--kubeconfig",
+            str(kubeconfig),
+            "--namespace",
+            namespace,
+            *args,
+        ],
         cwd=REPO,
         env=env,
         stdout=out,

@@ -312,7 +312,8 @@ def test_patch_resource_version_is_a_precondition(
     with pytest.raises(client.ApiException) as info:
         coord.patch_namespaced_lease(
             "pre", k8s_namespace,
-            {"metadata": {"resourceVersion": rv}, "spec": {"holderIdentity": "c"}}, _content_type=MERGE,
+            {"metadata": {"resourceVersion": rv}, "spec": {"holderIdentity": "c"}},
+            _content_type=MERGE,
         )  # fmt: skip
     assert status_of(info.value)["reason"] == "Conflict"
 
@@ -388,6 +389,80 @@ def test_list_pagination(coord: client.CoordinationV1Api, k8s_namespace: str) ->
     assert sorted(seen) == [f"page-{i}" for i in range(5)]
 
 
+def test_invalid_names_and_mismatched_urls(
+    k8s_api_client: client.ApiClient, coord: client.CoordinationV1Api, k8s_namespace: str
+) -> None:
+    with pytest.raises(client.ApiException) as info:
+        coord.create_namespaced_lease(k8s_namespace, lease_body("Not_A_Name"))
+    body = status_of(info.value)
+    assert (info.value.status, body["reason"]) == (422, "Invalid")
+    assert body["details"]["causes"][0]["field"] == "metadata.name"
+    coord.create_namespaced_lease(k8s_namespace, lease_body("named"))
+    path = f"/apis/coordination.k8s.io/v1/namespaces/{k8s_namespace}/leases/named"
+    status, body = raw(k8s_api_client, "PUT", path, lease_body("other"))
+    assert (status, body["reason"]) == (400, "BadRequest")
+    wrong_ns = lease_body("named")
+    wrong_ns["metadata"]["namespace"] = "default"
+    status, body = raw(k8s_api_client, "PUT", path, wrong_ns)
+    assert (status, body["reason"]) == (400, "BadRequest")
+
+
+def test_update_with_another_uid_conflicts(
+    coord: client.CoordinationV1Api, k8s_namespace: str
+) -> None:
+    coord.create_namespaced_lease(k8s_namespace, lease_body("uid"))
+    body = lease_body("uid")
+    body["metadata"]["uid"] = str(uuid.uuid4())
+    with pytest.raises(client.ApiException) as info:
+        coord.replace_namespaced_lease("uid", k8s_namespace, body)
+    assert "Precondition failed: UID" in status_of(info.value)["message"]
+
+
+def test_unknown_lease_fields_are_dropped(
+    k8s_api_client: client.ApiClient, k8s_namespace: str
+) -> None:
+    body = lease_body("extra", bogus=1)
+    body["status"] = {"x": 1}
+    path = f"/apis/coordination.k8s.io/v1/namespaces/{k8s_namespace}/leases"
+    status, stored = raw(k8s_api_client, "POST", path, body)
+    assert status == 201
+    assert "status" not in stored and "bogus" not in stored["spec"]
+
+
+def test_server_dry_run_writes_nothing(coord: client.CoordinationV1Api, k8s_namespace: str) -> None:
+    dry = coord.create_namespaced_lease(k8s_namespace, lease_body("dry"), dry_run="All")
+    assert dry.metadata.name == "dry" and dry.metadata.uid
+    assert coord.list_namespaced_lease(k8s_namespace).items == []
+    coord.create_namespaced_lease(k8s_namespace, lease_body("dry"))
+    coord.delete_namespaced_lease("dry", k8s_namespace, dry_run="All")
+    patched = coord.patch_namespaced_lease(
+        "dry", k8s_namespace, {"spec": {"holderIdentity": "q"}}, dry_run="All", _content_type=MERGE
+    )
+    assert patched.spec.holder_identity == "q"
+    assert coord.read_namespaced_lease("dry", k8s_namespace).spec.holder_identity == "a"
+
+
+def test_namespace_deletion_removes_its_objects(
+    k8s_api_client: client.ApiClient, coord: client.CoordinationV1Api
+) -> None:
+    core = client.CoreV1Api(k8s_api_client)
+    name = f"k8slease-gone-{uuid.uuid4().hex[:6]}"
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
+    coord.create_namespaced_lease(name, lease_body("inside"))
+    rv = coord.list_namespaced_lease(name).metadata.resource_version
+    deleted = core.delete_namespace(name, _preload_content=False)
+    assert deleted.status == 200
+    w = watch.Watch()
+    for event in w.stream(
+        coord.list_namespaced_lease, name, resource_version=rv, timeout_seconds=60
+    ):
+        if event["type"] == "DELETED":
+            w.stop()
+    with pytest.raises(client.ApiException) as info:
+        coord.read_namespaced_lease("inside", name)
+    assert info.value.status == 404
+
+
 # --- lease validation -----------------------------------------------------------------------
 
 
@@ -412,7 +487,11 @@ def test_lease_micro_time_formats(k8s_api_client: client.ApiClient, k8s_namespac
     path = f"/apis/coordination.k8s.io/v1/namespaces/{k8s_namespace}/leases"
     status, body = raw(
         k8s_api_client, "POST", path,
-        lease_body("t1", renewTime="2026-11-30T05:32:13.123456Z", acquireTime="2026-11-30T07:32:13.000001+02:00"),
+        lease_body(
+            "t1",
+            renewTime="2026-11-30T05:32:13.123456Z",
+            acquireTime="2026-11-30T07:32:13.000001+02:00",
+        ),
     )  # fmt: skip
     assert status == 201
     assert body["spec"]["renewTime"] == "2026-11-30T05:32:13.123456Z"
@@ -427,10 +506,7 @@ def test_client_datetimes_round_trip(coord: client.CoordinationV1Api, k8s_namesp
     moment = datetime(2026, 11, 30, 5, 32, 13, 123456, tzinfo=UTC)
     body = lease_body("dt")
     body["spec"]["renewTime"] = moment
-    lease = coord.create_namespaced_lease(
-        k8s_namespace,
-        client.V1Lease.from_dict(body) if hasattr(client.V1Lease, "from_dict") else body,
-    )
+    lease = coord.create_namespaced_lease(k8s_namespace, client.V1Lease.from_dict(body))
     assert lease.spec.renew_time == moment
 
 
@@ -564,6 +640,33 @@ def test_custom_resource_generation_and_status_subresource(
         *args, "g", {**labelled, "status": {"phase": "Done"}}
     )
     assert replaced["status"] == {"phase": "Done"}
+
+
+def test_finalizers_hold_deletion_until_removed(
+    widgets: tuple[client.CustomObjectsApi, str], k8s_namespace: str
+) -> None:
+    api, group = widgets
+    args = (group, "v1", k8s_namespace, "widgets")
+    body = widget("fin")
+    body["metadata"]["finalizers"] = ["example.com/hold"]
+    api.create_namespaced_custom_object(*args, body)
+    api.delete_namespaced_custom_object(*args, "fin")
+    held = api.get_namespaced_custom_object(*args, "fin")
+    assert held["metadata"]["deletionTimestamp"]
+    assert held["metadata"]["generation"] == 2
+    rv = held["metadata"]["resourceVersion"]
+    api.patch_namespaced_custom_object(
+        *args, "fin", {"metadata": {"finalizers": None}}, _content_type=MERGE
+    )
+    w = watch.Watch()
+    for event in w.stream(
+        api.list_namespaced_custom_object, *args, resource_version=rv, timeout_seconds=10
+    ):
+        assert event["type"] == "DELETED"
+        w.stop()
+    with pytest.raises(client.ApiException) as info:
+        api.get_namespaced_custom_object(*args, "fin")
+    assert info.value.status == 404
 
 
 def test_custom_resource_strategic_merge_is_unsupported(

@@ -158,7 +158,7 @@ def test_dropped_watch_streams(k8s_embedded_apiserver: APIServer, coord: Any) ->
     coord.create_namespaced_lease("default", lease("d"))
     w = watch.Watch()
     events = []
-    with pytest.raises(Exception) as info:  # noqa: B017 - urllib3 reports the broken stream
+    with pytest.raises(Exception) as info:
         for event in w.stream(coord.list_namespaced_lease, "default", timeout_seconds=30):
             events.append(event["type"])
             assert server.faults.drop_watches("leases") == 1

@@ -8,7 +8,6 @@ Conflict/NotFound/resourceVersion semantics are the real ones.
 from __future__ import annotations
 
 import threading
-from typing import Any
 
 import pytest
 from kubernetes import client

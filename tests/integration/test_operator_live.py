@@ -26,8 +26,17 @@ from operator_support import (
 from k8slease.elector import LeaderElector
 from k8slease.jobrecord import JobState, lease_with_job_state
 from k8slease.locks import JobLock
-from k8slease.names import ANN_FENCING_TOKEN, ANN_LAST_RUN, CRD_GROUP, CRD_PLURAL, CRD_VERSION
-from k8slease.names import LABEL_GROUP, LABEL_JOB, LABEL_ROLE, ROLE_JOB
+from k8slease.names import (
+    ANN_FENCING_TOKEN,
+    ANN_LAST_RUN,
+    CRD_GROUP,
+    CRD_PLURAL,
+    CRD_VERSION,
+    LABEL_GROUP,
+    LABEL_JOB,
+    LABEL_ROLE,
+    ROLE_JOB,
+)
 from k8slease.operator.crd import install_crd
 from k8slease.operator.registry import LABEL_AUTO_CREATED
 from k8slease.record import LeaseRecord, new_lease
@@ -69,7 +78,9 @@ def elector(server: APIServer, name: str, identity: str, **options: Any) -> Lead
     )
 
 
-def test_released_failover_is_recorded_with_its_gap(server: APIServer, api: client.ApiClient) -> None:
+def test_released_failover_is_recorded_with_its_gap(
+    server: APIServer, api: client.ApiClient
+) -> None:
     a = elector(server, "fo-released", "replica-a").start()
     assert a.wait_until_leading(5)
     b = elector(server, "fo-released", "replica-b").start()
@@ -95,10 +106,15 @@ def test_released_failover_is_recorded_with_its_gap(server: APIServer, api: clie
         "leadership events",
         lambda: [e for e in group_events(api, NS, "fo-released") if "replica-b" in e["message"]],
     )
-    assert events[0]["reason"] == "LeaderElected" and "after replica-a released" in events[0]["message"]
+    assert (
+        events[0]["reason"] == "LeaderElected"
+        and "after replica-a released" in events[0]["message"]
+    )
 
 
-def test_expired_failover_is_recorded_with_its_gap(server: APIServer, api: client.ApiClient) -> None:
+def test_expired_failover_is_recorded_with_its_gap(
+    server: APIServer, api: client.ApiClient
+) -> None:
     a = elector(server, "fo-expired", "replica-a", release_on_stop=False).start()
     assert a.wait_until_leading(5)
     b = elector(server, "fo-expired", "replica-b").start()
@@ -124,15 +140,19 @@ def test_job_runs_appear_with_holder_outcome_and_counts(
     create_group(api, NS, "jobs-grp")
     transport = LeaseTransport(server.api_client(), NS)
     tick = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=2)
-    lock_a = JobLock(transport, group="jobs-grp", job="nightly", identity="replica-a",
-                     lock_at_most_for=30)
-    lock_b = JobLock(transport, group="jobs-grp", job="nightly", identity="replica-b",
-                     lock_at_most_for=30)
+    lock_a = JobLock(
+        transport, group="jobs-grp", job="nightly", identity="replica-a", lock_at_most_for=30
+    )
+    lock_b = JobLock(
+        transport, group="jobs-grp", job="nightly", identity="replica-b", lock_at_most_for=30
+    )
     grant = lock_a.try_acquire(tick)
     assert grant is not None
     lock_a.finish(grant, "succeeded")
     status = wait_status(
-        api, NS, "jobs-grp",
+        api,
+        NS,
+        "jobs-grp",
         lambda s: any(j.get("lastRun", {}).get("holder") == "replica-a" for j in s.get("jobs", [])),
         "a's run",
     )
@@ -140,7 +160,9 @@ def test_job_runs_appear_with_holder_outcome_and_counts(
     assert grant is not None
     lock_b.finish(grant, "failed", error="boom")
     status = wait_status(
-        api, NS, "jobs-grp",
+        api,
+        NS,
+        "jobs-grp",
         lambda s: s.get("lastRunSummary") == "nightly@replica-b failed",
         "b's failed run",
     )
@@ -162,14 +184,17 @@ def test_missing_run_raises_the_condition_and_a_warning(
     spec = {"jobs": [{"name": "report", "schedule": "* * * * *", "graceSeconds": 50}]}
     create_group(api, NS, "missing-grp", spec)
     transport = LeaseTransport(server.api_client(), NS)
-    lock = JobLock(transport, group="missing-grp", job="report", identity="replica-a",
-                   lock_at_most_for=30)
+    lock = JobLock(
+        transport, group="missing-grp", job="report", identity="replica-a", lock_at_most_for=30
+    )
     minute = datetime.now(UTC).replace(second=0, microsecond=0)
     grant = lock.try_acquire(minute - timedelta(minutes=5))
     assert grant is not None
     lock.finish(grant, "succeeded")
     status = wait_status(
-        api, NS, "missing-grp",
+        api,
+        NS,
+        "missing-grp",
         lambda s: condition(s, "RunMissing").get("status") == "True",
         "RunMissing=True",
     )
@@ -187,7 +212,9 @@ def test_missing_run_raises_the_condition_and_a_warning(
     assert grant is not None
     lock.finish(grant, "succeeded")
     wait_status(
-        api, NS, "missing-grp",
+        api,
+        NS,
+        "missing-grp",
         lambda s: condition(s, "RunMissing").get("status") == "False",
         "RunMissing=False",
     )
@@ -229,7 +256,9 @@ def test_malformed_leases_and_specs_get_a_message_not_a_crash(
     spec = {"jobs": [{"name": "sync", "schedule": "61 * * * *"}]}  # passes the schema pattern
     create_group(api, NS, "bad-grp", spec)
     status = wait_status(
-        api, NS, "bad-grp",
+        api,
+        NS,
+        "bad-grp",
         lambda s: condition(s, "Degraded").get("status") == "True",
         "Degraded=True",
     )
@@ -240,11 +269,17 @@ def test_malformed_leases_and_specs_get_a_message_not_a_crash(
     assert condition(status, "Degraded")["reason"] == "MalformedSpec"
     # Fixing the spec clears that part; the operator kept running all along.
     client.CustomObjectsApi(api).patch_namespaced_custom_object(
-        CRD_GROUP, CRD_VERSION, NS, CRD_PLURAL, "bad-grp",
+        CRD_GROUP,
+        CRD_VERSION,
+        NS,
+        CRD_PLURAL,
+        "bad-grp",
         {"spec": {"jobs": [{"name": "sync", "schedule": "1 * * * *"}]}},
     )
     status = wait_status(
-        api, NS, "bad-grp",
+        api,
+        NS,
+        "bad-grp",
         lambda s: condition(s, "Degraded").get("reason") == "MalformedLease",
         "Degraded=MalformedLease",
     )
@@ -272,19 +307,28 @@ def test_kubectl_shows_the_printer_columns(server: APIServer, api: client.ApiCli
         kubectl = ["kubectl", "--kubeconfig", str(server.kubeconfig), "-n", NS]
         out = subprocess.run(
             [*kubectl, "get", "scheduledjobgroups", "kubectl-grp"],
-            capture_output=True, text=True, timeout=30, check=True,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
         ).stdout
         header, row = out.splitlines()[:2]
         assert header.split() == ["NAME", "LEADER", "TRANSITIONS", "LAST", "FAILOVER", "AGE"]
         assert row.split()[:3] == ["kubectl-grp", "replica-a", "0"]
         wide = subprocess.run(
             [*kubectl, "get", "sjg", "-o", "wide"],
-            capture_output=True, text=True, timeout=30, check=True,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
         ).stdout
         assert "LAST RUN" in wide and "MESSAGE" in wide
         described = subprocess.run(
             [*kubectl, "describe", "scheduledjobgroup", "kubectl-grp"],
-            capture_output=True, text=True, timeout=30, check=True,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
         ).stdout
         assert "Failovers:" in described and "LeaderElected" in described
     finally:

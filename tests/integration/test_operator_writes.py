@@ -1,13 +1,20 @@
 """The operator under the kopf CLI (``kopf run -m k8slease.operator.handlers``) never writes to a
-Lease: every Lease write the API server saw during the run is one the test made itself."""
+Lease: every Lease write the API server saw during the run is one the test made itself.
+
+kopf runs in a subprocess rather than in-process (``KopfRunner``) so that the handlers do not
+stay in kopf's process-wide default registry and run in other tests' operators."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
-from kopf.testing import KopfRunner
 from kubernetes import client
 from operator_support import FAST_ENV, condition, get_group, wait_status
 
@@ -22,29 +29,44 @@ LEASE_WRITES = ("create", "update", "patch", "delete", "deletecollection")
 
 
 @pytest.fixture
-def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[APIServer]:
+def server() -> Iterator[APIServer]:
     with APIServer() as srv:
         api = srv.api_client()
         install_crd(api)
         client.CoreV1Api(api).create_namespace({"metadata": {"name": NS}})
         api.close()
-        monkeypatch.setenv("KUBECONFIG", str(srv.kubeconfig))
-        monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
-        for key, value in FAST_ENV.items():
-            monkeypatch.setenv(key, value)
         yield srv
+
+
+@contextmanager
+def kopf_run(server: APIServer, log: Path) -> Iterator[subprocess.Popen[bytes]]:
+    env = dict(os.environ, KUBECONFIG=str(server.kubeconfig), **FAST_ENV)
+    env.pop("KUBERNETES_SERVICE_HOST", None)
+    kopf = Path(sys.executable).with_name("kopf")
+    args = [str(kopf), "run", "--standalone", "--namespace", NS, "-m", "k8slease.operator.handlers"]
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            yield proc
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=5)
 
 
 def lease_writes(server: APIServer) -> int:
     return sum(server.stats.count(verb, "leases") for verb in LEASE_WRITES)
 
 
-def test_operator_makes_no_lease_writes(server: APIServer) -> None:
+def test_operator_makes_no_lease_writes(server: APIServer, tmp_path: Path) -> None:
     api = server.api_client()
     transport = LeaseTransport(api, NS)
     ours = 0
-    args = ["run", "--standalone", "--namespace", NS, "-m", "k8slease.operator.handlers"]
-    with KopfRunner(args, timeout=30) as runner:
+    log = tmp_path / "kopf.log"
+    with kopf_run(server, log) as proc:
         now = datetime.now(UTC)
         leases = {}
         for group in ("w1", "w2", "w3"):
@@ -70,13 +92,15 @@ def test_operator_makes_no_lease_writes(server: APIServer) -> None:
         # Nobody renews now: the operator keeps evaluating (LeaderElected turns False) on its own.
         for group in leases:
             wait_status(
-                api, NS, group,
+                api,
+                NS,
+                group,
                 lambda s: condition(s, "LeaderElected").get("reason") == "LeaseExpired",
                 f"{group} expired",
             )
         writes_seen = lease_writes(server)
         patches = server.stats.count("patch", "scheduledjobgroups/status")
-    assert runner.exception is None, runner.exception
+        assert proc.poll() is None, log.read_text()[-3000:]
     assert writes_seen == ours, server.stats.snapshot()
     assert server.stats.count("patch", "leases") == 0
     for group in leases:

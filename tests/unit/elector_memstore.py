@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import threading
 from collections.abc import Callable, Iterator, Mapping
+from functools import partial
 from typing import Any
 
 from k8slease.errors import AlreadyExists, Conflict, NotFound, TransportError, Unavailable
@@ -116,6 +117,9 @@ class MemoryTransport:
         self._maybe_fail("update")
         return self.store.replace(name, body)
 
+    def _has_news(self, index: int) -> bool:
+        return len(self.store.history) > index or self._closed.is_set() or not self.watch_enabled
+
     def close_watches(self) -> None:
         self._closed.set()
         with self.store.cond:
@@ -151,12 +155,7 @@ class MemoryTransport:
                 yield WatchEvent(kind, lease)
         while not self._closed.is_set():
             with self.store.cond:
-                self.store.cond.wait_for(
-                    lambda: len(self.store.history) > index
-                    or self._closed.is_set()
-                    or not self.watch_enabled,
-                    timeout=0.5,
-                )
+                self.store.cond.wait_for(partial(self._has_news, index), timeout=0.5)
                 if not self.watch_enabled:
                     raise Unavailable("watch: stream broke")
                 batch = self.store.history[index:]

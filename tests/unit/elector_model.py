@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from elector_memstore import MemoryLeaseStore
+
 from k8slease.config import ElectionTiming
 from k8slease.errors import NotFound, TransportError, Unavailable
 from k8slease.machine import (
@@ -25,8 +27,6 @@ from k8slease.machine import (
     StoppedLeading,
     Update,
 )
-
-from elector_memstore import MemoryLeaseStore
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 NAME = "demo"
@@ -188,9 +188,7 @@ class Cluster:
     # -- observations ----------------------------------------------------------------------------
 
     def believers(self) -> list[int]:
-        return [
-            i for i, r in enumerate(self.replicas) if r.machine.believes_leading(self.mono(i))
-        ]
+        return [i for i, r in enumerate(self.replicas) if r.machine.believes_leading(self.mono(i))]
 
     def leader(self) -> int | None:
         believers = self.believers()

@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from k8slease.clock import FakeClock
 from k8slease.config import ElectionTiming
 from k8slease.decide import (
     CandidateAction,
@@ -21,13 +22,14 @@ from k8slease.decide import (
     takeover_at,
 )
 from k8slease.errors import ConfigError
-from k8slease.observe import LeaseObserver, Observations
-from k8slease.clock import FakeClock
 from k8slease.names import ANN_FENCING_TOKEN
+from k8slease.observe import LeaseObserver, Observations
 from k8slease.record import LeaseRecord
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
-HELD = LeaseRecord(holder="other", duration_seconds=15, renew_time=T0, transitions=2, fencing_token=7)
+HELD = LeaseRecord(
+    holder="other", duration_seconds=15, renew_time=T0, transitions=2, fencing_token=7
+)
 MALFORMED = LeaseRecord(holder="<malformed>", problems=("holderIdentity is not a string",))
 
 
@@ -51,7 +53,9 @@ def test_an_absent_lease_may_be_created_at_once_unless_it_was_just_deleted_while
     assert not may_take(
         None, 5.0, 64.0, identity="me", fallback_duration=60.0, held_before_absence=HELD
     )
-    assert may_take(None, 5.0, 65.0, identity="me", fallback_duration=60.0, held_before_absence=HELD)
+    assert may_take(
+        None, 5.0, 65.0, identity="me", fallback_duration=60.0, held_before_absence=HELD
+    )
 
 
 def test_a_lease_naming_me_may_be_retaken_through_a_conditional_write() -> None:
@@ -166,16 +170,17 @@ def test_leader_renews_when_due_and_steps_down_at_the_deadline_first() -> None:
     assert decide_leader(now=110.0, **kw).until == 120.0
     assert decide_leader(now=120.0, **kw).action is LeaderAction.RENEW
     assert decide_leader(now=140.0, **kw).action is LeaderAction.STEP_DOWN
-    late = decide_leader(last_success_sent_at=100.0, next_attempt_at=150.0, renew_deadline=40.0,
-                         now=130.0)
+    late = decide_leader(
+        last_success_sent_at=100.0, next_attempt_at=150.0, renew_deadline=40.0, now=130.0
+    )
     assert late.until == 140.0, "a wait never goes past the deadline"
 
 
 def test_candidate_steps() -> None:
     kw = {"identity": "me", "fallback_duration": 60.0}
-    assert decide_candidate(record=None, exists=False, first_seen_at=None, now=0.0, **kw).action is (
-        CandidateAction.READ
-    )
+    assert decide_candidate(
+        record=None, exists=False, first_seen_at=None, now=0.0, **kw
+    ).action is (CandidateAction.READ)
     assert decide_candidate(record=None, exists=False, first_seen_at=0.0, now=0.0, **kw).action is (
         CandidateAction.CREATE
     )
@@ -258,7 +263,8 @@ def test_timing_defaults_and_derived_values() -> None:
     assert timing.lease_duration_seconds == 60
     assert timing.timeout == 10.0
     assert timing.renew_retry_interval == 5.0
-    short = ElectionTiming(lease_duration=2, renew_interval=0.5, renew_deadline=1.5,
-                           retry_interval=1.0)
+    short = ElectionTiming(
+        lease_duration=2, renew_interval=0.5, renew_deadline=1.5, retry_interval=1.0
+    )
     assert short.timeout == pytest.approx(0.5)
     assert short.renew_retry_interval == pytest.approx(0.25)

@@ -129,9 +129,11 @@ def test_crash_takeover_happens_only_after_the_lease_duration_of_unchanged_obser
         c.advance(0.25)
         c.deliver_watch(alive, 100)
         c.roundtrip(alive)
-        assert c.replicas[alive].machine.believes_leading(c.mono(alive)) is (
-            c.mono(alive) >= first_seen + 10
-        ) or c.mono(alive) >= first_seen + 10
+        assert (
+            c.replicas[alive].machine.believes_leading(c.mono(alive))
+            is (c.mono(alive) >= first_seen + 10)
+            or c.mono(alive) >= first_seen + 10
+        )
     assert c.mono(alive) >= first_seen + 10
     assert lease_record(c).transitions == 1
     assert lease_record(c).fencing_token == 2

@@ -116,7 +116,7 @@ skews = st.lists(st.floats(min_value=-1e5, max_value=1e5), min_size=N, max_size=
 
 
 @settings(
-    max_examples=300,
+    max_examples=200,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
@@ -125,7 +125,7 @@ def test_never_two_leaders(ops: list[Op], offsets: list[float], skews: list[floa
     run(ops, offsets, skews)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ops=st.lists(no_edit_step, min_size=150, max_size=300), offsets=offsets, skews=skews)
 def test_fencing_tokens_strictly_increase_with_every_grant(
     ops: list[Op], offsets: list[float], skews: list[float]

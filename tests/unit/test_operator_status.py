@@ -452,3 +452,10 @@ def test_observe_ignores_nameless_bodies(garbage: dict[str, Any]) -> None:
     f.observe(garbage, at(0))
     assert f.leases == {}
     assert LABEL_GROUP  # imported for readers: Leases are found by this label
+
+
+def test_an_expired_lease_does_not_change_the_status_at_every_evaluation() -> None:
+    f = fold()
+    f.observe(leader_lease("billing", "a", renew=0, duration=10), at(0))
+    later = [significant(f.render(SPEC, at(t))) for t in (20, 25, 300)]
+    assert later[0] == later[1] == later[2]

@@ -109,8 +109,10 @@ def test_empty_holder_is_written_as_absent() -> None:
         ({"metadata": {}, "spec": {"holderIdentity": "a", "leaseDurationSeconds": "x"}}, "integer"),
         ({"metadata": {}, "spec": {"holderIdentity": "a"}}, "missing"),
         (
-            {"metadata": {}, "spec": {"holderIdentity": "a", "leaseDurationSeconds": 5,
-                                      "renewTime": "soon"}},
+            {
+                "metadata": {},
+                "spec": {"holderIdentity": "a", "leaseDurationSeconds": 5, "renewTime": "soon"},
+            },
             "renewTime",
         ),
         (

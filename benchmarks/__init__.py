@@ -1,0 +1,1 @@
+"""Benchmarks of k8slease (run each as ``python -m benchmarks.<name>``)."""

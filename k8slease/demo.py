@@ -1,0 +1,383 @@
+"""``python -m k8slease demo``: the whole story in about a minute, on a laptop with no cluster.
+
+It starts the embedded API server (or uses ``--kubeconfig``), installs the ScheduledJobGroup CRD,
+starts the operator and three replicas of ``examples/billing_app.py`` as separate processes, and
+narrates what they log: who leads, which replica ran which invoice tick. It then kills the leader
+(SIGKILL), later stops the new leader gracefully (SIGTERM), prints the group as ``kubectl get`` /
+``describe`` show it (or ``k8slease status`` without kubectl), checks from the shared invoice
+store that no tick ran twice, and exits 0 when everything held.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import queue
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import yaml
+
+#: The demo's replicas run the example app from the repository checkout.
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLE = REPO / "examples" / "billing_app.py"
+CRD = Path(__file__).resolve().parent / "operator" / "crd.yaml"
+GROUP = "billing"
+JOB = "nightly-invoices"
+
+
+@dataclass
+class Replica:
+    """One replica process and what it told us."""
+
+    name: str
+    process: subprocess.Popen[str]
+    identity: str = ""
+    alive: bool = True
+
+
+@dataclass
+class Narrator:
+    """Prints the demo's story with a clock relative to its start; collects what it saw."""
+
+    started: float = field(default_factory=time.monotonic)
+    events: queue.Queue[tuple[str, dict[str, Any]]] = field(default_factory=queue.Queue)
+    runs: list[tuple[str, str, int]] = field(default_factory=list)
+    leaders: list[tuple[float, str, int]] = field(default_factory=list)
+
+    def say(self, text: str) -> None:
+        print(f"[{time.monotonic() - self.started:6.1f}s] {text}", flush=True)
+
+    def follow(self, name: str, stream: IO[str]) -> None:
+        """Read a replica's JSON log lines (in a thread) and queue the interesting ones."""
+        for line in stream:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(event, dict):
+                self.events.put((name, event))
+
+    def next_event(self, timeout: float) -> tuple[str, dict[str, Any]] | None:
+        try:
+            name, event = self.events.get(timeout=timeout)
+        except queue.Empty:
+            return None
+        kind = event.get("event")
+        if kind == "leader.started":
+            token = int(event.get("fencing_token") or 0)
+            self.leaders.append((time.monotonic(), name, token))
+            self.say(f"{name} leads now (identity {event.get('identity')}, fencing token {token})")
+        elif kind == "job.finished" and event.get("job") == JOB:
+            tick = str(event.get("tick", ""))
+            token = int(event.get("fencing_token") or 0)
+            self.runs.append((tick, name, token))
+            self.say(
+                f"{name} ran {JOB} for tick {tick[11:19]}: {event.get('outcome')} "
+                f"(fencing token {token})"
+            )
+        elif kind == "leader.stopped":
+            self.say(f"{name} stopped leading ({event.get('reason')})")
+        return name, event
+
+
+class Demo:
+    """Runs the demo's phases; ``quick`` shortens them (for the test that covers the demo)."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.narrator = Narrator()
+        self.replicas: list[Replica] = []
+        self.operator: subprocess.Popen[str] | None = None
+        self.workdir = Path(tempfile.mkdtemp(prefix="k8slease-demo-"))
+        self.store = self.workdir / "invoices.sqlite"
+        self.kubeconfig = ""
+        self.namespace = args.namespace
+        self.failures: list[str] = []
+
+    # -- set-up --------------------------------------------------------------------------------
+
+    def env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env["KUBECONFIG"] = self.kubeconfig
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+        env["PYTHONUNBUFFERED"] = "1"
+        return env
+
+    def prepare_cluster(self, api_client: Any) -> None:
+        from kubernetes import client
+        from kubernetes.client.exceptions import ApiException
+
+        core = client.CoreV1Api(api_client)
+        try:
+            core.create_namespace(
+                client.V1Namespace(metadata=client.V1ObjectMeta(name=self.namespace))
+            )
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+        ext = client.ApiextensionsV1Api(api_client)
+        try:
+            manifest: Any = yaml.safe_load(CRD.read_text())
+            ext.create_custom_resource_definition(manifest)
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+
+    def start_operator(self) -> None:
+        command = [
+            sys.executable,
+            "-m",
+            "k8slease",
+            "operator",
+            "--namespace",
+            self.namespace,
+            "--kubeconfig",
+            self.kubeconfig,
+        ]
+        log = open(self.workdir / "operator.log", "w")  # noqa: SIM115 - kept open while it runs
+        self.operator = subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, text=True, env=self.env(), cwd=REPO
+        )
+        self.narrator.say(f"operator started (pid {self.operator.pid}, log {log.name})")
+
+    def start_replica(self, index: int) -> Replica:
+        name = f"replica-{index}"
+        env = self.env()
+        env["POD_NAME"] = name
+        env["POD_NAMESPACE"] = self.namespace
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "examples.billing_app",
+                "--kubeconfig",
+                self.kubeconfig,
+                "--namespace",
+                self.namespace,
+                "--group",
+                GROUP,
+                "--store",
+                str(self.store),
+                "--fast",
+                "--log-level",
+                "info",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            env=env,
+            cwd=REPO,
+        )
+        replica = Replica(name, process)
+        assert process.stdout is not None
+        threading.Thread(
+            target=self.narrator.follow, args=(name, process.stdout), daemon=True
+        ).start()
+        self.replicas.append(replica)
+        return replica
+
+    # -- phases --------------------------------------------------------------------------------
+
+    def wait_for(self, what: str, predicate: Any, timeout: float) -> bool:
+        """Narrate events until ``predicate()`` holds; record a failure after ``timeout``."""
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self.failures.append(f"timed out waiting for {what}")
+                self.narrator.say(f"!! timed out waiting for {what}")
+                return False
+            self.narrator.next_event(min(left, 0.5))
+        return True
+
+    def leader(self) -> Replica | None:
+        if not self.narrator.leaders:
+            return None
+        name = self.narrator.leaders[-1][1]
+        return next((r for r in self.replicas if r.name == name and r.alive), None)
+
+    def runs_after(self, count: int) -> Any:
+        return lambda: len(self.narrator.runs) >= count
+
+    def failover(self, how: signal.Signals) -> None:
+        leader = self.leader()
+        if leader is None:
+            self.failures.append("no leader to stop")
+            return
+        leaders_before = len(self.narrator.leaders)
+        verb = "killing" if how is signal.SIGKILL else "stopping"
+        self.narrator.say(f">> {verb} the leader {leader.name} with {how.name}")
+        sent = time.monotonic()
+        leader.process.send_signal(how)
+        leader.alive = False
+        if self.wait_for("a new leader", lambda: len(self.narrator.leaders) > leaders_before, 20):
+            took = self.narrator.leaders[-1][0] - sent
+            self.narrator.say(
+                f"<< {self.narrator.leaders[-1][1]} took over {took:.2f} s after {how.name}"
+            )
+
+    def run(self) -> int:
+        from k8slease.apiclient import default_api_client
+
+        if not EXAMPLE.exists():
+            print(
+                f"k8slease demo: {EXAMPLE} not found; run it from a k8slease checkout (make demo)",
+                file=sys.stderr,
+            )
+            return 2
+        with self.api_server() as kubeconfig:
+            self.kubeconfig = kubeconfig
+            print(
+                f"kubeconfig: {kubeconfig}\n  try: kubectl --kubeconfig {kubeconfig} "
+                f"get leases,scheduledjobgroups -n {self.namespace}",
+                flush=True,
+            )
+            api_client = default_api_client(kubeconfig=kubeconfig)
+            self.prepare_cluster(api_client)
+            if not self.args.no_operator:
+                self.start_operator()
+            try:
+                self.story()
+                self.show(api_client)
+            finally:
+                self.shutdown()
+            self.verify()
+        if self.failures:
+            print("\nDEMO FAILED:\n  " + "\n  ".join(self.failures), flush=True)
+            return 1
+        print("\nDemo finished: one leader at a time, every invoice tick ran exactly once.")
+        return 0
+
+    def story(self) -> None:
+        quick = self.args.quick
+        for index in range(self.args.replicas):
+            replica = self.start_replica(index)
+            self.narrator.say(f"{replica.name} started (pid {replica.process.pid})")
+        if not self.wait_for("the first leader", lambda: bool(self.narrator.leaders), 20):
+            return
+        self.wait_for("invoice runs", self.runs_after(1 if quick else 3), 30)
+        self.failover(signal.SIGKILL)
+        self.wait_for(
+            "invoice runs", self.runs_after(len(self.narrator.runs) + (1 if quick else 2)), 30
+        )
+        if self.args.replicas >= 3:
+            self.failover(signal.SIGTERM)
+            self.wait_for("invoice runs", self.runs_after(len(self.narrator.runs) + 1), 30)
+
+    @contextlib.contextmanager
+    def api_server(self) -> Iterator[str]:
+        if self.args.kubeconfig:
+            yield self.args.kubeconfig
+            return
+        from k8slease.testing.server import APIServer
+
+        with APIServer() as server:
+            self.narrator.say(f"embedded API server at {server.url}")
+            yield str(server.kubeconfig)
+
+    def shutdown(self) -> None:
+        if self.operator is not None and self.operator.poll() is None:
+            self.operator.kill()
+        for replica in self.replicas:
+            if replica.alive:
+                replica.process.send_signal(signal.SIGTERM)
+        for replica in self.replicas:
+            try:
+                replica.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                replica.process.kill()
+                replica.process.wait()
+        # Drain what the replicas said while stopping.
+        while self.narrator.next_event(0.05) is not None:
+            pass
+
+    def show(self, api_client: Any) -> None:
+        if self.operator is not None:
+            self.wait_for_operator(api_client)
+        kubectl = shutil.which("kubectl")
+        print("", flush=True)
+        if kubectl and not self.args.no_kubectl:
+            base = [kubectl, "--kubeconfig", self.kubeconfig, "-n", self.namespace]
+            for extra in (
+                ["get", "scheduledjobgroups", "-o", "wide"],
+                ["get", "leases"],
+                ["describe", "scheduledjobgroup", GROUP],
+            ):
+                print(f"$ kubectl {' '.join(extra)} -n {self.namespace}", flush=True)
+                subprocess.run(base + extra, check=False, timeout=30)
+                print("", flush=True)
+        else:
+            from k8slease.status import render_status
+
+            print(f"$ k8slease status {GROUP} -n {self.namespace}")
+            print(render_status(api_client, namespace=self.namespace, group=GROUP), flush=True)
+        if self.operator is not None:
+            self.operator.send_signal(signal.SIGTERM)
+            try:
+                self.operator.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.operator.kill()
+
+    def wait_for_operator(self, api_client: Any) -> None:
+        """Give the operator a bounded moment to write the last failover into the status."""
+        from kubernetes import client
+        from kubernetes.client.exceptions import ApiException
+
+        api = client.CustomObjectsApi(api_client)
+        deadline = time.monotonic() + 20
+        wanted = len(self.narrator.leaders)
+        while time.monotonic() < deadline:
+            try:
+                group: Any = api.get_namespaced_custom_object(
+                    "k8slease.io", "v1alpha1", self.namespace, "scheduledjobgroups", GROUP
+                )
+            except ApiException:
+                group = {}
+            status = group.get("status") or {}
+            if len(status.get("failovers") or []) >= wanted:
+                return
+            time.sleep(0.5)
+        self.failures.append("the operator did not report every leadership change in time")
+
+    def verify(self) -> None:
+        from collections import Counter
+
+        ticks = Counter(tick for tick, _, _ in self.narrator.runs)
+        twice = sorted(tick for tick, count in ticks.items() if count > 1)
+        if twice:
+            self.failures.append(f"ticks that ran more than once: {twice}")
+        if self.store.exists():
+            import sqlite3
+
+            with contextlib.closing(sqlite3.connect(self.store)) as db:
+                stored = [row[0] for row in db.execute("SELECT tick FROM runs")]
+            dup = sorted(t for t, c in Counter(stored).items() if c > 1)
+            if dup:
+                self.failures.append(f"the invoice store recorded ticks twice: {dup}")
+            print(f"invoice store: {len(stored)} runs, {len(set(stored))} distinct ticks")
+        if len(self.narrator.leaders) < (3 if self.args.replicas >= 3 else 2):
+            self.failures.append(f"expected failovers, saw leaders {self.narrator.leaders}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="k8slease demo", description=__doc__.splitlines()[0])
+    parser.add_argument("--kubeconfig", help="run against this cluster instead of an embedded one")
+    parser.add_argument("--namespace", "-n", default="k8slease-demo")
+    parser.add_argument("--replicas", type=int, default=3, choices=range(2, 10), metavar="N")
+    parser.add_argument("--quick", action="store_true", help="fewer runs per phase (tests)")
+    parser.add_argument("--no-operator", action="store_true", help="do not start the operator")
+    parser.add_argument("--no-kubectl", action="store_true", help="use k8slease status")
+    args = parser.parse_args(argv)
+    return Demo(args).run()

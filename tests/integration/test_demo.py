@@ -1,0 +1,37 @@
+"""``make demo`` in its quick mode: processes, a SIGKILL and a SIGTERM failover, the operator,
+and the final check that no invoice tick ran twice (the demo exits non-zero otherwise)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("use_kubectl", [True, False], ids=["kubectl", "k8slease-status"])
+def test_the_demo_runs_the_whole_story_and_exits_zero(use_kubectl: bool) -> None:
+    if use_kubectl and shutil.which("kubectl") is None:
+        pytest.skip("kubectl is not on PATH")
+    command = [sys.executable, "-m", "k8slease", "demo", "--quick"]
+    if not use_kubectl:
+        command.append("--no-kubectl")
+    result = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=240)
+    out = result.stdout
+    assert result.returncode == 0, out + result.stderr
+    assert "kubeconfig: " in out
+    assert re.search(r"took over [0-9.]+ s after SIGKILL", out)
+    graceful = re.search(r"took over ([0-9.]+) s after SIGTERM", out)
+    assert graceful and float(graceful.group(1)) < 1.0
+    assert "every invoice tick ran exactly once" in out
+    if use_kubectl:
+        assert re.search(r"^billing\s+replica-\d-\w+\s+\d+", out, re.MULTILINE), out
+    else:
+        assert "GROUP billing" in out and "nightly-invoices" in out
+        assert "failover history (from the operator):" in out

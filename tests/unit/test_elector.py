@@ -1,0 +1,351 @@
+"""The LeaderElector runner: threads, callbacks, watch, release, health, metrics and signals.
+
+These use an in-memory transport (tests/unit/elector_memstore.py) and short real durations; the
+same behaviours against the embedded API server are in tests/integration/test_elector.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from elector_memstore import MemoryLeaseStore, MemoryTransport
+
+from k8slease import LeaderElector, LeadershipContext
+from k8slease.clock import FakeClock
+from k8slease.errors import ConfigError, Unavailable
+from k8slease.machine import Create, Read
+from k8slease.metrics import NoopMetrics, PrometheusMetrics
+from k8slease.record import record_from_lease
+
+FAST = {
+    "namespace": "default",
+    "lease_duration": 2,
+    "renew_interval": 0.3,
+    "renew_deadline": 1.0,
+    "retry_interval": 0.5,
+}
+
+
+@pytest.fixture
+def store() -> MemoryLeaseStore:
+    return MemoryLeaseStore()
+
+
+@pytest.fixture
+def electors() -> Iterator[list[LeaderElector]]:
+    made: list[LeaderElector] = []
+    yield made
+    for elector in made:
+        elector.stop(timeout=5)
+
+
+def make(
+    store: MemoryLeaseStore, made: list[LeaderElector], identity: str, **kwargs: Any
+) -> LeaderElector:
+    options: dict[str, Any] = {**FAST, "metrics": NoopMetrics(), **kwargs}
+    transport = options.pop("transport", None) or MemoryTransport(store)
+    elector = LeaderElector("demo", identity=identity, transport=transport, **options)
+    made.append(elector)
+    return elector
+
+
+def holder(store: MemoryLeaseStore) -> str:
+    return record_from_lease(store.get("demo")).holder
+
+
+# -- construction ----------------------------------------------------------------------------
+
+
+def test_defaults_come_from_the_pod_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("POD_NAMESPACE", "payments")
+    monkeypatch.setenv("POD_NAME", "web-0")
+    elector = LeaderElector(
+        "billing", metrics=NoopMetrics(), transport=MemoryTransport(MemoryLeaseStore())
+    )
+    assert elector.namespace == "payments"
+    assert elector.identity.startswith("web-0-") and len(elector.identity) == len("web-0-") + 5
+    assert elector.group == "billing"
+    assert (elector.timing.lease_duration, elector.timing.renew_interval) == (60.0, 20.0)
+    assert (elector.timing.renew_deadline, elector.timing.retry_interval) == (40.0, 5.0)
+    assert not elector.is_leader and elector.fencing_token is None and elector.healthy()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "fragment"),
+    [
+        ({"name": "Not_A_Name"}, "DNS subdomain"),
+        ({"name": ""}, "non-empty"),
+        ({"namespace": "Bad Namespace"}, "DNS label"),
+        ({"identity": "  "}, "identity"),
+        ({"lease_duration": 1.5}, "whole number"),
+        ({"renew_interval": 50.0}, "renew_interval"),
+        ({"renew_deadline": 70.0}, "renew_deadline"),
+        ({"on_started_leading": "run"}, "callable"),
+        ({"group": "x" * 64}, "label value"),
+    ],
+)
+def test_configuration_errors_are_raised_in_the_constructor(
+    kwargs: dict[str, Any], fragment: str
+) -> None:
+    options: dict[str, Any] = {"name": "billing", "namespace": "default", **kwargs}
+    name = options.pop("name")
+    with pytest.raises(ConfigError, match=fragment):
+        LeaderElector(name, metrics=NoopMetrics(), **options)
+
+
+# -- leading ---------------------------------------------------------------------------------
+
+
+def test_one_of_three_leads_and_callbacks_come_in_order(
+    store: MemoryLeaseStore, electors: list[LeaderElector]
+) -> None:
+    log: list[tuple[str, str, Any]] = []
+    lock = threading.Condition()
+
+    def started(ctx: LeadershipContext) -> None:
+        with lock:
+            log.append(("started", ctx.identity, ctx.fencing_token))
+            lock.notify_all()
+        ctx.lost.wait()
+
+    def stopped(ctx: LeadershipContext) -> None:
+        with lock:
+            log.append(("stopped", ctx.identity, ctx.fencing_token))
+
+    group = [
+        make(store, electors, f"r{i}", on_started_leading=started, on_stopped_leading=stopped)
+        for i in range(3)
+    ]
+    for elector in group:
+        elector.start()
+    assert store.wait_for(lambda: "demo" in store.leases and holder(store) != "", 5)
+    first = next(e for e in group if e.identity == holder(store))
+    assert first.wait_until_leading(5)
+    assert [e.is_leader for e in group].count(True) == 1
+    first.stop()
+    assert not first.is_leader
+    second = next(e for e in group if e is not first and e.wait_until_leading(2))
+    assert second.fencing_token == 2
+    with lock:
+        assert lock.wait_for(lambda: len(log) >= 3, 5)
+        assert log[:3] == [
+            ("started", first.identity, 1),
+            ("stopped", first.identity, 1),
+            ("started", second.identity, 2),
+        ]
+
+
+def test_work_that_returns_releases_the_lease_and_leadership_moves(
+    store: MemoryLeaseStore, electors: list[LeaderElector]
+) -> None:
+    stops: list[int] = []
+    a = make(
+        store,
+        electors,
+        "a",
+        on_started_leading=lambda ctx: None,
+        on_stopped_leading=lambda ctx: stops.append(ctx.fencing_token),
+    ).start()
+    assert store.wait_for(lambda: len(stops) == 1, 5), "stopped after the work returned"
+    assert store.wait_for(lambda: "demo" in store.leases and holder(store) == "", 5)
+    b = make(store, electors, "b", on_started_leading=lambda ctx: ctx.lost.wait()).start()
+    assert b.wait_until_leading(5)
+    assert not a.is_leader
+
+
+def test_work_that_raises_is_logged_and_released(
+    store: MemoryLeaseStore, electors: list[LeaderElector]
+) -> None:
+    def boom(ctx: LeadershipContext) -> None:
+        raise RuntimeError("scheduler failed to start")
+
+    stopped = threading.Event()
+    make(
+        store, electors, "a", on_started_leading=boom, on_stopped_leading=lambda: stopped.set()
+    ).start()
+    assert stopped.wait(5)
+    assert store.wait_for(lambda: holder(store) == "", 5)
+
+
+def test_failing_callbacks_never_kill_the_elector(
+    store: MemoryLeaseStore, electors: list[LeaderElector]
+) -> None:
+    def bad(*_: Any) -> None:
+        raise ValueError("callback bug")
+
+    a = make(store, electors, "a", on_new_leader=bad, on_stopped_leading=bad).start()
+    assert a.wait_until_leading(5)
+    a.stop()
+    assert a.wait(5) and holder(store) == ""
+
+
+def test_renew_failures_end_leadership_at_the_deadline_and_it_comes_back(
+    store: MemoryLeaseStore, electors: list[LeaderElector]
+) -> None:
+    transport = MemoryTransport(store)
+    stopped_at: list[float] = []
+    a = make(
+        store,
+        electors,
+        "a",
+        transport=transport,
+        on_stopped_leading=lambda: stopped_at.append(time.monotonic()),
+    ).start()
+    assert a.wait_until_leading(5)
+    broken_at = time.monotonic()
+    transport.fail_always["update"] = Unavailable("503")
+    assert store.wait_for(lambda: bool(stopped_at), 3)
+    assert not a.is_leader and a.healthy()
+    assert stopped_at[0] - broken_at <= 1.0 + 0.2, "within renew_deadline of the last good send"
+    del transport.fail_always["update"]
+    assert a.wait_until_leading(5), "a candidate again: it re-acquires"
+    assert a.fencing_token == 2
+
+
+def test_watch_unavailable_falls_back_to_polling(
+    store: MemoryLeaseStore, electors: list[LeaderElector]
+) -> None:
+    t_a, t_b = MemoryTransport(store), MemoryTransport(store)
+    t_b.watch_enabled = False
+    a = make(store, electors, "a", transport=t_a, release_on_stop=False).start()
+    assert a.wait_until_leading(5)
+    b = make(store, electors, "b", transport=t_b).start()
+    a.stop()  # no release: b must wait the lease out, polling
+    stopped = time.monotonic()
+    assert b.wait_until_leading(5)
+    assert time.monotonic() - stopped >= 2 - 0.3 - 0.01
+    assert t_b.calls.count("get") >= 2
+
+
+def test_async_work_in_a_thread_is_cancelled_on_loss(
+    store: MemoryLeaseStore, electors: list[LeaderElector]
+) -> None:
+    cancelled = threading.Event()
+    running = threading.Event()
+
+    async def work(ctx: LeadershipContext) -> None:
+        running.set()
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    a = make(store, electors, "a", on_started_leading=work).start()
+    assert running.wait(5)
+    a.stop()
+    assert cancelled.is_set()
+
+
+def test_healthy_is_false_when_leading_but_stale() -> None:
+    """What client-go's healthz checks: a leader whose renewals stopped for too long is stuck.
+
+    The elector is not started (no watchdog to step down); its machine is driven by hand.
+    """
+    clock = FakeClock()
+    store = MemoryLeaseStore()
+    elector = LeaderElector(
+        "demo",
+        identity="a",
+        clock=clock,
+        transport=MemoryTransport(store),
+        metrics=NoopMetrics(),
+        **FAST,
+    )
+    machine = elector._machine
+    assert isinstance(machine.next_command(clock.monotonic(), clock.now()), Read)
+    machine.read_done(None, now=clock.monotonic())
+    create = machine.next_command(clock.monotonic(), clock.now())
+    assert isinstance(create, Create)
+    machine.write_done(store.create(create.body), sent_at=clock.monotonic(), now=clock.monotonic())
+    assert elector.is_leader and elector.healthy()
+    clock.advance(1.0 + 0.3 - 0.01)  # renew_deadline + margin (renew_interval) not yet passed
+    assert elector.healthy() and not elector.is_leader
+    clock.advance(0.02)
+    assert not elector.healthy()
+    assert elector.healthy(margin=1.0)
+
+
+def test_prometheus_metrics_are_recorded(
+    store: MemoryLeaseStore, electors: list[LeaderElector]
+) -> None:
+    from prometheus_client import CollectorRegistry
+
+    registry = CollectorRegistry()
+    a = make(store, electors, "a", metrics=PrometheusMetrics(registry)).start()
+    assert a.wait_until_leading(5)
+    labels = {"lease": "demo", "identity": "a"}
+    assert registry.get_sample_value("k8slease_is_leader", labels) == 1.0
+    assert store.wait_for(lambda: len(store.writes) >= 3, 5)
+    assert (registry.get_sample_value("k8slease_renew_seconds_count", {"lease": "demo"}) or 0) >= 1
+    a.stop()
+    assert registry.get_sample_value("k8slease_is_leader", labels) == 0.0
+    assert (
+        registry.get_sample_value(
+            "k8slease_leader_transitions_total", {"lease": "demo", "event": "stopped"}
+        )
+        == 1.0
+    )
+
+
+def test_sigterm_stops_gracefully_with_release(
+    store: MemoryLeaseStore, electors: list[LeaderElector]
+) -> None:
+    previous = signal.getsignal(signal.SIGTERM)
+    a = make(store, electors, "a", handle_signals=True).start()
+    try:
+        assert a.wait_until_leading(5)
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert a.wait(5)
+        assert holder(store) == ""
+    finally:
+        a.stop()
+        assert signal.getsignal(signal.SIGTERM) is previous
+
+
+def test_asyncio_integration_runs_coroutines_on_the_loop_and_cancels_them(
+    store: MemoryLeaseStore,
+) -> None:
+    from k8slease.aio import AsyncLeaderElector
+
+    seen: dict[str, Any] = {}
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+
+        async def lead(ctx: LeadershipContext) -> None:
+            seen["loop"] = asyncio.get_running_loop() is loop
+            seen["token"] = ctx.fencing_token
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                seen["cancelled"] = True
+                raise
+
+        async def stopped(ctx: LeadershipContext) -> None:
+            seen["stopped_on_loop"] = asyncio.get_running_loop() is loop
+
+        async with AsyncLeaderElector(
+            "demo",
+            identity="a",
+            transport=MemoryTransport(store),
+            metrics=NoopMetrics(),
+            on_started_leading=lead,
+            on_stopped_leading=stopped,
+            **FAST,
+        ) as elector:
+            await asyncio.wait_for(elector.wait_until_leading(), 5)
+            assert elector.is_leader and elector.fencing_token == 1 and elector.healthy()
+        assert not elector.is_leader
+        await asyncio.wait_for(elector.wait_until_not_leading(), 1)
+
+    asyncio.run(main())
+    assert seen == {"loop": True, "token": 1, "cancelled": True, "stopped_on_loop": True}
+    assert holder(store) == ""
