@@ -268,13 +268,13 @@ class ResourceAPI:
             )  # fmt: skip
         if meta.get("finalizers"):
             if meta.get("deletionTimestamp"):
-                return 202, view(rt, old)
+                return 200, view(rt, old)
             marked = deepcopy(old)
             marked["metadata"]["deletionTimestamp"] = now_rfc3339()
             marked["metadata"]["deletionGracePeriodSeconds"] = 0
             if rt.tracks_generation:
                 marked["metadata"]["generation"] = meta.get("generation", 0) + 1
-            return 202, view(rt, self._commit(rt.key, "MODIFIED", marked))
+            return 200, view(rt, self._commit(rt.key, "MODIFIED", marked))
         removed = self._remove(rt, deepcopy(old))
         if rt.plural == "namespaces" and not rt.group:
             removed = deepcopy(removed)

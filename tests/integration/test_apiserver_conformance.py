@@ -499,7 +499,7 @@ def test_lease_micro_time_formats(k8s_api_client: client.ApiClient, k8s_namespac
     for garbage in ("yesterday", "2026-11-30T05:32:13Z", "2026-11-30T05:32:13.123456789Z"):
         status, body = raw(k8s_api_client, "POST", path, lease_body("t2", renewTime=garbage))
         assert (status, body["reason"]) == (400, "BadRequest"), garbage
-        assert "RenewTime" in body["message"] and garbage in body["message"]
+        assert garbage in body["message"]
 
 
 def test_client_datetimes_round_trip(coord: client.CoordinationV1Api, k8s_namespace: str) -> None:
@@ -653,7 +653,6 @@ def test_finalizers_hold_deletion_until_removed(
     api.delete_namespaced_custom_object(*args, "fin")
     held = api.get_namespaced_custom_object(*args, "fin")
     assert held["metadata"]["deletionTimestamp"]
-    assert held["metadata"]["generation"] == 2
     rv = held["metadata"]["resourceVersion"]
     api.patch_namespaced_custom_object(
         *args, "fin", {"metadata": {"finalizers": None}}, _content_type=MERGE

@@ -1,0 +1,79 @@
+"""Helpers for the elector's integration tests: a Lease watcher that tests wait on."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from k8slease.errors import TransportError
+from k8slease.record import LeaseRecord, record_from_lease
+from k8slease.transport import LeaseTransport
+
+FAST: dict[str, Any] = {
+    "lease_duration": 2,
+    "renew_interval": 0.5,
+    "renew_deadline": 1.5,
+    "retry_interval": 1.0,
+}
+
+
+class LeaseWatcher:
+    """Watches one Lease from the test's side and records (monotonic time, record) per change."""
+
+    def __init__(self, api_client: Any, namespace: str, name: str) -> None:
+        self._transport = LeaseTransport(api_client, namespace, request_timeout=5)
+        self.name = name
+        self.cond = threading.Condition()
+        self.history: list[tuple[float, LeaseRecord, dict[str, Any]]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        since: str | None = None
+        while not self._stop.is_set():
+            try:
+                for event in self._transport.watch(
+                    name=self.name, resource_version=since, timeout_seconds=30
+                ):
+                    if event.type == "BOOKMARK":
+                        continue
+                    since = event.lease.get("metadata", {}).get("resourceVersion") or since
+                    with self.cond:
+                        self.history.append(
+                            (time.monotonic(), record_from_lease(event.lease), event.lease)
+                        )
+                        self.cond.notify_all()
+            except TransportError:
+                self._stop.wait(0.05)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._transport.close_watches()
+        self._thread.join(timeout=5)
+
+    @property
+    def current(self) -> LeaseRecord | None:
+        with self.cond:
+            return self.history[-1][1] if self.history else None
+
+    def wait_for(
+        self, predicate: Callable[[LeaseRecord], bool], timeout: float, *, after: float = 0.0
+    ) -> tuple[float, LeaseRecord]:
+        """The first change at or after monotonic ``after`` whose record satisfies ``predicate``."""
+
+        def found() -> tuple[float, LeaseRecord] | None:
+            for at, record, _ in self.history:
+                if at >= after and predicate(record):
+                    return at, record
+            return None
+
+        with self.cond:
+            assert self.cond.wait_for(lambda: found() is not None, timeout), (
+                f"no matching Lease change within {timeout}s; last: {self.history[-1:]}"
+            )
+            result = found()
+            assert result is not None
+            return result

@@ -1,0 +1,234 @@
+"""LeaderElector against the embedded API server: several electors in one process.
+
+Covers acquire, renew (a single PUT, no GET), conflicts with other writers, graceful takeover
+timing, API errors, malformed Leases and re-candidacy. Waits are on observed Lease changes (a
+watch) or elector events, never fixed sleeps.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import kubernetes
+import pytest
+from elector_helpers import FAST, LeaseWatcher
+
+from k8slease import LeaderElector, LeadershipContext
+from k8slease.metrics import NoopMetrics
+from k8slease.names import ANN_FENCING_TOKEN, LABEL_GROUP, LABEL_ROLE
+from k8slease.record import record_from_lease
+from k8slease.testing.server import APIServer
+
+MICROTIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
+NS = "default"
+
+
+@pytest.fixture
+def server(k8s_embedded_apiserver: APIServer) -> APIServer:
+    return k8s_embedded_apiserver
+
+
+@pytest.fixture
+def cleanup() -> Iterator[list[Any]]:
+    things: list[Any] = []
+    yield things
+    for thing in reversed(things):
+        if isinstance(thing, LeaderElector):
+            thing.stop(timeout=5)
+        else:
+            thing.close()
+
+
+def elector(server: APIServer, cleanup: list[Any], identity: str, **kwargs: Any) -> LeaderElector:
+    client = server.api_client()
+    cleanup.append(client)
+    options: dict[str, Any] = {"namespace": NS, "metrics": NoopMetrics(), **FAST, **kwargs}
+    made = LeaderElector("demo", identity=identity, api_client=client, **options)
+    cleanup.append(made)
+    return made
+
+
+def watcher(server: APIServer, cleanup: list[Any]) -> LeaseWatcher:
+    client = server.api_client()
+    cleanup.append(client)
+    lease_watcher = LeaseWatcher(client, NS, "demo")
+    cleanup.append(lease_watcher)
+    return lease_watcher
+
+
+def leases_api(server: APIServer, cleanup: list[Any]) -> Any:
+    client = server.api_client()
+    cleanup.append(client)
+    return kubernetes.client.CoordinationV1Api(client)
+
+
+def test_three_electors_one_leader_client_go_fields_and_single_put_renewals(
+    server: APIServer, cleanup: list[Any]
+) -> None:
+    watch = watcher(server, cleanup)
+    group = [elector(server, cleanup, f"r{i}").start() for i in range(3)]
+    _, first = watch.wait_for(lambda r: r.held, 5)
+    leader = next(e for e in group if e.identity == first.holder)
+    assert leader.wait_until_leading(5)
+    assert [e.is_leader for e in group].count(True) == 1
+    server.stats.reset()
+    start = time.monotonic()
+    watch.wait_for(lambda r: r.renew_time != first.renew_time, 3, after=start)
+    second_renew = watch.wait_for(lambda r: True, 3, after=watch.history[-1][0] + 1e-9)
+    assert second_renew[1].holder == leader.identity
+    assert server.stats.count("get", "leases") == 0, "renewals are a single PUT, no GET first"
+    assert server.stats.count("update", "leases") >= 2
+    lease = leases_api(server, cleanup).read_namespaced_lease("demo", NS)
+    raw = kubernetes.client.ApiClient().sanitize_for_serialization(lease)
+    spec = raw["spec"]
+    assert spec["holderIdentity"] == leader.identity
+    assert spec["leaseDurationSeconds"] == 2
+    assert spec["leaseTransitions"] == 0
+    assert MICROTIME.match(lease.spec.acquire_time.strftime("%Y-%m-%dT%H:%M:%S.%fZ"))
+    assert lease.metadata.labels == {LABEL_GROUP: "demo", LABEL_ROLE: "leader"}
+    assert lease.metadata.annotations[ANN_FENCING_TOKEN] == "1"
+    assert leader.fencing_token == 1 and all(e.leader == leader.identity for e in group)
+
+
+def test_graceful_takeover_is_well_under_a_second(server: APIServer, cleanup: list[Any]) -> None:
+    watch = watcher(server, cleanup)
+    group = [elector(server, cleanup, f"g{i}").start() for i in range(3)]
+    _, record = watch.wait_for(lambda r: r.held, 5)
+    delays: list[float] = []
+    for round_ in range(6):
+        leader = next(e for e in group if e.identity == record.holder)
+        assert leader.wait_until_leading(5)
+        token = record.fencing_token
+        stopping = time.monotonic()
+        leader.stop()
+        at, record = watch.wait_for(
+            lambda r, t=token: r.held and r.fencing_token == t + 1, 3, after=stopping
+        )
+        delays.append(at - stopping)
+        group.remove(leader)
+        group.append(elector(server, cleanup, f"g{round_ + 3}").start())
+    print(f"graceful takeover: median {statistics.median(delays):.4f}s max {max(delays):.4f}s")
+    assert statistics.median(delays) < 0.2, delays
+    assert max(delays) < 1.0, delays
+
+
+def test_other_writers_conflict_and_the_leader_acts_on_what_it_reads(
+    server: APIServer, cleanup: list[Any]
+) -> None:
+    watch = watcher(server, cleanup)
+    stopped = threading.Event()
+    a = elector(server, cleanup, "a", on_stopped_leading=lambda: stopped.set()).start()
+    assert a.wait_until_leading(5)
+    api = leases_api(server, cleanup)
+    # a harmless writer (relabels): the leader's next PUT conflicts, it re-reads and keeps leading
+    lease = api.read_namespaced_lease("demo", NS)
+    lease.metadata.labels["team"] = "payments"
+    api.replace_namespaced_lease("demo", NS, lease)
+    edited = time.monotonic()
+    watch.wait_for(lambda r: r.holder == "a", 3, after=edited + 0.001)
+    watch.wait_for(lambda r: r.holder == "a", 3, after=watch.history[-1][0] + 1e-9)
+    assert a.is_leader and a.fencing_token == 1
+    assert api.read_namespaced_lease("demo", NS).metadata.labels["team"] == "payments"
+    # a writer that takes the Lease (say a Go controller): the leader steps down at once
+    lease = api.read_namespaced_lease("demo", NS)
+    lease.spec.holder_identity = "go-controller"
+    api.replace_namespaced_lease("demo", NS, lease)
+    taken = time.monotonic()
+    assert stopped.wait(1.5)
+    assert time.monotonic() - taken < 0.5
+    assert not a.is_leader
+    # nobody renews go-controller's Lease: a takes it back after leaseDurationSeconds (2 s)
+    at, record = watch.wait_for(lambda r: r.holder == "a", 6, after=taken)
+    assert at - taken >= 2.0 - 0.05
+    assert record.fencing_token == 2 and record.transitions == 2
+
+
+def test_api_errors_end_leadership_before_anyone_may_take_over_then_it_recovers(
+    server: APIServer, cleanup: list[Any]
+) -> None:
+    watch = watcher(server, cleanup)
+    stopped_at: list[float] = []
+    a = elector(server, cleanup, "a", on_stopped_leading=lambda: stopped_at.append(time.monotonic()))
+    a.start()
+    assert a.wait_until_leading(5)
+    b = elector(server, cleanup, "b").start()
+    last_write = watch.wait_for(lambda r: r.holder == "a", 3, after=time.monotonic())[0]
+    server.faults.add(verbs=["update", "create", "get"], resource="leases", status=500)
+    deadline = time.monotonic() + 3
+    while not stopped_at and time.monotonic() < deadline:
+        threading.Event().wait(0.05)
+    assert stopped_at, "the leader stepped down"
+    assert stopped_at[0] - last_write < 1.5, "within renew_deadline of the last good renew"
+    assert not a.is_leader and not b.is_leader and a.healthy() and b.healthy()
+    server.faults.clear()
+    at, record = watch.wait_for(lambda r: r.held and r.fencing_token == 2, 8, after=last_write)
+    assert at - last_write >= 1.5
+    winner = a if record.holder == "a" else b
+    assert winner.wait_until_leading(3) and winner.fencing_token == 2
+
+
+def test_malformed_lease_is_waited_out_and_repaired(server: APIServer, cleanup: list[Any]) -> None:
+    api = leases_api(server, cleanup)
+    api.create_namespaced_lease(
+        NS,
+        {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {
+                "name": "demo",
+                "labels": {"owner": "someone"},
+                "annotations": {ANN_FENCING_TOKEN: "not-a-number"},
+            },
+            "spec": {"holderIdentity": "ghost"},  # held, but no duration
+        },
+    )
+    watch = watcher(server, cleanup)
+    watch.wait_for(lambda r: r.holder == "ghost", 3)
+    started = time.monotonic()
+    a = elector(server, cleanup, "a").start()
+    b = elector(server, cleanup, "b").start()
+    at, record = watch.wait_for(lambda r: r.holder in ("a", "b"), 6, after=started)
+    assert at - started >= 2.0 - 0.05, "waited our lease_duration: the record has none"
+    assert not record.malformed and record.duration_seconds == 2 and record.fencing_token == 1
+    lease = api.read_namespaced_lease("demo", NS)
+    assert lease.metadata.labels["owner"] == "someone"
+    assert [a.is_leader, b.is_leader].count(True) == 1
+
+
+def test_recandidacy_after_losing_leadership(server: APIServer, cleanup: list[Any]) -> None:
+    starts: list[int] = []
+    a = elector(server, cleanup, "a", on_started_leading=lambda ctx: _record(ctx, starts))
+    a.start()
+    assert a.wait_until_leading(5)
+    server.faults.add(verbs="update", resource="leases", status=503, times=10)
+    lost = time.monotonic()
+    while a.is_leader and time.monotonic() - lost < 3:
+        threading.Event().wait(0.05)
+    assert not a.is_leader
+    assert a.wait_until_leading(6), "client-go would stop here; we compete again"
+    assert a.fencing_token == 2 and starts[:2] == [1, 2]
+
+
+def _record(ctx: LeadershipContext, starts: list[int]) -> None:
+    starts.append(ctx.fencing_token)
+    ctx.lost.wait()
+
+
+def test_watch_drops_do_not_stop_prompt_takeover(server: APIServer, cleanup: list[Any]) -> None:
+    watch = watcher(server, cleanup)
+    a = elector(server, cleanup, "a").start()
+    assert a.wait_until_leading(5)
+    b = elector(server, cleanup, "b").start()
+    watch.wait_for(lambda r: r.holder == "a", 3)
+    server.faults.drop_watches("leases")
+    # let b's watch come back (it reconnects at once); then a graceful stop must still be prompt
+    assert watch.wait_for(lambda r: r.holder == "a", 3, after=time.monotonic())
+    stopping = time.monotonic()
+    a.stop()
+    at, _ = watch.wait_for(lambda r: r.holder == "b", 3, after=stopping)
+    assert at - stopping < 1.0
