@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -20,6 +21,7 @@ import structlog
 
 from k8slease.context import JobContext
 from k8slease.errors import TransportError
+from k8slease.jobmetrics import JobMetrics, NoopJobMetrics
 from k8slease.jobrecord import Outcome
 from k8slease.jobspec import JobSpec, Mode
 from k8slease.lockdecide import Verdict
@@ -57,18 +59,19 @@ class TickRunner:
         identity: str,
         lock: JobLock | None,
         is_leader: Callable[[], bool] | None = None,
-        on_result: Callable[[str, str], None] | None = None,
+        metrics: JobMetrics | None = None,
     ) -> None:
         self.spec = spec
         self.group = group
         self.identity = identity
         self.lock = lock
         self._is_leader = is_leader
-        self._on_result = on_result
+        self._metrics: JobMetrics = metrics or NoopJobMetrics()
         self.stats = JobStats()
         self._degraded = False
         #: Why the last claim was refused (``None`` when it was granted or not a lock matter).
         self.last_skip: Verdict | None = None
+        self._started: dict[datetime, float] = {}
         self._log = log.bind(job=spec.name, group=group, identity=identity)
 
     # -- deciding -----------------------------------------------------------------------------
@@ -76,8 +79,7 @@ class TickRunner:
     def _skip(self, tick: datetime, why: str) -> None:
         self.stats.skipped(why)
         self._log.debug("job.skipped", tick=tick.isoformat(), why=why)
-        if self._on_result is not None:
-            self._on_result(self.spec.name, f"skipped:{why}")
+        self._metrics.skipped(self.group, self.spec.name, why)
 
     def _claim(self, tick: datetime, *, catch_up: bool = False) -> tuple[bool, Grant | None]:
         """Whether to run ``tick`` and the grant to run it under (``None`` when uncoordinated)."""
@@ -114,6 +116,7 @@ class TickRunner:
         return True, grant
 
     def _context(self, tick: datetime, grant: Grant | None) -> JobContext:
+        self._started[tick] = time.monotonic()
         return JobContext(
             job=self.spec.name,
             group=self.group,
@@ -127,14 +130,15 @@ class TickRunner:
     def _finish(
         self, grant: Grant | None, tick: datetime, outcome: Outcome, error: str | None
     ) -> str:
+        seconds = time.monotonic() - self._started.get(tick, time.monotonic())
         final: str = outcome
         if grant is not None and self.lock is not None:
             final = self.lock.finish(grant, outcome, error=error).outcome
         elif outcome == "failed":
             self._log.error("job.failed", tick=tick.isoformat(), error=error)
         self.stats.ran(final)
-        if self._on_result is not None:
-            self._on_result(self.spec.name, final)
+        self._metrics.ran(self.group, self.spec.name, final, seconds)
+        self._started.pop(tick, None)
         return final
 
     # -- running ------------------------------------------------------------------------------

@@ -49,6 +49,7 @@ from k8slease.events import EventRecorder
 from k8slease.executors import TickAsyncIOExecutor, TickThreadPoolExecutor
 from k8slease.identity import default_identity, default_namespace
 from k8slease.informer import LeaseInformer
+from k8slease.jobmetrics import JobMetrics, default_job_metrics
 from k8slease.jobrunner import TickRunner
 from k8slease.jobspec import DEFAULT_GRACE, DEFAULT_LOCK_AT_MOST_FOR, JobSpec, Mode, job_name_from
 from k8slease.locks import JobLock
@@ -78,7 +79,9 @@ class Jobs:
     configuration, else the kubeconfig. ``lease_duration``, ``renew_interval`` and
     ``renew_deadline`` (seconds; defaults 60/20/40) configure the group's leader election, used
     only when a LEADER job is registered. ``request_timeout`` (seconds, default 10) bounds each
-    API call. ``elector_options`` passes further keyword options to the ``LeaderElector``.
+    API call. ``metrics`` receives run and skip counts (default: Prometheus when
+    prometheus-client is installed). ``elector_options`` passes further keyword options to the
+    ``LeaderElector``.
     """
 
     def __init__(
@@ -95,6 +98,7 @@ class Jobs:
         request_timeout: float = 10.0,
         restart_delay: float = 5.0,
         clock: Clock | None = None,
+        metrics: JobMetrics | None = None,
         elector_options: Mapping[str, Any] | None = None,
     ) -> None:
         self.group = validate_lease_name(group)
@@ -120,6 +124,7 @@ class Jobs:
         self.request_timeout = request_timeout
         self.restart_delay = restart_delay
         self._clock = clock or SystemClock()
+        self._metrics: JobMetrics = metrics or default_job_metrics()
         self._specs: dict[str, JobSpec] = {}
         self.runners: dict[str, TickRunner] = {}
         self._elector: Any = None
@@ -308,6 +313,7 @@ class Jobs:
                 identity=self.identity,
                 lock=lock,
                 is_leader=lambda: self.is_leader,
+                metrics=self._metrics,
             )
         scheduler = self._scheduler or BackgroundScheduler(timezone=UTC)
         self._scheduler = scheduler

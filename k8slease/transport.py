@@ -103,6 +103,9 @@ class LeaseTransport:
         self.request_timeout = request_timeout
         self.api_client = api_client
         self._base = f"/apis/coordination.k8s.io/v1/namespaces/{quote(namespace, safe='')}/leases"
+        self._watches_lock = threading.Lock()
+        self._open_watches: set[Any] = set()
+        self._watches_closed = False
 
     def _path(self, name: str | None = None) -> str:
         return self._base if name is None else f"{self._base}/{quote(name, safe='')}"
@@ -219,10 +222,30 @@ class LeaseTransport:
             timeout=(self.request_timeout, timeout_seconds + self.request_timeout),
         )
         raw = response.response
+        with self._watches_lock:
+            self._open_watches.add(raw)
+            closed = self._watches_closed
         try:
+            if closed:
+                raise Unavailable("watch: this transport's watches were closed")
             yield from _watch_lines(raw)
         finally:
+            with self._watches_lock:
+                self._open_watches.discard(raw)
             raw.release_conn()
+
+    def close_watches(self) -> None:
+        """End every open watch stream of this transport now, from any thread; refuse new ones.
+
+        A reader blocked on a stream sees it end at once (as ``Unavailable``) instead of after
+        ``timeout_seconds``: this is how an elector stops promptly.
+        """
+        with self._watches_lock:
+            self._watches_closed = True
+            responses = list(self._open_watches)
+        for raw in responses:
+            with contextlib.suppress(urllib3.exceptions.HTTPError, OSError, AttributeError):
+                raw.shutdown()
 
 
 def _watch_lines(response: Any) -> Iterator[WatchEvent]:

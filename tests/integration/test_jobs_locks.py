@@ -206,3 +206,40 @@ def test_a_long_run_keeps_its_lock_alive_past_lock_at_most_for(
     state = job_state_from_lease(transport.get("billing.long"))
     assert state.last_run is not None and state.last_run.outcome == "succeeded"
     assert state.last_run.holder == "replica-0"
+
+
+def test_runs_and_skips_are_counted_in_metrics(
+    k8s_api_client: client.ApiClient, k8s_namespace: str
+) -> None:
+    prometheus_client = pytest.importorskip("prometheus_client")
+    from k8slease.jobmetrics import PrometheusJobMetrics
+
+    registry = prometheus_client.CollectorRegistry()
+    metrics = PrometheusJobMetrics(registry)
+    started = []
+    try:
+        for i in range(2):
+            jobs = Jobs(
+                "metered",
+                namespace=k8s_namespace,
+                identity=f"m{i}",
+                api_client=k8s_api_client,
+                metrics=metrics,
+            )
+            jobs.cron(NEVER, name="report", lock_at_most_for=60)(lambda ctx: None)
+            jobs.start()
+            started.append(jobs)
+        assert started[0].fire("report", T0) == "succeeded"
+        assert started[1].fire("report", T0) is None
+    finally:
+        for jobs in started:
+            jobs.stop()
+    labels = {"group": "metered", "job": "report"}
+    assert (
+        registry.get_sample_value("k8slease_job_runs_total", {**labels, "outcome": "succeeded"})
+        == 1
+    )
+    assert (
+        registry.get_sample_value("k8slease_job_skips_total", {**labels, "reason": "locked"}) == 1
+    )
+    assert registry.get_sample_value("k8slease_job_run_seconds_count", labels) == 1

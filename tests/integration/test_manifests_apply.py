@@ -204,7 +204,7 @@ def test_rendered_and_example_scheduledjobgroups_are_accepted(
     by_name = {o["metadata"]["name"]: o for o in created}
     # The CRD's defaults are applied by the server.
     assert by_name["reports"]["spec"].get("historyLimit") == 20
-    assert by_name["billing"]["spec"]["jobs"][0]["name"] == "nightly_invoices"
+    assert by_name["billing"]["spec"]["jobs"][0]["name"] == "nightly-invoices"
     status, listed = rest.request(
         "GET", f"/apis/{GROUP_VERSION}/namespaces/{k8s_namespace}/scheduledjobgroups"
     )
