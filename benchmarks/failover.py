@@ -69,7 +69,7 @@ def run_trials(
     def spawn() -> Replica:
         nonlocal serial
         serial += 1
-        return Replica(impl, kubeconfig, lease, f"{impl}-{kind}-{serial}", stderr)
+        return Replica.elector(impl, kubeconfig, lease, f"{impl}-{kind}-{serial}", stderr)
 
     leader = spawn()
     try:

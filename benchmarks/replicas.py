@@ -25,32 +25,36 @@ def python_env() -> dict[str, str]:
 
 
 class Replica:
-    """``python -m benchmarks.replica_<impl>`` in a child process.
+    """``python -m benchmarks.<module> ARGS...`` in a child process that reports JSON lines.
 
     The first time of each event (``ready``, ``leading``, ``stopped``) is kept; :meth:`wait_for`
-    blocks until one arrives.
+    blocks until one arrives. :meth:`elector` starts one replica of an implementation.
     """
 
     def __init__(
-        self, impl: str, kubeconfig: Path, name: str, identity: str, stderr: IO[Any] | None = None
+        self, module: str, args: list[str], label: str, stderr: IO[Any] | None = None
     ) -> None:
-        self.impl = impl
-        self.identity = identity
+        self.label = label
         self._events: dict[str, dict[str, Any]] = {}
         self._cond = threading.Condition()
         self.process = subprocess.Popen(
-            [
-                sys.executable, "-m", f"benchmarks.replica_{impl}",
-                "--kubeconfig", str(kubeconfig), "--name", name, "--identity", identity,
-            ],  # fmt: skip
+            [sys.executable, "-m", f"benchmarks.{module}", *args],
             stdout=subprocess.PIPE,
             stderr=stderr if stderr is not None else subprocess.DEVNULL,
             text=True,
             env=python_env(),
             cwd=ROOT,
         )
-        self._reader = threading.Thread(target=self._read, name=f"read-{identity}", daemon=True)
+        self._reader = threading.Thread(target=self._read, name=f"read-{label}", daemon=True)
         self._reader.start()
+
+    @classmethod
+    def elector(
+        cls, impl: str, kubeconfig: Path, name: str, identity: str, stderr: IO[Any] | None = None
+    ) -> Replica:
+        """A replica of ``impl`` (``benchmarks.replica_<impl>``) contending for Lease ``name``."""
+        args = ["--kubeconfig", str(kubeconfig), "--name", name, "--identity", identity]
+        return cls(f"replica_{impl}", args, identity, stderr)
 
     @property
     def pid(self) -> int:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from k8slease.config import ElectionTiming
+from k8slease.context import JobContext
+from k8slease.elector import LeaderElector, LeadershipContext
 from k8slease.errors import (
     AlreadyExists,
     ConfigError,
@@ -13,13 +16,10 @@ from k8slease.errors import (
     TransportError,
     Unavailable,
 )
-from k8slease.context import JobContext
 from k8slease.jobrecord import JobState, RunRecord
 from k8slease.jobs import Jobs
 from k8slease.jobspec import JobSpec, Mode
 from k8slease.misfire import MisfirePolicy
-from k8slease.config import ElectionTiming
-from k8slease.elector import LeaderElector, LeadershipContext
 from k8slease.record import LeaseRecord
 
 __version__ = "0.1.0"

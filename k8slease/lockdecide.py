@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import Enum
 
+from k8slease.decide import effective_duration, grant_record, release_record, renewal_record
 from k8slease.jobrecord import JobState, Outcome, RunRecord
 from k8slease.record import LeaseRecord
 
@@ -62,19 +63,17 @@ def whole_seconds(seconds: float) -> int:
 def expired(record: LeaseRecord, *, unchanged_for: float, fallback_duration: float) -> bool:
     """Whether a held Lease may be taken: seen unchanged for its duration on our own clock.
 
-    The Lease's own ``leaseDurationSeconds`` decides; a malformed Lease (no usable duration) falls
-    back to the larger of its duration and ``fallback_duration`` so hand edits never shorten it.
+    The Lease's own ``leaseDurationSeconds`` decides; a malformed Lease falls back to the larger
+    of its duration and ``fallback_duration`` so hand edits never shorten it (the same rule as
+    the elector's, :func:`k8slease.decide.effective_duration`).
     """
-    if not record.held:
+    if not record.held and not record.malformed:
         return True
-    duration = float(record.duration_seconds)
-    if record.malformed or duration <= 0:
-        duration = max(duration, fallback_duration)
-    return unchanged_for >= duration
+    return unchanged_for >= effective_duration(record, fallback_duration)
 
 
 def judge_claim(
-    record: LeaseRecord,
+    record: LeaseRecord | None,
     state: JobState,
     *,
     me: str,
@@ -86,36 +85,32 @@ def judge_claim(
 ) -> Claim:
     """Decide whether ``me`` may run ``tick`` and, if so, the record and state to write.
 
-    ``unchanged_for`` is how long this replica has seen the current Lease unchanged (0 when it has
-    just read it for the first time); ``now`` is the wall-clock time written into the record.
-    ``reclaim_own`` lets a replica that holds the lock idle (kept by ``lock_at_least_for``) claim
-    the next tick at once; catch-up uses it to run missed ticks back to back.
+    ``record`` is ``None`` when the lock's Lease does not exist yet. ``unchanged_for`` is how long
+    this replica has seen the current Lease unchanged (0 when it has just read it for the first
+    time); ``now`` is the wall-clock time written into the record. Unlike leadership, a lock this
+    replica holds idle (kept by ``lock_at_least_for``) blocks it too, unless ``reclaim_own``:
+    catch-up uses that to run missed ticks back to back.
     """
     if state.claimed_tick is not None and tick <= state.claimed_tick:
         return Claim(
             Verdict.ALREADY_CLAIMED,
             detail=f"tick {tick.isoformat()} <= claimed {state.claimed_tick.isoformat()}",
         )
-    if reclaim_own and record.holder == me:
-        pass
-    elif record.held and not expired(
-        record, unchanged_for=unchanged_for, fallback_duration=lock_at_most_for
-    ):
-        return Claim(Verdict.HELD, detail=f"held by {record.holder}")
-    granted = LeaseRecord(
-        holder=me,
-        duration_seconds=whole_seconds(lock_at_most_for),
-        acquire_time=now,
-        renew_time=now,
-        transitions=record.transitions + (1 if record.holder != me else 0),
-        fencing_token=record.fencing_token + 1,
+    if record is not None:
+        own_idle = reclaim_own and record.holder == me and not record.malformed
+        if not own_idle and not expired(
+            record, unchanged_for=unchanged_for, fallback_duration=lock_at_most_for
+        ):
+            return Claim(Verdict.HELD, detail=f"held by {record.holder or 'an unknown holder'}")
+    granted = grant_record(
+        record, identity=me, duration_seconds=whole_seconds(lock_at_most_for), now=now
     )
     return Claim(Verdict.GRANT, record=granted, state=replace(state, claimed_tick=tick))
 
 
 def extend(record: LeaseRecord, *, now: datetime) -> LeaseRecord:
-    """The record that keeps a running job's lock alive: the same grant with a fresh renewTime."""
-    return replace(record, renew_time=now, problems=())
+    """The record that keeps a running job's lock alive: the same grant, renewTime moved on."""
+    return renewal_record(record, duration_seconds=max(1, record.duration_seconds), now=now)
 
 
 def release(
@@ -141,9 +136,8 @@ def release(
     new_state = replace(state, completed_tick=completed, last_run=run, counts=counts)
     remaining = lock_at_least_for - ran_for
     if remaining > 0:
-        kept = replace(record, duration_seconds=whole_seconds(remaining), renew_time=now)
-        return kept, new_state
-    return replace(record, holder="", renew_time=now, problems=()), new_state
+        return renewal_record(record, duration_seconds=whole_seconds(remaining), now=now), new_state
+    return release_record(record, now=now), new_state
 
 
 _COMPLETING: frozenset[Outcome] = frozenset({"succeeded", "failed"})

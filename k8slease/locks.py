@@ -153,8 +153,9 @@ class JobLock:
         except NotFound:
             lease = None
         now = self._clock.now()
+        record: LeaseRecord | None
         if lease is None:
-            record, state, unchanged_for = LeaseRecord(), JobState(), 0.0
+            record, state, unchanged_for = None, JobState(), 0.0
         else:
             unchanged_for = self._observations.see(self.name, lease)
             record, state = record_from_lease(lease), job_state_from_lease(lease)
@@ -200,7 +201,7 @@ class JobLock:
             _body=written,
             _last_ok_send=sent,
         )
-        if record.malformed:
+        if record is not None and record.malformed:
             self._log.warning("lock.repaired_malformed_lease", problems=list(record.problems))
         self._log.info("lock.acquired", tick=tick.isoformat(), fencing_token=grant.fencing_token)
         return grant

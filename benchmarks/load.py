@@ -1,0 +1,93 @@
+"""API requests per minute, by verb, of 1 leader + N candidates in steady state.
+
+Every (implementation, N) group runs at once in its own process (``load_worker``: threads, one
+API client per elector) on its own Lease, against one embedded API server in this process;
+requests are told apart by Lease name in the server's request log. N = 0 (a leader alone) gives
+the leader's own requests; a candidate's share is ``(group(N) - group(0)) / N``. Watch streams are
+counted when they close (k8slease renews them every 60 s), so open watches are reported too.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from typing import IO, Any
+
+from benchmarks.common import IMPLEMENTATIONS, NAMESPACE
+from benchmarks.replicas import Replica
+from k8slease.testing.server import APIServer
+
+CANDIDATES = (2, 10, 50)
+READY_TIMEOUT = 60.0
+
+
+def lease_name(impl: str, candidates: int) -> str:
+    return f"load-{impl}-n{candidates}"
+
+
+def _open_watches(server: APIServer, name: str) -> int:
+    """Open watches whose filter accepts the Lease ``name``."""
+    rt = server.registry.find("coordination.k8s.io", "v1", "leases")
+    assert rt is not None
+    lease = server.store.get(rt.key, NAMESPACE, name)
+    if lease is None:
+        return 0
+    return sum(1 for watcher in server.store.watchers(rt.key) if watcher.accepts(lease))
+
+
+def _per_minute(counts: Counter[str], seconds: float) -> dict[str, float]:
+    return {verb: round(n * 60.0 / seconds, 1) for verb, n in sorted(counts.items())}
+
+
+def measure(
+    server: APIServer,
+    *,
+    window: float,
+    warmup: float,
+    candidates: tuple[int, ...] = CANDIDATES,
+    stderr: IO[Any] | None = None,
+) -> dict[str, Any]:
+    """Run all groups, count ``window`` seconds of requests after ``warmup``; figures per impl."""
+    groups = [(impl, n) for impl in IMPLEMENTATIONS for n in (0, *candidates)]
+    workers: dict[tuple[str, int], Replica] = {}
+    try:
+        for impl, n in groups:
+            args = ["--impl", impl, "--kubeconfig", str(server.kubeconfig)]
+            args += ["--name", lease_name(impl, n), "--candidates", str(n)]
+            workers[(impl, n)] = Replica("load_worker", args, lease_name(impl, n), stderr)
+        for key, worker in workers.items():
+            if worker.wait_for("ready", READY_TIMEOUT) is None:
+                raise RuntimeError(f"load group {key} did not get ready")
+        time.sleep(warmup)
+        server.stats.reset()
+        started = time.monotonic()
+        time.sleep(window)
+        elapsed = time.monotonic() - started
+        log = server.stats.requests()
+        watches = {key: _open_watches(server, lease_name(*key)) for key in workers}
+    finally:
+        for worker in workers.values():
+            worker.close(timeout=5)
+    by_name: dict[str, Counter[str]] = {}
+    for request in log:
+        by_name.setdefault(request.name or "(collection)", Counter())[request.verb] += 1
+    result: dict[str, Any] = {"window_s": round(elapsed, 1), "warmup_s": warmup}
+    for impl in IMPLEMENTATIONS:
+        leader = by_name.get(lease_name(impl, 0), Counter())
+        per_impl: dict[str, Any] = {"leader_alone": _per_minute(leader, elapsed), "groups": {}}
+        for n in candidates:
+            total = by_name.get(lease_name(impl, n), Counter())
+            extra = Counter({verb: total[verb] - leader[verb] for verb in set(total) | set(leader)})
+            per_impl["groups"][str(n)] = {
+                "total_per_min": _per_minute(total, elapsed),
+                "per_candidate_per_min": {
+                    verb: round(v / n, 2) for verb, v in _per_minute(extra, elapsed).items()
+                },
+                "open_watches": watches[(impl, n)],
+            }
+        per_impl["open_watches_leader_alone"] = watches[(impl, 0)]
+        result[impl] = per_impl
+    unnamed = by_name.get("(collection)")
+    if unnamed:
+        result["collection_requests_per_min"] = _per_minute(unnamed, elapsed)
+    return result
