@@ -86,6 +86,13 @@ class Replica:
                 self._cond.wait(remaining)
             return float(self._events[event]["t"])
 
+    def result(self, event: str) -> dict[str, Any]:
+        """The whole JSON record of ``event`` (which must have arrived), without its name."""
+        with self._cond:
+            record = dict(self._events[event])
+        record.pop("event", None)
+        return record
+
     def signal(self, signum: signal.Signals) -> float:
         """Send ``signum``; returns the wall-clock time just before sending it."""
         sent = time.time()

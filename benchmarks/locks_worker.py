@@ -1,0 +1,158 @@
+"""Per-job lock claims: 3 ``Jobs`` replicas x 100 ONCE_PER_TICK jobs in one process, every
+replica firing the same tick of every job at once through ``Jobs.fire`` (the lock path):
+``python -m benchmarks.locks_worker --kubeconfig P --url URL``.
+
+Prints one ``result`` JSON line. Requests are counted by the server (its ``/_k8slease/stats``,
+reset before the first tick).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+import time
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from benchmarks.common import NAMESPACE, emit, quiet_logging, summary
+from k8slease import JobContext, Jobs, Mode
+from k8slease.apiclient import default_api_client
+
+NEVER = "0 0 1 1 *"  # the scheduler itself must not fire during the run
+
+
+class Recorder:
+    """When each replica entered each job's tick."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.entered: dict[tuple[str, datetime, str], float] = {}
+
+    def __call__(self, ctx: JobContext) -> None:
+        now = time.perf_counter()
+        with self._lock:
+            self.entered[(ctx.job, ctx.tick, ctx.identity)] = now
+
+
+def build_replicas(kubeconfig: str, replicas: int, jobs: int, recorder: Recorder) -> list[Jobs]:
+    group: list[Jobs] = []
+    for r in range(replicas):
+        registry = Jobs(
+            "bench",
+            namespace=NAMESPACE,
+            identity=f"replica-{r}",
+            api_client=default_api_client(kubeconfig=kubeconfig),
+        )
+        for j in range(jobs):
+            registry.cron(NEVER, name=f"job-{j:03d}", mode=Mode.ONCE_PER_TICK)(recorder)
+        group.append(registry)
+    return group
+
+
+def server_stats(url: str, method: str = "GET") -> dict[str, int]:
+    request = urllib.request.Request(f"{url}/_k8slease/stats", method=method)
+    with urllib.request.urlopen(request, timeout=10) as response:
+        counts: dict[str, int] = json.load(response)["counts"]
+    return counts
+
+
+def fire_tick(
+    replicas: list[Jobs], names: list[str], tick: datetime, workers: int, recorder: Recorder
+) -> dict[str, Any]:
+    """Fire ``tick`` of every job on every replica at once; latencies and outcome counts."""
+    timings: list[tuple[str, str, float, float]] = []
+    lock = threading.Lock()
+
+    def fire(registry: Jobs, name: str) -> None:
+        started = time.perf_counter()
+        registry.fire(name, tick)
+        ended = time.perf_counter()
+        with lock:
+            timings.append((name, registry.identity, started, ended))
+
+    began = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for name in names:  # the replicas of one job side by side, so that they contend
+            for registry in replicas:
+                pool.submit(fire, registry, name)
+    wall = time.perf_counter() - began
+    decision, winner_total = [], []
+    winners: dict[str, int] = dict.fromkeys(names, 0)
+    for name, identity, started, ended in timings:
+        entered = recorder.entered.get((name, tick, identity))
+        if entered is None:
+            decision.append(ended - started)
+        else:
+            winners[name] += 1
+            decision.append(entered - started)
+            winner_total.append(ended - started)
+    claims = sum(winners.values())
+    return {
+        "wall_s": wall,
+        "fires": len(timings),
+        "claims": claims,
+        "duplicates": sum(1 for n in winners.values() if n > 1),
+        "missed": sum(1 for n in winners.values() if n == 0),
+        "decision_s": decision,
+        "winner_total_s": winner_total,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--kubeconfig", required=True)
+    parser.add_argument("--url", required=True)
+    parser.add_argument("--jobs", type=int, default=100)
+    parser.add_argument("--replicas", type=int, default=3)
+    parser.add_argument("--ticks", type=int, default=3)
+    parser.add_argument("--workers", type=int, default=30)
+    args = parser.parse_args(argv)
+    quiet_logging()
+    recorder = Recorder()
+    replicas = build_replicas(args.kubeconfig, args.replicas, args.jobs, recorder)
+    for registry in replicas:
+        registry.start()
+    names = [f"job-{j:03d}" for j in range(args.jobs)]
+    base = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=args.ticks + 1)
+    try:
+        time.sleep(1.0)  # let the informers list and watch
+        server_stats(args.url, "DELETE")
+        ticks = [
+            fire_tick(replicas, names, base + timedelta(minutes=k), args.workers, recorder)
+            for k in range(args.ticks)
+        ]
+        requests = server_stats(args.url)
+    finally:
+        for registry in replicas:
+            registry.stop()
+    wall = sum(t["wall_s"] for t in ticks)
+    claims = sum(t["claims"] for t in ticks)
+    fires = sum(t["fires"] for t in ticks)
+    decision = [s for t in ticks for s in t["decision_s"]]
+    winner_total = [s for t in ticks for s in t["winner_total_s"]]
+    job_ticks = args.jobs * args.ticks
+    emit(
+        "result",
+        jobs=args.jobs,
+        replicas=args.replicas,
+        ticks=args.ticks,
+        workers=args.workers,
+        job_ticks=job_ticks,
+        claims=claims,
+        duplicates=sum(t["duplicates"] for t in ticks),
+        missed=sum(t["missed"] for t in ticks),
+        claims_per_s=claims / wall,
+        decisions_per_s=fires / wall,
+        decision_latency_s=summary(decision),
+        claim_run_release_s=summary(winner_total),
+        requests_per_job_tick={k: v / job_ticks for k, v in requests.items()},
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
