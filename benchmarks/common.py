@@ -40,6 +40,8 @@ def quiet_logging() -> None:
         logger_factory=structlog.PrintLoggerFactory(sys.stderr),
     )
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    # Many threads on one ApiClient overflow its pool of 10: noted in the docs, not per request.
+    logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)
 
 
 def emit(event: str, **fields: Any) -> None:

@@ -21,6 +21,7 @@ from k8slease.jobs import Jobs
 from k8slease.jobspec import JobSpec, Mode
 from k8slease.misfire import MisfirePolicy
 from k8slease.record import LeaseRecord
+from k8slease.wrap import wrap
 
 __version__ = "0.1.0"
 
@@ -46,4 +47,5 @@ __all__ = [
     "TransportError",
     "Unavailable",
     "__version__",
+    "wrap",
 ]

@@ -203,7 +203,8 @@ def test_renew_failures_end_leadership_at_the_deadline_and_it_comes_back(
     transport.fail_always["update"] = Unavailable("503")
     assert store.wait_for(lambda: bool(stopped_at), 3)
     assert not a.is_leader and a.healthy()
-    assert stopped_at[0] - broken_at <= 1.0 + 0.2, "within renew_deadline of the last good send"
+    # renew_deadline (1 s) after the last good send, and surely before anyone may take over (2 s)
+    assert stopped_at[0] - broken_at < 1.5
     del transport.fail_always["update"]
     assert a.wait_until_leading(5), "a candidate again: it re-acquires"
     assert a.fencing_token == 2
