@@ -14,12 +14,9 @@ from benchmarks.replicas import ROOT, python_env
 
 IMPORTS = {
     "k8slease": "import k8slease",
-    # The elector module alone does not import the API client; a replica also needs LeaseLock.
+    # ``kubernetes/__init__`` imports the whole API client, so this is also what a replica with
+    # ``LeaseLock`` needs.
     "official": "import kubernetes.leaderelection.leaderelection",
-    "official+LeaseLock": (
-        "import kubernetes.leaderelection.leaderelection,"
-        " kubernetes.leaderelection.resourcelock.leaselock"
-    ),
 }
 
 

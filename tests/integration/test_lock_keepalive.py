@@ -1,0 +1,72 @@
+"""Lock extension decided with a fake clock: when a running job's lock cannot be extended for two
+thirds of ``lock_at_most_for``, the job is told (``lost`` and callbacks) before anyone else may
+take the lock; a taken-over lock is noticed at once."""
+
+from __future__ import annotations
+
+import copy
+from datetime import UTC, datetime
+
+from k8slease.clock import FakeClock
+from k8slease.jobrecord import job_state_from_lease
+from k8slease.locks import Grant, JobLock
+from k8slease.record import record_from_lease
+from k8slease.testing.server import APIServer
+from k8slease.transport import LeaseTransport
+
+TICK = datetime(2026, 11, 30, 2, 0, tzinfo=UTC)
+LEASES = "coordination.k8s.io/leases"
+
+
+def make_lock(server: APIServer, clock: FakeClock, identity: str = "a") -> JobLock:
+    transport = LeaseTransport(server.api_client(), "default", request_timeout=2)
+    return JobLock(
+        transport, group="g", job="j", identity=identity, lock_at_most_for=30, clock=clock
+    )
+
+
+def test_extension_failures_set_lost_after_two_thirds_of_the_ceiling(
+    k8s_embedded_apiserver: APIServer,
+) -> None:
+    server, clock = k8s_embedded_apiserver, FakeClock()
+    lock = make_lock(server, clock)
+    grant = lock.try_acquire(TICK)
+    assert isinstance(grant, Grant)
+    told: list[str] = []
+    grant.add_lost_callback(lambda: told.append("lost"))
+
+    clock.advance(10)
+    assert lock.extend_once(grant)  # extension works: renewTime moves, resourceVersion changes
+    server.faults.add("update", "leases", status=503)
+    clock.advance(10)
+    assert not lock.extend_once(grant)
+    assert not grant.lost.is_set()  # 10 s since the last good extension < 20 s
+    clock.advance(10)
+    assert not lock.extend_once(grant)
+    assert grant.lost.is_set() and told == ["lost"]  # 20 s: told before anyone may take it (30 s)
+
+    server.faults.clear()
+    run = lock.finish(grant, "succeeded")
+    assert run.outcome == "lost"
+    lease = LeaseTransport(server.api_client(), "default").get("g.j")
+    assert job_state_from_lease(lease).last_run == run
+
+
+def test_a_lock_taken_over_behind_the_holders_back_is_noticed_at_the_next_extension(
+    k8s_embedded_apiserver: APIServer,
+) -> None:
+    server, clock = k8s_embedded_apiserver, FakeClock()
+    lock = make_lock(server, clock)
+    grant = lock.try_acquire(TICK)
+    assert isinstance(grant, Grant)
+    stored = copy.deepcopy(server.store.get(LEASES, "default", "g.j"))
+    assert stored is not None
+    stored["spec"]["holderIdentity"] = "intruder"
+    server.store.commit(LEASES, "MODIFIED", stored)
+
+    assert not lock.extend_once(grant)
+    assert grant.lost.is_set()
+    lock.finish(grant, "succeeded")
+    lease = LeaseTransport(server.api_client(), "default").get("g.j")
+    assert record_from_lease(lease).holder == "intruder"  # the release did not clobber it
+    assert job_state_from_lease(lease).last_run is None
