@@ -4,6 +4,7 @@ with the API server in this process."""
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import IO, Any
 
 from benchmarks.replicas import Replica
@@ -28,6 +29,16 @@ def measure(
     try:
         if worker.wait_for("result", timeout) is None:
             raise RuntimeError("the lock worker gave no result")
-        return worker.result("result")
+        result = worker.result("result")
     finally:
         worker.close()
+    # The worker reset the server's counters after its warm-up tick: the log holds the measured
+    # ticks (and the watches that ended at its stop), with status codes (409: lost a race).
+    codes = Counter(
+        f"{r.verb} {r.code}" for r in server.stats.requests() if r.verb not in ("watch", "list")
+    )
+    job_ticks = result["job_ticks"]
+    result["requests_per_job_tick_by_code"] = {
+        key: round(n / job_ticks, 3) for key, n in sorted(codes.items())
+    }
+    return result

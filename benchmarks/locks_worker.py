@@ -34,6 +34,7 @@ class Recorder:
 
     def __call__(self, ctx: JobContext) -> None:
         now = time.perf_counter()
+        assert ctx.tick is not None
         with self._lock:
             self.entered[(ctx.job, ctx.tick, ctx.identity)] = now
 

@@ -29,15 +29,15 @@ def build_election(
     it is replaced by one on a client of its own, so that many electors in one process (the API
     load run) each have their own connection, as separate replicas would.
     """
-    lock = LeaseLock(name, NAMESPACE, identity)
-    api_client = config.new_client_from_config(config_file=kubeconfig)
+    lock = LeaseLock(name, NAMESPACE, identity)  # type: ignore[no-untyped-call]
+    api_client = config.new_client_from_config(config_file=kubeconfig)  # type: ignore[no-untyped-call]
     lock.api_instance = client.CoordinationV1Api(api_client)
 
     def lead() -> None:
         on_leading()
         threading.Event().wait()  # the work "runs" until the process ends
 
-    election_config = electionconfig.Config(
+    election_config = electionconfig.Config(  # type: ignore[no-untyped-call]
         lock,
         lease_duration=int(SETTINGS.lease_duration),
         renew_deadline=SETTINGS.renew_deadline,
@@ -45,7 +45,7 @@ def build_election(
         onstarted_leading=lead,
         onstopped_leading=None,
     )
-    return leaderelection.LeaderElection(election_config)
+    return leaderelection.LeaderElection(election_config)  # type: ignore[no-untyped-call]
 
 
 def main(argv: list[str] | None = None) -> int:

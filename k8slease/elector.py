@@ -339,9 +339,7 @@ class LeaderElector:
         with self._cond:
             self._generation += 1
             self._cond.notify_all()
-        closer = getattr(self._transport, "close_watches", None)
-        if callable(closer):
-            closer()
+        self._close_watches()
 
     def add_listener(self, listener: Callable[[bool], None]) -> None:
         """Call ``listener(True)`` when leadership starts and ``listener(False)`` when it ends.
@@ -350,6 +348,15 @@ class LeaderElector:
         integration uses one to set its events).
         """
         self._listeners.append(listener)
+
+    def _close_watches(self) -> None:
+        closer = getattr(self._transport, "close_watches", None)
+        if not callable(closer):
+            return
+        try:
+            closer()
+        except Exception:  # ending a stream early is best effort; the watch times out anyway
+            self._log.debug("elector.close_watches_failed", exc_info=True)
 
     def install_signal_handlers(
         self, signals: tuple[signal.Signals, ...] = (signal.SIGTERM, signal.SIGINT)
@@ -415,9 +422,7 @@ class LeaderElector:
             raise
         finally:
             self._stop_requested.set()
-            closer = getattr(self._transport, "close_watches", None)
-            if callable(closer):
-                closer()
+            self._close_watches()
             with self._cond:
                 self._generation += 1
                 self._cond.notify_all()

@@ -244,7 +244,10 @@ class LeaseTransport:
             self._watches_closed = True
             responses = list(self._open_watches)
         for raw in responses:
-            with contextlib.suppress(urllib3.exceptions.HTTPError, OSError, AttributeError):
+            # ValueError: urllib3 has no socket to shut down (the stream already ended)
+            with contextlib.suppress(
+                urllib3.exceptions.HTTPError, OSError, AttributeError, ValueError
+            ):
                 raw.shutdown()
 
 

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from . import status as st
+from .events import to_core, to_events_k8s_io
 from .patch import apply_patch, deepcopy
 from .resources import Registry, ResourceType, types_from_crd
 from .selectors import Predicate
@@ -40,12 +41,22 @@ def now_rfc3339() -> str:
 
 
 def view(rt: ResourceType, obj: JSON) -> JSON:
-    """The object as served at ``rt``'s version (CRD versions share storage)."""
+    """The object as served at ``rt``'s version (CRD versions share storage, and so do the
+    two Event APIs)."""
     if obj.get("apiVersion") == rt.api_version:
         return obj
+    if rt.shared_storage == "/events":
+        return to_events_k8s_io(obj)
     shown = dict(obj)
     shown["apiVersion"] = rt.api_version
     return shown
+
+
+def to_storage(rt: ResourceType, obj: JSON) -> JSON:
+    """The object in its stored shape (the inverse of :func:`view`)."""
+    if rt.shared_storage == "/events":
+        return to_core(obj)
+    return obj
 
 
 def _generation_relevant(obj: JSON, status_is_subresource: bool) -> JSON:
@@ -58,14 +69,20 @@ def _generation_relevant(obj: JSON, status_is_subresource: bool) -> JSON:
 class ResourceAPI:
     """Implements each verb; raises :class:`~.status.StatusError` for every failure."""
 
-    def __init__(self, store: Store, registry: Registry, dry_run: bool = False) -> None:
+    def __init__(
+        self, store: Store, registry: Registry, dry_run: bool = False, strict: bool = False
+    ) -> None:
         self.store = store
         self.registry = registry
         self.dry_run = dry_run
+        self.strict = strict
 
-    def dry(self) -> ResourceAPI:
-        """The same API with ``dryRun=All`` semantics: everything but the commit."""
-        return ResourceAPI(self.store, self.registry, dry_run=True)
+    def variant(self, dry_run: bool = False, strict: bool = False) -> ResourceAPI:
+        """The same API for one request's options: ``dryRun=All`` (everything but the
+        commit) and ``fieldValidation=Strict`` (unknown fields are an error, not dropped)."""
+        if not dry_run and not strict:
+            return self
+        return ResourceAPI(self.store, self.registry, dry_run=dry_run, strict=strict)
 
     def _commit(self, resource: str, event_type: str, obj: JSON) -> JSON:
         if self.dry_run:
@@ -150,7 +167,7 @@ class ResourceAPI:
             raise st.already_exists(rt.plural, rt.group, meta["name"])
         if self._is_crd(rt):
             obj["status"] = self._crd_status(obj, None)
-        committed = self._commit(rt.key, "ADDED", obj)
+        committed = self._commit(rt.key, "ADDED", to_storage(rt, obj))
         if self._is_crd(rt):
             self._serve_crd(committed)
         return view(rt, committed)
@@ -239,8 +256,8 @@ class ResourceAPI:
             result["status"] = self._crd_status(result, old.get("status"))
         meta = result["metadata"]
         if meta.get("deletionTimestamp") and not meta.get("finalizers"):
-            return view(rt, self._remove(rt, result))
-        committed = self._commit(rt.key, "MODIFIED", result)
+            return view(rt, self._remove(rt, to_storage(rt, result)))
+        committed = self._commit(rt.key, "MODIFIED", to_storage(rt, result))
         if self._is_crd(rt):
             self._serve_crd(committed)
         return view(rt, committed)
@@ -363,14 +380,21 @@ class ResourceAPI:
         causes = validate_name(
             meta.get("name"), dns_label=rt.plural == "namespaces" and not rt.group
         )
+        removed: list[str] = []
         if rt.plural == "leases":
-            prune_lease(obj)
+            removed = prune_lease(obj)
             normalize_lease(obj)
             causes += validate_lease(obj)
         elif self._is_crd(rt):
             causes += validate_crd(obj)
         elif rt.custom:
-            causes += rt.validator.apply(obj)
+            causes += rt.validator.apply(obj, removed)
+        if removed and self.strict:
+            unknown = ", ".join(f'unknown field "{path}"' for path in removed)
+            raise st.bad_request(
+                f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
+                f"strict decoding error: {unknown}"
+            )
         error = status_error_if(causes, rt.kind, rt.group, meta.get("name") or "")
         if error is not None:
             raise error

@@ -220,6 +220,14 @@ def apply_patch(content_type: str, target: JSON, patch: Any, builtin: bool) -> A
         return json_patch(target, patch)
     if media == STRATEGIC and builtin:
         return strategic_merge_patch(target, patch)
+    if media == APPLY:
+        raise StatusError(
+            415,
+            "UnsupportedMediaType",
+            "server-side apply is not supported by the k8slease embedded API server; "
+            "use client-side apply (kubectl apply --server-side=false)",
+            {},
+        )
     accepted = [JSON_PATCH, MERGE, APPLY]
     if builtin:
         accepted.insert(2, STRATEGIC)

@@ -56,6 +56,7 @@ class ResourceType:
     schema: JSON | None = None
     printer_columns: list[JSON] = field(default_factory=list)
     field_selectors: frozenset[str] = NAME_FIELDS
+    shared_storage: str | None = None
 
     @property
     def api_version(self) -> str:
@@ -64,8 +65,8 @@ class ResourceType:
 
     @property
     def key(self) -> str:
-        """Storage key, shared by all versions of a resource."""
-        return f"{self.group}/{self.plural}"
+        """Storage key, shared by all versions of a resource (and by both Event APIs)."""
+        return self.shared_storage or f"{self.group}/{self.plural}"
 
     @property
     def group_resource(self) -> str:
@@ -96,13 +97,34 @@ def builtin_types() -> list[ResourceType]:
         ),
         ResourceType(
             "events.k8s.io", "v1", "events", "event", "Event", True, ("ev",),
-            allow_create_on_update=True, field_selectors=EVENT_FIELDS,
+            allow_create_on_update=True, field_selectors=EVENT_FIELDS, shared_storage="/events",
         ),
         ResourceType("coordination.k8s.io", "v1", "leases", "lease", "Lease", True),
         ResourceType(
             "apiextensions.k8s.io", "v1", "customresourcedefinitions",
             "customresourcedefinition", "CustomResourceDefinition", False, ("crd", "crds"),
             categories=("api-extensions",), status_subresource=True, tracks_generation=True,
+        ),
+        # Stored as given (no validation, no controllers acting on them), so that a chart's
+        # manifests can be applied whole.
+        ResourceType(
+            "", "v1", "serviceaccounts", "serviceaccount", "ServiceAccount", True, ("sa",)
+        ),
+        ResourceType("", "v1", "configmaps", "configmap", "ConfigMap", True, ("cm",)),
+        ResourceType(
+            "apps", "v1", "deployments", "deployment", "Deployment", True, ("deploy",),
+            categories=("all",), status_subresource=True, tracks_generation=True,
+        ),
+        ResourceType("rbac.authorization.k8s.io", "v1", "roles", "role", "Role", True),
+        ResourceType(
+            "rbac.authorization.k8s.io", "v1", "rolebindings", "rolebinding", "RoleBinding", True
+        ),
+        ResourceType(
+            "rbac.authorization.k8s.io", "v1", "clusterroles", "clusterrole", "ClusterRole", False
+        ),
+        ResourceType(
+            "rbac.authorization.k8s.io", "v1", "clusterrolebindings", "clusterrolebinding",
+            "ClusterRoleBinding", False,
         ),
     ]  # fmt: skip
 

@@ -84,6 +84,8 @@ def label_selector(selector: str | None) -> Predicate | None:
 
 
 def _get_path(obj: JSON, path: str) -> str:
+    if path.startswith("regarding."):  # events.k8s.io's name for the stored involvedObject
+        path = "involvedObject." + path.split(".", 1)[1]
     value: Any = obj
     for part in path.split("."):
         value = value.get(part) if isinstance(value, dict) else None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import threading
 import time
 from pathlib import Path
@@ -149,6 +150,8 @@ class APIServer:
         """Serve in a background thread; returns once requests are answered."""
         if self._thread is not None:
             return self
+        self._ready.clear()
+        self._failure = None
         self._thread = threading.Thread(target=self._serve, name="k8slease-apiserver", daemon=True)
         self._thread.start()
         self._ready.wait()
@@ -160,6 +163,12 @@ class APIServer:
             ) from self._failure
         self._kubeconfig = write_kubeconfig(self.url, self._kubeconfig_path)
         return self
+
+    def _remove_kubeconfig(self) -> None:
+        """Delete a kubeconfig we wrote to a temporary directory (not one the caller chose)."""
+        written, self._kubeconfig = self._kubeconfig, None
+        if written is not None and self._kubeconfig_path is None:
+            shutil.rmtree(written.parent, ignore_errors=True)
 
     def stop(self) -> None:
         """End open watches, stop serving and join the thread."""
@@ -175,6 +184,7 @@ class APIServer:
             thread.join(timeout=10)
             self._thread = None
             self._loop = None
+            self._remove_kubeconfig()
 
     def __enter__(self) -> APIServer:
         return self.start()
@@ -232,22 +242,28 @@ class APIServer:
         if self._runner is not None:
             await self._runner.cleanup()
 
+    def _drop_now(self, resource: str | None) -> int:
+        """(Server thread) break open watches of ``resource`` (a plural, optionally
+        ``plural.group``), or all; returns how many."""
+        count = 0
+        for watcher in self.store.watchers():
+            group, _, plural = watcher.resource.partition("/")
+            if resource is None or resource in (plural, f"{plural}.{group}"):
+                watcher.close(drop=True)
+                count += 1
+        return count
+
     def _drop_watches(self, resource: str | None) -> int:
-        """Break open watches (called from any thread)."""
+        """Break open watches (from any thread but the server's own)."""
         loop = self._loop
         if loop is None:
             return 0
-
-        async def drop() -> int:
-            count = 0
-            for watcher in self.store.watchers():
-                if resource is None or watcher.resource.endswith("/" + resource.split(".")[0]):
-                    watcher.close(drop=True)
-                    count += 1
-            return count
-
         if threading.current_thread() is self._thread:
             raise RuntimeError("drop_watches() must be called from outside the server thread")
+
+        async def drop() -> int:
+            return self._drop_now(resource)
+
         return asyncio.run_coroutine_threadsafe(drop(), loop).result(timeout=10)
 
     # --- request handling ----------------------------------------------------------------------
@@ -391,10 +407,15 @@ class APIServer:
             )
         body = await self._body(request)
         dry_run = query.get("dryRun")
-        if dry_run:
-            if dry_run != "All":
-                raise st.bad_request(f'Invalid dryRun value "{dry_run}": supported values: "All"')
-            api = api.dry()
+        if dry_run and dry_run != "All":
+            raise st.bad_request(f'Invalid dryRun value "{dry_run}": supported values: "All"')
+        validation = query.get("fieldValidation", "")
+        if validation not in ("", "Ignore", "Warn", "Strict"):
+            raise st.bad_request(
+                f'fieldValidation: Unsupported value: "{validation}": supported values: '
+                '"Ignore", "Strict", "Warn"'
+            )
+        api = api.variant(dry_run=bool(dry_run), strict=validation == "Strict")
         if verb == "create":
             return _json_response(api.create(rt, namespace, body), 201)
         if verb == "update":
@@ -450,7 +471,7 @@ class APIServer:
                 meta = {"resourceVersion": shown["metadata"].get("resourceVersion", "")}
                 shown = table(rt, [shown], meta, query.get("includeObject", "Metadata"))
                 if not first_table:
-                    shown["columnDefinitions"] = []
+                    shown["columnDefinitions"] = None  # headers come with the first event
                 first_table = False
             return _dumps({"type": event_type, "object": shown}) + b"\n"
 
@@ -520,6 +541,8 @@ class APIServer:
                 if event is None:
                     break
                 await response.write(line(event.type, event.obj))
+        except ConnectionResetError:
+            return response  # the client went away mid-write: nothing left to tell it
         finally:
             self.store.unwatch(watcher)
         if watcher.dropped and request.transport is not None:
@@ -576,12 +599,7 @@ class APIServer:
                 self.faults.resume()
                 return _json_response({"paused": False})
             if what == "drop-watches" and method == "POST":
-                resource = request.query.get("resource")
-                count = 0
-                for watcher in self.store.watchers():
-                    if resource is None or watcher.resource.endswith("/" + resource.split(".")[0]):
-                        watcher.close(drop=True)
-                        count += 1
+                count = self._drop_now(request.query.get("resource"))
                 return _json_response({"dropped": count})
         except (TypeError, ValueError) as exc:
             return _error_response(st.bad_request(str(exc)))

@@ -133,14 +133,19 @@ LEASE_SPEC_FIELDS = frozenset(
 )  # fmt: skip
 
 
-def prune_lease(obj: JSON) -> None:
-    """Drop fields a Lease does not have, as typed decoding on the real server does."""
-    for key in [k for k in obj if k not in ("apiVersion", "kind", "metadata", "spec")]:
+def prune_lease(obj: JSON) -> list[str]:
+    """Drop fields a Lease does not have, as typed decoding on the real server does;
+    returns their paths."""
+    removed = [k for k in obj if k not in ("apiVersion", "kind", "metadata", "spec")]
+    for key in removed:
         del obj[key]
     spec = obj.get("spec")
     if isinstance(spec, dict):
-        for key in [k for k in spec if k not in LEASE_SPEC_FIELDS]:
+        unknown = [k for k in spec if k not in LEASE_SPEC_FIELDS]
+        for key in unknown:
             del spec[key]
+        removed += [f"spec.{k}" for k in unknown]
+    return removed
 
 
 def validate_lease(obj: JSON) -> list[JSON]:
@@ -220,11 +225,15 @@ def validate_crd(obj: JSON) -> list[JSON]:
 # --- custom resources ---------------------------------------------------------------------
 
 
-def prune_and_default(obj: Any, schema: JSON, root: bool = True) -> Any:
+def prune_and_default(
+    obj: Any, schema: JSON, root: bool = True, path: str = "", removed: list[str] | None = None
+) -> Any:
     """Drop fields the structural schema does not know and fill in ``default`` values.
 
-    The real server does both silently (no error) before validating.
+    The real server does both silently (no error) before validating; the paths of dropped
+    fields are appended to ``removed`` for ``fieldValidation=Strict``.
     """
+    dropped = removed if removed is not None else []
     if isinstance(obj, dict):
         props = schema.get("properties")
         preserve = schema.get("x-kubernetes-preserve-unknown-fields", False)
@@ -233,24 +242,31 @@ def prune_and_default(obj: Any, schema: JSON, root: bool = True) -> Any:
             for key in list(obj):
                 if root and key in ("apiVersion", "kind", "metadata"):
                     continue
+                where = f"{path}.{key}" if path else key
                 if key in props:
-                    obj[key] = prune_and_default(obj[key], props[key], False)
+                    obj[key] = prune_and_default(obj[key], props[key], False, where, dropped)
                 elif isinstance(additional, dict):
-                    obj[key] = prune_and_default(obj[key], additional, False)
+                    obj[key] = prune_and_default(obj[key], additional, False, where, dropped)
                 elif not preserve and additional is not True:
                     del obj[key]
+                    dropped.append(where)
             for key, sub in props.items():
                 if key not in obj and "default" in sub:
                     obj[key] = copy.deepcopy(sub["default"])
         elif isinstance(additional, dict):
             for key in list(obj):
-                obj[key] = prune_and_default(obj[key], additional, False)
+                where = f"{path}.{key}" if path else key
+                obj[key] = prune_and_default(obj[key], additional, False, where, dropped)
         elif (
             not preserve and not root and additional is not True and schema.get("type") == "object"
         ):
+            dropped.extend(f"{path}.{key}" for key in obj)
             obj.clear()
     elif isinstance(obj, list) and isinstance(schema.get("items"), dict):
-        return [prune_and_default(item, schema["items"], False) for item in obj]
+        return [
+            prune_and_default(item, schema["items"], False, f"{path}[{i}]", dropped)
+            for i, item in enumerate(obj)
+        ]
     return obj
 
 
@@ -342,9 +358,12 @@ class SchemaValidator:
                 body["properties"].pop(key, None)
         self._validator = jsonschema.Draft4Validator(body)
 
-    def apply(self, obj: JSON) -> list[JSON]:
-        """Prune and default ``obj`` in place, then return validation causes (empty if valid)."""
-        prune_and_default(obj, self.schema)
+    def apply(self, obj: JSON, removed: list[str] | None = None) -> list[JSON]:
+        """Prune and default ``obj`` in place, then return validation causes (empty if valid).
+
+        Paths of pruned (unknown) fields are appended to ``removed`` when given.
+        """
+        prune_and_default(obj, self.schema, removed=removed)
         errors = sorted(self._validator.iter_errors(obj), key=lambda e: list(e.absolute_path))
         return [_cause_for(e) for e in errors]
 

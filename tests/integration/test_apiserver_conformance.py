@@ -594,6 +594,24 @@ def test_watch_bookmarks(coord: client.CoordinationV1Api, k8s_namespace: str) ->
     assert int(bookmarks[0]["metadata"]["resourceVersion"]) >= int(rv)
 
 
+def test_watch_as_table(coord: client.CoordinationV1Api, k8s_namespace: str) -> None:
+    rv = coord.list_namespaced_lease(k8s_namespace).metadata.resource_version
+    coord.create_namespaced_lease(k8s_namespace, lease_body("t1"))
+    coord.create_namespaced_lease(k8s_namespace, lease_body("t2"))
+    w = watch.Watch()
+    tables = []
+    for event in w.stream(
+        coord.list_namespaced_lease, k8s_namespace, resource_version=rv, timeout_seconds=5,
+        deserialize=False, _headers={"Accept": TABLE},
+    ):  # fmt: skip
+        tables.append(event["object"])
+        if len(tables) == 2:
+            w.stop()
+    assert [t["kind"] for t in tables] == ["Table", "Table"]
+    assert [c["name"] for c in tables[0]["columnDefinitions"]] == ["Name", "Holder", "Age"]
+    assert [t["rows"][0]["cells"][0] for t in tables] == ["t1", "t2"]
+
+
 def test_watch_from_too_old_resource_version_is_gone(
     coord: client.CoordinationV1Api, k8s_namespace: str
 ) -> None:
@@ -715,6 +733,20 @@ def test_custom_resource_schema_validation(
     assert [(c["field"], c["reason"]) for c in status["details"]["causes"]] == [(field, reason)]
 
 
+def test_strict_field_validation_rejects_unknown_fields(
+    widgets: tuple[client.CustomObjectsApi, str], k8s_namespace: str
+) -> None:
+    api, group = widgets
+    with pytest.raises(client.ApiException) as info:
+        api.create_namespaced_custom_object(
+            group, "v1", k8s_namespace, "widgets", widget("strict", sise=3),
+            field_validation="Strict",
+        )  # fmt: skip
+    body = status_of(info.value)
+    assert (info.value.status, body["reason"]) == (400, "BadRequest")
+    assert "spec.sise" in body["message"]
+
+
 def test_custom_resource_unknown_fields_are_pruned(
     widgets: tuple[client.CustomObjectsApi, str], k8s_namespace: str
 ) -> None:
@@ -799,3 +831,16 @@ def test_core_and_events_k8s_io_events(
         ),
     )  # fmt: skip
     assert modern.note == "b won"
+    # One resource, two views: each API lists the events written through the other.
+    legacy = {e.metadata.name: e for e in core.list_namespaced_event(k8s_namespace).items}
+    assert legacy["modern"].message == "b won"
+    assert legacy["modern"].involved_object.name == "x"
+    assert legacy["modern"].reporting_component == "k8slease.io/test"
+    # (raw: a legacy event's eventTime is null, which the client's model refuses)
+    status, listed = raw(
+        k8s_api_client, "GET", f"/apis/events.k8s.io/v1/namespaces/{k8s_namespace}/events"
+    )
+    assert status == 200
+    viewed = {e["metadata"]["name"]: e for e in listed["items"]}
+    assert viewed[created.metadata.name]["note"] == "a won"
+    assert viewed[created.metadata.name]["regarding"]["kind"] == "Lease"

@@ -216,6 +216,19 @@ def test_faults_over_http(k8s_embedded_apiserver: APIServer, coord: Any) -> None
     assert server.faults.paused
     control(server, "POST", "resume")
     assert not server.faults.paused
+    assert control(server, "POST", "drop-watches?resource=leases") == {"dropped": 0}
+
+
+def test_restart_and_kubeconfig_cleanup() -> None:
+    server = APIServer().start()
+    first = server.kubeconfig
+    assert first.exists()
+    server.stop()
+    assert not first.exists(), "a temporary kubeconfig is removed on stop"
+    with server, server.api_client() as api_client:
+        names = [n.metadata.name for n in client.CoreV1Api(api_client).list_namespace().items]
+        assert "default" in names
+        assert server.kubeconfig.exists()
 
 
 def test_concurrent_conditional_updates_have_one_winner_per_version(

@@ -1,0 +1,204 @@
+"""``python -m benchmarks`` (``make bench``): k8slease and the official client's elector side by
+side on the embedded API server, with the same lease settings.
+
+Prints a table, writes ``benchmarks/results/latest.json`` and ``failover.png``. ``--quick`` takes
+a minute or two; the full run about five minutes. The benchmarks of others in this package
+(``bench_apiserver``, ``bench_operator``) are run too unless ``--skip-others``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib
+import os
+import platform
+import random
+import subprocess
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any
+
+from benchmarks import failover, footprint, load, locks, report
+from benchmarks.common import IMPLEMENTATIONS, SETTINGS, quiet_logging
+from benchmarks.replicas import ROOT
+from k8slease.testing.server import APIServer
+
+OTHERS = ("bench_apiserver", "bench_operator")
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    graceful_trials: int = 10
+    crash_trials: int = 3
+    load_window: float = 30.0
+    load_warmup: float = 5.0
+    candidates: tuple[int, ...] = load.CANDIDATES
+    jobs: int = 100
+    replicas: int = 3
+    lock_ticks: int = 3
+    import_runs: int = 5
+
+
+QUICK = Plan(graceful_trials=3, crash_trials=1, load_window=10.0, load_warmup=3.0,
+             lock_ticks=1, import_runs=3)  # fmt: skip
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="fewer trials, shorter windows")
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
+    parser.add_argument("--skip-others", action="store_true", help="skip bench_apiserver etc.")
+    parser.add_argument("--verbose", action="store_true", help="show the replicas' stderr")
+    parser.add_argument("--seed", type=int, default=None, help="seed of the pause before signals")
+    tiny = parser.add_argument_group("overrides (for smoke tests)")
+    tiny.add_argument("--graceful-trials", type=int)
+    tiny.add_argument("--crash-trials", type=int)
+    tiny.add_argument("--load-window", type=float)
+    tiny.add_argument("--load-warmup", type=float)
+    tiny.add_argument("--candidates", type=lambda s: tuple(int(n) for n in s.split(",")))
+    tiny.add_argument("--jobs", type=int)
+    tiny.add_argument("--lock-ticks", type=int)
+    tiny.add_argument("--import-runs", type=int)
+    return parser.parse_args(argv)
+
+
+def make_plan(args: argparse.Namespace) -> Plan:
+    plan = QUICK if args.quick else Plan()
+    overrides = {
+        f.name: getattr(args, f.name)
+        for f in dataclasses.fields(Plan)
+        if getattr(args, f.name, None) is not None
+    }
+    return dataclasses.replace(plan, **overrides)
+
+
+def machine() -> dict[str, Any]:
+    cpu = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT
+        ).stdout.strip()
+    except OSError:
+        commit = ""
+    import kubernetes
+
+    return {
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "nproc": os.cpu_count(),
+        "cpu": cpu,
+        "loadavg_at_start": [round(x, 2) for x in os.getloadavg()],
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "kubernetes_client": kubernetes.__version__,
+        "git_commit": commit,
+    }
+
+
+def section(name: str, results: dict[str, Any], fn: Callable[[], Any]) -> None:
+    """Run one part; an error is recorded (and shown) instead of ending the whole run."""
+    print(f"-- {name} ...", flush=True)
+    started = time.monotonic()
+    try:
+        results[name] = fn()
+    except Exception as exc:
+        traceback.print_exc()
+        results[name] = {"error": f"{type(exc).__name__}: {exc}"}
+    print(f"   {name}: {time.monotonic() - started:.1f} s", flush=True)
+
+
+def run_failover(
+    server: APIServer, plan: Plan, rng: random.Random, stderr: IO[Any] | None
+) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for impl in IMPLEMENTATIONS:
+        out[impl] = {}
+        for kind, trials in (("graceful", plan.graceful_trials), ("crash", plan.crash_trials)):
+            if trials > 0:
+                run = failover.run_trials(impl, kind, trials, server.kubeconfig, rng=rng,
+                                          stderr=stderr)  # fmt: skip
+                out[impl][kind] = run.to_json()
+    return out
+
+
+def run_others() -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name in OTHERS:
+        try:
+            module = importlib.import_module(f"benchmarks.{name}")
+        except ModuleNotFoundError:
+            out[name] = "absent"
+            continue
+        started = time.monotonic()
+        try:
+            out[name] = {"figures": module.run(), "seconds": round(time.monotonic() - started, 1)}
+        except Exception as exc:
+            traceback.print_exc()
+            out[name] = {"error": f"{type(exc).__name__}: {exc}"}
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    plan = make_plan(args)
+    quiet_logging()
+    stderr = sys.stderr if args.verbose else None
+    rng = random.Random(args.seed)
+    started = time.monotonic()
+    results: dict[str, Any] = {
+        "meta": {
+            "mode": "quick" if args.quick else "full",
+            "plan": dataclasses.asdict(plan),
+            "settings": dataclasses.asdict(SETTINGS),
+            "machine": machine(),
+        }
+    }
+    with APIServer(log_size=500_000) as server:
+        section("failover", results, lambda: run_failover(server, plan, rng, stderr))
+        section("api_load", results, lambda: load.measure(
+            server, window=plan.load_window, warmup=plan.load_warmup,
+            candidates=plan.candidates, stderr=stderr))  # fmt: skip
+        section("locks", results, lambda: {
+            "k8slease": locks.measure(server, jobs=plan.jobs, replicas=plan.replicas,
+                                      ticks=plan.lock_ticks, stderr=stderr),
+            "official": "n/a (no per-job locks)"})  # fmt: skip
+    section("footprint", results, lambda: {"import_s": footprint.import_times(plan.import_runs)})
+    footprint_, failover_ = results["footprint"], results["failover"]
+    if "error" not in footprint_ and "error" not in failover_:
+        footprint_["rss_mb"] = {
+            impl: {
+                "leader": failover_[impl].get("graceful", {}).get("rss_leader_mb"),
+                "candidate": failover_[impl].get("graceful", {}).get("rss_candidate_mb"),
+            }
+            for impl in IMPLEMENTATIONS
+        }
+    if not args.skip_others:
+        section("others", results, run_others)
+    results["targets"] = report.targets(results)
+    results["meta"]["duration_s"] = round(time.monotonic() - started, 1)
+    args.out.mkdir(parents=True, exist_ok=True)
+    report.write_json(results, args.out / "latest.json")
+    report.plot(results, args.out / "failover.png")
+    print()
+    print(report.table(results))
+    others = results.get("others", {})
+    for name, value in others.items():
+        print(f"\n{name}: {value}")
+    print(f"\nwrote {args.out / 'latest.json'} and {args.out / 'failover.png'} "
+          f"in {results['meta']['duration_s']:.0f} s")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,36 @@
+"""The benchmark harness runs end to end on tiny parameters (figures are not checked)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+TINY = [
+    "--skip-others", "--graceful-trials", "1", "--crash-trials", "0", "--load-window", "2",
+    "--load-warmup", "0.5", "--candidates", "2", "--jobs", "5", "--lock-ticks", "1",
+    "--import-runs", "1",
+]  # fmt: skip
+
+
+@pytest.mark.slow
+def test_bench_quick_harness_writes_table_json_and_png(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks", "--quick", "--out", str(tmp_path), *TINY],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "graceful failover (SIGTERM)" in done.stdout
+    results = json.loads((tmp_path / "latest.json").read_text())
+    for part in ("failover", "api_load", "locks", "footprint"):
+        assert "error" not in results[part], results[part]
+    assert results["failover"]["k8slease"]["graceful"]["n"] == 1
+    assert results["locks"]["k8slease"]["duplicates"] == 0
+    assert (tmp_path / "failover.png").read_bytes().startswith(b"\x89PNG")
