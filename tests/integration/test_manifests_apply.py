@@ -269,8 +269,6 @@ def test_unknown_field_is_rejected_with_strict_field_validation(
     rest: Rest, k8s_apiserver: Any, crd: dict[str, Any], k8s_namespace: str
 ) -> None:
     """What `kubectl apply` does (it asks for Strict): a misspelt field fails, not vanishes."""
-    if getattr(k8s_apiserver, "embedded", False):
-        pytest.skip("the embedded API server does not implement fieldValidation=Strict")
     status, body = rest.create(
         _bad("typo", {"historyLimt": 5}, k8s_namespace), fieldValidation="Strict"
     )
