@@ -2,7 +2,7 @@
 side on the embedded API server, with the same lease settings.
 
 Prints a table, writes ``benchmarks/results/latest.json`` and ``failover.png``. ``--quick`` takes
-a minute or two; the full run about five minutes. The benchmarks of others in this package
+about a minute and a half; the full run about five minutes. The benchmarks of others in this package
 (``bench_apiserver``, ``bench_operator``) are run too unless ``--skip-others``.
 """
 
@@ -33,8 +33,8 @@ OTHERS = ("bench_apiserver", "bench_operator")
 
 @dataclasses.dataclass(frozen=True)
 class Plan:
-    graceful_trials: int = 10
-    crash_trials: int = 3
+    graceful_trials: int = 20
+    crash_trials: int = 5
     load_window: float = 30.0
     load_warmup: float = 5.0
     candidates: tuple[int, ...] = load.CANDIDATES
@@ -149,6 +149,20 @@ def run_others() -> dict[str, Any]:
     return out
 
 
+def add_rss(results: dict[str, Any]) -> None:
+    """Put the replicas' memory, taken during the graceful failover trials, under footprint."""
+    footprint_, failover_ = results["footprint"], results["failover"]
+    if "error" in footprint_ or "error" in failover_:
+        return
+    footprint_["rss_mb"] = {
+        impl: {
+            "leader": failover_[impl].get("graceful", {}).get("rss_leader_mb"),
+            "candidate": failover_[impl].get("graceful", {}).get("rss_candidate_mb"),
+        }
+        for impl in IMPLEMENTATIONS
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     plan = make_plan(args)
@@ -174,15 +188,7 @@ def main(argv: list[str] | None = None) -> int:
                                       ticks=plan.lock_ticks, stderr=stderr),
             "official": "n/a (no per-job locks)"})  # fmt: skip
     section("footprint", results, lambda: {"import_s": footprint.import_times(plan.import_runs)})
-    footprint_, failover_ = results["footprint"], results["failover"]
-    if "error" not in footprint_ and "error" not in failover_:
-        footprint_["rss_mb"] = {
-            impl: {
-                "leader": failover_[impl].get("graceful", {}).get("rss_leader_mb"),
-                "candidate": failover_[impl].get("graceful", {}).get("rss_candidate_mb"),
-            }
-            for impl in IMPLEMENTATIONS
-        }
+    add_rss(results)
     if not args.skip_others:
         section("others", results, run_others)
     results["targets"] = report.targets(results)
@@ -192,9 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     report.plot(results, args.out / "failover.png")
     print()
     print(report.table(results))
-    others = results.get("others", {})
-    for name, value in others.items():
-        print(f"\n{name}: {value}")
+    print(report.others(results.get("others", {})))
     print(f"\nwrote {args.out / 'latest.json'} and {args.out / 'failover.png'} "
           f"in {results['meta']['duration_s']:.0f} s")  # fmt: skip
     return 0

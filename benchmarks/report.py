@@ -203,6 +203,18 @@ def table(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def others(parts: dict[str, Any]) -> str:
+    """The figures of the other benchmarks of the package, one per line."""
+    lines: list[str] = []
+    for name, value in parts.items():
+        lines.append(f"\n{name}:")
+        figures = value.get("figures", value) if isinstance(value, dict) else {"status": value}
+        for key, figure in figures.items():
+            shown = f"{figure:,.1f}" if isinstance(figure, float) else str(figure)
+            lines.append(f"  {key:<32} {shown}")
+    return "\n".join(lines)
+
+
 def write_json(results: dict[str, Any], path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(results, indent=2) + "\n")

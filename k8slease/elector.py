@@ -637,8 +637,6 @@ class LeaderElector:
             term=event.term,
         )
         self._ctx = ctx
-        self._leading.set()
-        self._notify_listeners(True)
         self._metrics.set_leader(self.name, self.identity, True)
         self._log.info(
             "leader.started",
@@ -646,6 +644,8 @@ class LeaderElector:
             fencing_token=event.fencing_token,
             transitions=event.record.transitions,
         )
+        self._leading.set()
+        self._notify_listeners(True)
         callback = self.on_started_leading
         if callback is not None:
             self._work = threading.Thread(
