@@ -30,6 +30,7 @@ def measure(
         if worker.wait_for("result", timeout) is None:
             raise RuntimeError("the lock worker gave no result")
         result = worker.result("result")
+        result.pop("t", None)
     finally:
         worker.close()
     # The worker reset the server's counters after its warm-up tick: the log holds the measured

@@ -25,10 +25,11 @@ from collections.abc import Sequence
 from typing import Any
 
 import structlog
-from kubernetes import client, config
+from kubernetes import client
 
 from examples.invoice_store import InvoiceStore
 from k8slease import JobContext, Jobs, Mode
+from k8slease.apiclient import default_api_client
 
 CUSTOMERS = ("acme", "globex", "initech")
 
@@ -117,10 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--log-level", default=os.environ.get("LOG_LEVEL", "info"))
     args = parser.parse_args(argv)
     configure_logging(args.log_level)
-    if args.kubeconfig:
-        api_client = config.new_client_from_config(config_file=args.kubeconfig)
-    else:
-        api_client = None
+    api_client = default_api_client(kubeconfig=args.kubeconfig) if args.kubeconfig else None
     store = InvoiceStore(args.store) if args.store else None
     jobs = build_jobs(
         group=args.group,

@@ -12,7 +12,6 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import pytest
 from kubernetes import client
@@ -79,7 +78,12 @@ def test_once_per_tick_runs_exactly_once_per_tick_across_three_replicas(
         barrier = threading.Barrier(3)
         outcomes: list[str | None] = []
 
-        def fire(jobs: Jobs, tick: datetime = tick, barrier: threading.Barrier = barrier) -> None:
+        def fire(
+            jobs: Jobs,
+            tick: datetime = tick,
+            barrier: threading.Barrier = barrier,
+            outcomes: list[str | None] = outcomes,
+        ) -> None:
             barrier.wait()
             outcomes.append(jobs.fire("invoices", tick))
 

@@ -16,7 +16,7 @@ import structlog
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from kubernetes import client
 
-from k8slease import JobContext, Jobs, MisfirePolicy, Mode
+from k8slease import JobContext, Jobs, MisfirePolicy
 from k8slease.clock import SystemClock
 from k8slease.jobrecord import job_state_from_lease
 from k8slease.record import record_from_lease
