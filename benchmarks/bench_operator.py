@@ -65,7 +65,7 @@ class LeaderWatch:
             if rv:
                 params["resource_version"] = rv
             try:
-                resp = api.list_namespaced_custom_object(
+                resp: Any = api.list_namespaced_custom_object(
                     CRD_GROUP, CRD_VERSION, NS, CRD_PLURAL, _preload_content=False, **params
                 )
                 for line in resp.stream(65536):
@@ -115,7 +115,9 @@ def run(groups: int = 200) -> dict[str, Any]:
     with APIServer(history_size=20000) as server:
         api = server.api_client()
         install_crd(api)
-        client.CoreV1Api(api).create_namespace({"metadata": {"name": NS}})
+        client.CoreV1Api(api).create_namespace(
+            client.V1Namespace(metadata=client.V1ObjectMeta(name=NS))
+        )
         transport = LeaseTransport(api, NS)
         names = [f"group-{i:03d}" for i in range(groups)]
         leases: dict[str, dict[str, Any]] = {}
@@ -224,7 +226,8 @@ def run(groups: int = 200) -> dict[str, Any]:
                 proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 proc.kill()
-            api.close()
+            api_any: Any = api
+            api_any.close()
     return figures
 
 
