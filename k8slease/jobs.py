@@ -36,6 +36,7 @@ import structlog
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.schedulers.base import STATE_STOPPED, BaseScheduler
+from apscheduler.triggers.base import BaseTrigger
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.date import DateTrigger
 from apscheduler.triggers.interval import IntervalTrigger
@@ -175,23 +176,16 @@ class Jobs:
         except (ValueError, KeyError, TypeError) as exc:
             raise ConfigError(f"invalid cron expression {expression!r}: {exc}") from None
 
-        def register(func: F) -> F:
-            self.add(
-                JobSpec(
-                    name=name or job_name_from(func),
-                    func=func,
-                    mode=mode,
-                    trigger=trigger,
-                    lock_at_most_for=lock_at_most_for,
-                    lock_at_least_for=lock_at_least_for,
-                    misfire=misfire,
-                    grace=grace,
-                    fail_open=fail_open,
-                )
-            )
-            return func
-
-        return register
+        return self._registrar(
+            trigger,
+            mode=mode,
+            name=name,
+            lock_at_most_for=lock_at_most_for,
+            lock_at_least_for=lock_at_least_for,
+            misfire=misfire,
+            grace=grace,
+            fail_open=fail_open,
+        )
 
     def interval(
         self,
@@ -220,20 +214,25 @@ class Jobs:
             raise ConfigError("anchor must be timezone-aware")
         trigger = IntervalTrigger(seconds=total, start_date=anchor, timezone=UTC)
 
+        return self._registrar(
+            trigger,
+            mode=mode,
+            name=name,
+            lock_at_most_for=lock_at_most_for,
+            lock_at_least_for=lock_at_least_for,
+            misfire=misfire,
+            grace=grace,
+            fail_open=fail_open,
+        )
+
+    def _registrar(
+        self, trigger: BaseTrigger | None, *, mode: Mode, name: str | None, **options: Any
+    ) -> Callable[[F], F]:
+        """A decorator that registers its function as a job on ``trigger``."""
+
         def register(func: F) -> F:
-            self.add(
-                JobSpec(
-                    name=name or job_name_from(func),
-                    func=func,
-                    mode=mode,
-                    trigger=trigger,
-                    lock_at_most_for=lock_at_most_for,
-                    lock_at_least_for=lock_at_least_for,
-                    misfire=misfire,
-                    grace=grace,
-                    fail_open=fail_open,
-                )
-            )
+            spec_name = name or job_name_from(func)
+            self.add(JobSpec(name=spec_name, func=func, mode=mode, trigger=trigger, **options))
             return func
 
         return register
@@ -245,11 +244,7 @@ class Jobs:
         if it returns or raises while it should still run.
         """
 
-        def register(func: F) -> F:
-            self.add(JobSpec(name=name or job_name_from(func), func=func, mode=mode, trigger=None))
-            return func
-
-        return register
+        return self._registrar(None, mode=mode, name=name)
 
     # -- introspection ------------------------------------------------------------------------
 

@@ -8,32 +8,14 @@ accepted (with the CRD's defaults applied) and broken ones are rejected by the C
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
-import sys
 from collections.abc import Iterator
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
+import render_manifests as rm
 
 from k8slease.testing.pytest_plugin import wait_established
-
-
-def _load_render_module() -> ModuleType:
-    name = "k8slease_chart_render"
-    if name not in sys.modules:
-        path = Path(__file__).resolve().parents[2] / "charts" / "render_manifests.py"
-        spec = importlib.util.spec_from_file_location(name, path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-rm = _load_render_module()
 
 GROUP_VERSION = "k8slease.io/v1alpha1"
 EXAMPLES_FILE = rm.MANIFESTS_DIR / "examples" / "scheduledjobgroups.yaml"

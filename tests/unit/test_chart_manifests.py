@@ -3,28 +3,11 @@ CRD, operator, RBAC, and an example app Deployment with 3 replicas using the Dow
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
-
-
-def _load_render_module() -> ModuleType:
-    name = "k8slease_chart_render"
-    if name not in sys.modules:
-        path = Path(__file__).resolve().parents[2] / "charts" / "render_manifests.py"
-        spec = importlib.util.spec_from_file_location(name, path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-rm = _load_render_module()
+import render_manifests as rm
 
 
 def test_manifests_match_the_chart() -> None:
