@@ -89,6 +89,10 @@ class Narrator:
             )
         elif kind == "leader.stopped":
             self.say(f"{name} stopped leading ({event.get('reason')})")
+        elif kind == "queue.polling":
+            self.say(f"{name} started the LEADER job poll-queue")
+        elif kind == "queue.stopped":
+            self.say(f"{name} stopped poll-queue after {event.get('polls')} polls (ctx.lost)")
         return name, event
 
 
@@ -346,7 +350,15 @@ class Demo:
             except ApiException:
                 group = {}
             status = group.get("status") or {}
-            if len(status.get("failovers") or []) >= wanted:
+            last_ticks = {
+                str((job.get("lastRun") or {}).get("tick", ""))[:19]
+                for job in status.get("jobs") or []
+                if isinstance(job, dict)
+            }
+            newest = self.narrator.runs[-1][0][:19] if self.narrator.runs else ""
+            if len(status.get("failovers") or []) >= wanted and (
+                not newest or newest in last_ticks
+            ):
                 return
             time.sleep(0.5)
         self.failures.append("the operator did not report every leadership change in time")
