@@ -263,6 +263,10 @@ class Jobs:
         """Whether this replica currently leads its group."""
         return bool(self._elector is not None and self._elector.is_leader)
 
+    def healthy(self) -> bool:
+        """False when this replica believes it leads but has not renewed in time (for probes)."""
+        return bool(self._elector is None or self._elector.healthy())
+
     @property
     def scheduler(self) -> BaseScheduler | None:
         return self._scheduler
