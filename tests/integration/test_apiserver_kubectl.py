@@ -9,55 +9,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from k8slease.testing import APIServer
 
 pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not on PATH")
 
-SJG_CRD: dict[str, Any] = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "scheduledjobgroups.k8slease.io"},
-    "spec": {
-        "group": "k8slease.io",
-        "scope": "Namespaced",
-        "names": {
-            "plural": "scheduledjobgroups",
-            "singular": "scheduledjobgroup",
-            "kind": "ScheduledJobGroup",
-            "shortNames": ["sjg"],
-        },
-        "versions": [
-            {
-                "name": "v1alpha1",
-                "served": True,
-                "storage": True,
-                "subresources": {"status": {}},
-                "additionalPrinterColumns": [
-                    {"name": "Jobs", "type": "integer", "jsonPath": ".status.jobCount"},
-                    {"name": "Leader", "type": "string", "jsonPath": ".status.leader"},
-                    {"name": "Last Run", "type": "date", "jsonPath": ".status.lastRun"},
-                    {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
-                ],
-                "schema": {
-                    "openAPIV3Schema": {
-                        "type": "object",
-                        "properties": {
-                            "spec": {
-                                "type": "object",
-                                "x-kubernetes-preserve-unknown-fields": True,
-                            },
-                            "status": {
-                                "type": "object",
-                                "x-kubernetes-preserve-unknown-fields": True,
-                            },
-                        },
-                    }
-                },
-            }
-        ],
-    },
-}
+#: The product's CRD, from the one place it is defined (the chart's crds/, symlinked here).
+SJG_CRD: dict[str, Any] = yaml.safe_load(
+    (Path(__file__).resolve().parents[2] / "k8slease" / "operator" / "crd.yaml").read_text()
+)
 
 
 def kubectl(server: APIServer, tmp_path: Path, *args: str, stdin: str | None = None) -> str:
@@ -133,16 +94,18 @@ def test_kubectl_apply_and_get_custom_resources(
     assert "configured" in kubectl(
         server, tmp_path, "apply", "--validate=false", "-f", "-", stdin=json.dumps(group)
     )
-    status = {"status": {"jobCount": 2, "leader": "pod-a", "lastRun": "2020-01-01T00:00:00Z"}}
+    status = {
+        "status": {"leader": "pod-a", "transitions": 2, "lastFailoverTime": "2020-01-01T00:00:00Z"}
+    }
     kubectl(
         server, tmp_path, "patch", "sjg", "nightly", "--subresource=status", "--type=merge",
         "-p", json.dumps(status),
     )  # fmt: skip
     table = rows(kubectl(server, tmp_path, "get", "scheduledjobgroups"))
-    assert table[0] == ["NAME", "JOBS", "LEADER", "LAST", "RUN", "AGE"]
-    name, jobs, leader, last_run, _age = table[1]
-    assert (name, jobs, leader) == ("nightly", "2", "pod-a")
-    assert last_run.endswith(("y", "d"))
+    assert table[0] == ["NAME", "LEADER", "TRANSITIONS", "LAST", "FAILOVER", "AGE"]
+    name, leader, transitions, last_failover, _age = table[1]
+    assert (name, leader, transitions) == ("nightly", "pod-a", "2")
+    assert last_failover.endswith(("y", "d"))
     assert rows(kubectl(server, tmp_path, "get", "sjg", "-A"))[1][:2] == ["default", "nightly"]
     stored = json.loads(kubectl(server, tmp_path, "get", "sjg", "nightly", "-o", "json"))
     assert stored["metadata"]["generation"] == 2 and len(stored["spec"]["jobs"]) == 2
