@@ -30,6 +30,7 @@ from kubernetes import client
 from examples.invoice_store import InvoiceStore
 from k8slease import JobContext, Jobs, Mode
 from k8slease.apiclient import default_api_client
+from k8slease.health import HealthServer
 
 CUSTOMERS = ("acme", "globex", "initech")
 
@@ -116,6 +117,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--fast", action="store_true", help="short periods for demos and tests")
     parser.add_argument("--log-level", default=os.environ.get("LOG_LEVEL", "info"))
+    parser.add_argument(
+        "--health-port",
+        type=int,
+        default=int(os.environ.get("HEALTH_PORT", 0)),
+        help="serve /healthz (from Jobs.healthy) on this port for liveness probes",
+    )
     args = parser.parse_args(argv)
     configure_logging(args.log_level)
     api_client = default_api_client(kubeconfig=args.kubeconfig) if args.kubeconfig else None
@@ -127,7 +134,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         store=store,
         fast=args.fast,
     )
-    jobs.run(handle_signals=True)
+    health = HealthServer(jobs.healthy, port=args.health_port).start() if args.health_port else None
+    try:
+        jobs.run(handle_signals=True)
+    finally:
+        if health is not None:
+            health.stop()
     return 0
 
 

@@ -16,6 +16,7 @@ from k8slease.errors import (
     TransportError,
     Unavailable,
 )
+from k8slease.health import HealthServer
 from k8slease.jobrecord import JobState, RunRecord
 from k8slease.jobs import Jobs
 from k8slease.jobspec import JobSpec, Mode
@@ -31,6 +32,7 @@ __all__ = [
     "Conflict",
     "ElectionTiming",
     "Forbidden",
+    "HealthServer",
     "Invalid",
     "JobContext",
     "JobSpec",

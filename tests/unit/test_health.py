@@ -1,0 +1,37 @@
+"""The health endpoint answers from its check, on loopback."""
+
+from __future__ import annotations
+
+import urllib.error
+import urllib.request
+
+from k8slease.health import HealthServer
+
+
+def status(port: int, path: str) -> int:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as error:
+        return int(error.code)
+
+
+def test_healthz_follows_the_check_and_a_raising_check_is_unhealthy() -> None:
+    state = {"healthy": True}
+
+    def check() -> bool:
+        if state["healthy"] is None:
+            raise RuntimeError("boom")
+        return bool(state["healthy"])
+
+    server = HealthServer(check, host="127.0.0.1", port=0).start()
+    try:
+        assert status(server.port, "/healthz") == 200
+        state["healthy"] = False
+        assert status(server.port, "/healthz") == 503
+        state["healthy"] = None  # type: ignore[assignment]
+        assert status(server.port, "/healthz") == 503
+        assert status(server.port, "/readyz") == 200
+        assert status(server.port, "/nope") == 404
+    finally:
+        server.stop()
