@@ -24,6 +24,7 @@ twice. See ``docs/architecture.md`` for the flow and ``docs/operations.md`` for 
 from __future__ import annotations
 
 import asyncio
+import math
 import signal
 import threading
 import types
@@ -333,7 +334,7 @@ class Jobs:
                 executor=EXECUTOR_ALIAS,
                 coalesce=True,
                 max_instances=1,
-                misfire_grace_time=int(spec.grace) or None,
+                misfire_grace_time=max(1, math.ceil(spec.grace)),
                 replace_existing=True,
                 **({"next_run_time": None} if spec.mode is Mode.LEADER else {}),
             )
