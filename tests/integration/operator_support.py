@@ -28,9 +28,13 @@ FAST_ENV = {
 
 @contextmanager
 def operator_process(
-    kubeconfig: Path, namespace: str, *args: str, log: Path | None = None
+    kubeconfig: Path, namespace: str | None, *args: str, log: Path | None = None
 ) -> Iterator[subprocess.Popen[bytes]]:
-    """``python -m k8slease operator`` against ``kubeconfig``, stopped (SIGTERM) afterwards."""
+    """``python -m k8slease operator`` against ``kubeconfig``, stopped (SIGTERM) afterwards.
+
+    ``namespace=None`` runs it with ``--all-namespaces``.
+    """
+    scope = ["--namespace", namespace] if namespace is not None else ["--all-namespaces"]
     env = dict(os.environ, **FAST_ENV)
     env.pop("KUBERNETES_SERVICE_HOST", None)
     out = open(log, "wb") if log is not None else subprocess.DEVNULL  # noqa: SIM115
@@ -42,8 +46,7 @@ def operator_process(
             "operator",
             "--kubeconfig",
             str(kubeconfig),
-            "--namespace",
-            namespace,
+            *scope,
             *args,
         ],
         cwd=REPO,
