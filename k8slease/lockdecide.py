@@ -82,6 +82,7 @@ def judge_claim(
     lock_at_most_for: float,
     now: datetime,
     reclaim_own: bool = False,
+    highest_token_seen: int = 0,
 ) -> Claim:
     """Decide whether ``me`` may run ``tick`` and, if so, the record and state to write.
 
@@ -89,7 +90,8 @@ def judge_claim(
     this replica has seen the current Lease unchanged (0 when it has just read it for the first
     time); ``now`` is the wall-clock time written into the record. Unlike leadership, a lock this
     replica holds idle (kept by ``lock_at_least_for``) blocks it too, unless ``reclaim_own``:
-    catch-up uses that to run missed ticks back to back.
+    catch-up uses that to run missed ticks back to back. ``highest_token_seen`` keeps fencing
+    tokens growing for this replica even if the Lease was deleted or its annotation edited away.
     """
     if state.claimed_tick is not None and tick <= state.claimed_tick:
         return Claim(
@@ -103,7 +105,11 @@ def judge_claim(
         ):
             return Claim(Verdict.HELD, detail=f"held by {record.holder or 'an unknown holder'}")
     granted = grant_record(
-        record, identity=me, duration_seconds=whole_seconds(lock_at_most_for), now=now
+        record,
+        identity=me,
+        duration_seconds=whole_seconds(lock_at_most_for),
+        now=now,
+        highest_token_seen=highest_token_seen,
     )
     return Claim(Verdict.GRANT, record=granted, state=replace(state, claimed_tick=tick))
 

@@ -115,6 +115,7 @@ class JobLock:
         self._events = events
         self._observations = observations or Observations(self._clock)
         self._active: Grant | None = None
+        self._highest_token = 0
         self._active_lock = threading.Lock()
         self._log = log.bind(lease=self.name, job=job, group=group, identity=identity)
 
@@ -159,6 +160,7 @@ class JobLock:
         else:
             unchanged_for = self._observations.see(self.name, lease)
             record, state = record_from_lease(lease), job_state_from_lease(lease)
+            self._highest_token = max(self._highest_token, record.fencing_token)
         claim = judge_claim(
             record,
             state,
@@ -168,6 +170,7 @@ class JobLock:
             lock_at_most_for=self.lock_at_most_for,
             now=now,
             reclaim_own=reclaim_own,
+            highest_token_seen=self._highest_token,
         )
         if claim.verdict is not Verdict.GRANT:
             self._log.debug(
@@ -192,6 +195,7 @@ class JobLock:
             self._log.debug("lock.skipped", tick=tick.isoformat(), why="lost-race")
             return Verdict.LOST_RACE
         self._observations.see(self.name, written)
+        self._highest_token = max(self._highest_token, claim.record.fencing_token)
         grant = Grant(
             job=self.job,
             tick=tick,

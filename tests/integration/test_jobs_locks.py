@@ -247,3 +247,21 @@ def test_runs_and_skips_are_counted_in_metrics(
         registry.get_sample_value("k8slease_job_skips_total", {**labels, "reason": "locked"}) == 1
     )
     assert registry.get_sample_value("k8slease_job_run_seconds_count", labels) == 1
+
+
+def test_fencing_tokens_keep_growing_when_the_lock_lease_is_deleted(
+    replicas: Callable[..., list[Jobs]], k8s_api_client: client.ApiClient, k8s_namespace: str
+) -> None:
+    """Deleting a job's Lease (say, to "reset" it) must not hand out tokens that a fenced store
+    has already seen: this replica remembers the highest token it saw."""
+    runs = Runs()
+
+    def register(jobs: Jobs) -> None:
+        jobs.cron(NEVER, name="invoices", lock_at_most_for=60)(runs.add)
+
+    (jobs,) = replicas(1, register)
+    for minute in range(3):
+        assert jobs.fire("invoices", T0 + timedelta(minutes=minute)) == "succeeded"
+    LeaseTransport(k8s_api_client, k8s_namespace).delete("billing.invoices")
+    assert jobs.fire("invoices", T0 + timedelta(minutes=3)) == "succeeded"
+    assert [token for _, _, token in runs.items] == [1, 2, 3, 4]
