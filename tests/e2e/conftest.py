@@ -122,7 +122,7 @@ def chart_values(image: str) -> dict[str, Any]:
         "exampleApp": {
             "enabled": True,
             # Short periods: a 3-second leader Lease, so a failover shows within seconds.
-            "args": ["--fast"],
+            "args": ["--fast", "--health-port", "8080"],
             "scheduledJobGroup": {"create": True, "jobs": []},
         },
     }
