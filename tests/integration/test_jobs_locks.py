@@ -176,11 +176,13 @@ def test_a_long_run_keeps_its_lock_alive_past_lock_at_most_for(
     for more than 3 s. Keep-alive writes every 1/3 s keep changing the Lease, so the contender,
     judging expiry by how long it saw the Lease unchanged, never takes it."""
     release = threading.Event()
+    running = threading.Event()
     attempts: list[str | None] = []
     token_seen: list[int | None] = []
 
     def long_job(ctx: JobContext) -> None:
         token_seen.append(ctx.fencing_token)
+        running.set()
         release.wait(30)
         assert not ctx.lost.is_set()
 
@@ -190,6 +192,7 @@ def test_a_long_run_keeps_its_lock_alive_past_lock_at_most_for(
     holder, contender = replicas(2, register)
     runner = threading.Thread(target=holder.fire, args=("long", T0))
     runner.start()
+    assert running.wait(10)  # the holder has its lock before the contender starts trying
     transport = LeaseTransport(k8s_api_client, k8s_namespace)
     deadline = threading.Event()
     timer = threading.Timer(3.5, deadline.set)
@@ -206,6 +209,7 @@ def test_a_long_run_keeps_its_lock_alive_past_lock_at_most_for(
         runner.join()
         timer.cancel()
     assert attempts and all(result is None for result in attempts)
+    assert token_seen == [1]  # one run, under the one grant
     assert len(renew_times) >= 5  # extended about 3 times a second
     state = job_state_from_lease(transport.get("billing.long"))
     assert state.last_run is not None and state.last_run.outcome == "succeeded"
