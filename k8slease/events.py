@@ -8,12 +8,14 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import quote
 
 import structlog
 from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 
 from k8slease.clock import Clock, SystemClock
+from k8slease.errors import TransportError
+from k8slease.rawapi import send_json
 from k8slease.record import format_microtime
 
 log = structlog.get_logger("k8slease.events")
@@ -36,7 +38,8 @@ class EventRecorder:
         request_timeout: float = 5.0,
         clock: Clock | None = None,
     ) -> None:
-        self._api = client.CoreV1Api(api_client)
+        self._api_client = api_client
+        self._path = f"/api/v1/namespaces/{quote(namespace, safe='')}/events"
         self.namespace = namespace
         self.component = component
         self.identity = identity
@@ -56,7 +59,7 @@ class EventRecorder:
         metadata = involved.get("metadata") or {}
         name = str(metadata.get("name", "unknown"))
         now = self._clock.now()
-        body: Any = {
+        body: dict[str, Any] = {
             "apiVersion": "v1",
             "kind": "Event",
             "metadata": {
@@ -84,13 +87,16 @@ class EventRecorder:
             "count": 1,
         }
         try:
-            self._api.create_namespaced_event(
-                self.namespace, body, _request_timeout=self.request_timeout
+            send_json(
+                self._api_client,
+                "create",
+                "POST",
+                self._path,
+                kind="Event",
+                body=body,
+                timeout=self.request_timeout,
             )
-        except (ApiException, OSError, ValueError) as exc:
+        except TransportError as exc:
             log.warning("event.post_failed", reason=reason, object=name, error=str(exc))
-            return False
-        except Exception as exc:  # urllib3 errors and the like: events never fail the caller
-            log.warning("event.post_failed", reason=reason, object=name, error=repr(exc))
             return False
         return True

@@ -1,8 +1,8 @@
 """The only place that calls the Kubernetes API for Leases.
 
-:class:`LeaseTransport` speaks plain JSON dicts (so fields k8slease does not know survive a
-round-trip) and maps every HTTP outcome to one of a few exceptions from :mod:`k8slease.errors`:
-``NotFound``, ``AlreadyExists``, ``Conflict``, ``Forbidden``, ``Invalid`` and ``Unavailable``
+:class:`LeaseTransport` speaks plain JSON dicts through :mod:`k8slease.rawapi` (so fields
+k8slease does not know survive a round-trip) and raises the exceptions it maps every HTTP outcome
+to: ``NotFound``, ``AlreadyExists``, ``Conflict``, ``Forbidden``, ``Invalid`` and ``Unavailable``
 (5xx, 429, timeouts, dropped connections, answers that are not a Lease). Every request carries a
 timeout so that a hung API server cannot stall a renewal past its deadline.
 """
@@ -19,17 +19,9 @@ from urllib.parse import quote
 
 import urllib3
 from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 
-from k8slease.errors import (
-    AlreadyExists,
-    Conflict,
-    Forbidden,
-    Invalid,
-    NotFound,
-    TransportError,
-    Unavailable,
-)
+from k8slease.errors import NotFound, TransportError, Unavailable
+from k8slease.rawapi import send, send_json
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,47 +30,6 @@ class WatchEvent:
 
     type: str
     lease: dict[str, Any]
-
-
-def _status_reason(exc: ApiException) -> tuple[str, str]:
-    body = exc.body
-    if isinstance(body, bytes):
-        body = body.decode("utf-8", "replace")
-    try:
-        status = json.loads(body) if body else {}
-    except (TypeError, ValueError):
-        status = {}
-    if not isinstance(status, dict):
-        status = {}
-    return str(status.get("reason") or ""), str(status.get("message") or exc.reason or "")
-
-
-def map_api_exception(exc: ApiException, *, verb: str) -> TransportError:
-    """Translate a client exception into the k8slease exception the algorithms act on."""
-    code = int(exc.status or 0)
-    reason, message = _status_reason(exc)
-    text = f"{verb}: HTTP {code} {reason or exc.reason}: {message}".rstrip(": ")
-    if code == 404:
-        return NotFound(text, status=code, reason=reason)
-    if code == 409:
-        if reason == "AlreadyExists" or verb == "create":
-            return AlreadyExists(text, status=code, reason=reason)
-        return Conflict(text, status=code, reason=reason)
-    if code in (401, 403):
-        return Forbidden(text, status=code, reason=reason)
-    if code in (400, 422):
-        return Invalid(text, status=code, reason=reason)
-    return Unavailable(text, status=code or None, reason=reason)
-
-
-def _decode(raw: Any, *, verb: str, kind: str = "Lease") -> dict[str, Any]:
-    try:
-        body = json.loads(raw)
-    except (TypeError, ValueError):
-        raise Unavailable(f"{verb}: the API server answered something that is not JSON") from None
-    if not isinstance(body, dict) or body.get("kind") not in (kind, None) or "metadata" not in body:
-        raise Unavailable(f"{verb}: the API server answered something that is not a {kind}")
-    return body
 
 
 class LeaseTransport:
@@ -110,53 +61,15 @@ class LeaseTransport:
     def _path(self, name: str | None = None) -> str:
         return self._base if name is None else f"{self._base}/{quote(name, safe='')}"
 
-    def _send(
-        self,
-        verb: str,
-        method: str,
-        path: str,
-        *,
-        body: Mapping[str, Any] | None = None,
-        query: list[tuple[str, str]] | None = None,
-        timeout: float | tuple[float, float] | None = None,
-    ) -> Any:
-        """Send one request; returns the urllib3 response (unread) of a 2xx answer."""
-        headers = {"Accept": "application/json"}
-        if body is not None:
-            headers["Content-Type"] = "application/json"
-        try:
-            request = self.api_client.param_serialize(
-                method=method,
-                resource_path=path,
-                query_params=query or [],
-                header_params=headers,
-                body=dict(body) if body is not None else None,
-                auth_settings=["BearerToken"],
-            )
-            response: Any = self.api_client.call_api(
-                *request, _request_timeout=timeout or self.request_timeout
-            )
-        except ApiException as exc:
-            raise map_api_exception(exc, verb=verb) from None
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
-            raise Unavailable(f"{verb}: {type(exc).__name__}: {exc}") from None
-        if not 200 <= response.status <= 299:
-            with contextlib.suppress(urllib3.exceptions.HTTPError, OSError):
-                response.read()
-            error = ApiException(status=response.status, reason=response.reason)
-            error.body = response.data
-            raise map_api_exception(error, verb=verb)
-        return response
+    def _send(self, verb: str, method: str, path: str, **kwargs: Any) -> Any:
+        kwargs.setdefault("timeout", self.request_timeout)
+        return send(self.api_client, verb, method, path, **kwargs)
 
     def _json(
         self, verb: str, method: str, path: str, *, kind: str = "Lease", **kwargs: Any
     ) -> dict[str, Any]:
-        response = self._send(verb, method, path, **kwargs)
-        try:
-            response.read()
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
-            raise Unavailable(f"{verb}: {type(exc).__name__}: {exc}") from None
-        return _decode(response.data, verb=verb, kind=kind)
+        kwargs.setdefault("timeout", self.request_timeout)
+        return send_json(self.api_client, verb, method, path, kind=kind, **kwargs)
 
     def get(self, name: str) -> dict[str, Any]:
         """Read one Lease. Raises ``NotFound`` when it does not exist."""

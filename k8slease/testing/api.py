@@ -22,7 +22,7 @@ from .resources import Registry, ResourceType, types_from_crd
 from .selectors import Predicate
 from .store import Store
 from .validation import (
-    normalize_lease,
+    normalize_micro_times,
     prune_lease,
     status_error_if,
     validate_crd,
@@ -381,9 +381,9 @@ class ResourceAPI:
             meta.get("name"), dns_label=rt.plural == "namespaces" and not rt.group
         )
         removed: list[str] = []
+        normalize_micro_times(obj, group=rt.group, plural=rt.plural, kind=rt.kind)
         if rt.plural == "leases":
             removed = prune_lease(obj)
-            normalize_lease(obj)
             causes += validate_lease(obj)
         elif self._is_crd(rt):
             causes += validate_crd(obj)

@@ -103,27 +103,38 @@ def format_micro_time(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def normalize_lease(obj: JSON) -> None:
-    """Decode and re-encode a Lease's MicroTime fields (400 BadRequest when unparseable).
+#: MicroTime fields by (group, plural): the path to each and its Go name in decode errors.
+MICRO_TIME_FIELDS: dict[tuple[str, str], tuple[tuple[tuple[str, ...], str], ...]] = {
+    ("coordination.k8s.io", "leases"): (
+        (("spec", "acquireTime"), "v1.Lease.Spec: v1.LeaseSpec.AcquireTime"),
+        (("spec", "renewTime"), "v1.Lease.Spec: v1.LeaseSpec.RenewTime"),
+    ),
+    ("", "events"): ((("eventTime",), "v1.Event.EventTime"),),
+    ("events.k8s.io", "events"): ((("eventTime",), "v1.Event.EventTime"),),
+}
+
+
+def normalize_micro_times(obj: JSON, *, group: str, plural: str, kind: str) -> None:
+    """Decode and re-encode an object's MicroTime fields (400 BadRequest when unparseable).
 
     The real server fails while decoding the body, before validation, hence 400 and not 422.
     """
-    spec = obj.get("spec")
-    if not isinstance(spec, dict):
-        return
-    for field, go_name in (("acquireTime", "AcquireTime"), ("renewTime", "RenewTime")):
-        value = spec.get(field)
-        if value is None:
+    for path, go_name in MICRO_TIME_FIELDS.get((group, plural), ()):
+        parent: Any = obj
+        for key in path[:-1]:
+            parent = parent.get(key) if isinstance(parent, dict) else None
+        if not isinstance(parent, dict) or parent.get(path[-1]) is None:
             continue
+        value = parent[path[-1]]
         try:
             if not isinstance(value, str):
                 raise ValueError(f"cannot unmarshal {type(value).__name__} into MicroTime")
-            spec[field] = format_micro_time(parse_micro_time(value))
+            parent[path[-1]] = format_micro_time(parse_micro_time(value))
         except ValueError as exc:
             raise bad_request(
-                f'Lease in version "v1" cannot be handled as a Lease: v1.Lease.Spec: '
-                f"v1.LeaseSpec.{go_name}: unmarshalerDecoder: {exc}",
-                {"causes": [cause(f"spec.{field}", str(exc))]},
+                f'{kind} in version "v1" cannot be handled as a {kind}: '
+                f"{go_name}: unmarshalerDecoder: {exc}",
+                {"causes": [cause(".".join(path), str(exc))]},
             ) from None
 
 
