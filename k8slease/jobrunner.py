@@ -44,6 +44,19 @@ class JobStats:
         self.skips[why] = self.skips.get(why, 0) + 1
 
 
+#: Claim refusals that mean another replica holds the lock, so it runs the rest of the catch-up.
+_SOMEONE_ELSE_CATCHES_UP = frozenset({Verdict.HELD, Verdict.LOST_RACE, Verdict.RUNNING})
+
+
+@dataclass(frozen=True, slots=True)
+class _Attempt:
+    """One tick this replica runs: under which grant (``None`` if uncoordinated), since when."""
+
+    tick: datetime
+    grant: Grant | None
+    started: float
+
+
 class TickRunner:
     """Runs the ticks of one job on this replica.
 
@@ -71,7 +84,6 @@ class TickRunner:
         self._degraded = False
         #: Why the last claim was refused (``None`` when it was granted or not a lock matter).
         self.last_skip: Verdict | None = None
-        self._started: dict[datetime, float] = {}
         self._log = log.bind(job=spec.name, group=group, identity=identity)
 
     # -- deciding -----------------------------------------------------------------------------
@@ -81,14 +93,14 @@ class TickRunner:
         self._log.debug("job.skipped", tick=tick.isoformat(), why=why)
         self._metrics.skipped(self.group, self.spec.name, why)
 
-    def _claim(self, tick: datetime, *, catch_up: bool = False) -> tuple[bool, Grant | None]:
-        """Whether to run ``tick`` and the grant to run it under (``None`` when uncoordinated)."""
+    def _claim(self, tick: datetime, *, catch_up: bool = False) -> _Attempt | None:
+        """The attempt to run ``tick`` under its grant (none when uncoordinated), or ``None``."""
         self.last_skip = None
         if self.spec.mode is Mode.EVERY_REPLICA or self.lock is None:
-            return True, None
+            return self._begin(tick, None)
         if self.spec.mode is Mode.LEADER and self._is_leader is not None and not self._is_leader():
             self._skip(tick, "not-leader")
-            return False, None
+            return None
         try:
             grant = self.lock.try_acquire(tick, reclaim_own=catch_up)
         except TransportError as exc:
@@ -103,42 +115,44 @@ class TickRunner:
                     else "skipping ticks until the API server answers",
                 )
             if self.spec.fail_open:
-                return True, None
+                return self._begin(tick, None)
             self._skip(tick, "api-unreachable")
-            return False, None
+            return None
         if self._degraded:
             self._degraded = False
             self._log.info("job.api_recovered")
         if isinstance(grant, Verdict):
             self.last_skip = grant
             self._skip(tick, "locked")
-            return False, None
-        return True, grant
+            return None
+        return self._begin(tick, grant)
 
-    def _context(self, tick: datetime, grant: Grant | None) -> JobContext:
-        self._started[tick] = time.monotonic()
+    def _begin(self, tick: datetime, grant: Grant | None) -> _Attempt:
+        if grant is not None and self.lock is not None:
+            self.lock.start_keepalive(grant)
+        return _Attempt(tick, grant, time.monotonic())
+
+    def _context(self, attempt: _Attempt) -> JobContext:
+        grant = attempt.grant
         return JobContext(
             job=self.spec.name,
             group=self.group,
             identity=self.identity,
-            tick=tick,
+            tick=attempt.tick,
             fencing_token=grant.fencing_token if grant else None,
             lost=grant.lost if grant else threading.Event(),
-            log=self._log.bind(tick=tick.isoformat()),
+            log=self._log.bind(tick=attempt.tick.isoformat()),
         )
 
-    def _finish(
-        self, grant: Grant | None, tick: datetime, outcome: Outcome, error: str | None
-    ) -> str:
-        seconds = time.monotonic() - self._started.get(tick, time.monotonic())
+    def _finish(self, attempt: _Attempt, outcome: Outcome, error: str | None) -> str:
+        seconds = time.monotonic() - attempt.started
         final: str = outcome
-        if grant is not None and self.lock is not None:
-            final = self.lock.finish(grant, outcome, error=error).outcome
+        if attempt.grant is not None and self.lock is not None:
+            final = self.lock.finish(attempt.grant, outcome, error=error).outcome
         elif outcome == "failed":
-            self._log.error("job.failed", tick=tick.isoformat(), error=error)
+            self._log.error("job.failed", tick=attempt.tick.isoformat(), error=error)
         self.stats.ran(final)
         self._metrics.ran(self.group, self.spec.name, final, seconds)
-        self._started.pop(tick, None)
         return final
 
     # -- running ------------------------------------------------------------------------------
@@ -152,7 +166,7 @@ class TickRunner:
         results: list[str | None] = []
         for tick in ticks:
             results.append(self.run_tick(tick, catch_up=True))
-            if self.last_skip in (Verdict.HELD, Verdict.LOST_RACE, Verdict.RUNNING):
+            if self.last_skip in _SOMEONE_ELSE_CATCHES_UP:
                 break
         return results
 
@@ -161,37 +175,32 @@ class TickRunner:
         results: list[str | None] = []
         for tick in ticks:
             results.append(await self.run_tick_async(tick, catch_up=True))
-            if self.last_skip in (Verdict.HELD, Verdict.LOST_RACE, Verdict.RUNNING):
+            if self.last_skip in _SOMEONE_ELSE_CATCHES_UP:
                 break
         return results
 
     def run_tick(self, tick: datetime, *, catch_up: bool = False) -> str | None:
         """Run ``tick`` if this replica should; returns the outcome, or ``None`` when skipped."""
-        go, grant = self._claim(tick, catch_up=catch_up)
-        if not go:
+        attempt = self._claim(tick, catch_up=catch_up)
+        if attempt is None:
             return None
-        if grant is not None and self.lock is not None:
-            self.lock.start_keepalive(grant)
-        ctx = self._context(tick, grant)
         try:
-            self.spec.func(ctx)
+            self.spec.func(self._context(attempt))
         except Exception as exc:
             self._log.exception("job.raised", tick=tick.isoformat())
-            return self._finish(grant, tick, "failed", f"{type(exc).__name__}: {exc}")
-        return self._finish(grant, tick, "succeeded", None)
+            return self._finish(attempt, "failed", f"{type(exc).__name__}: {exc}")
+        return self._finish(attempt, "succeeded", None)
 
     async def run_tick_async(self, tick: datetime, *, catch_up: bool = False) -> str | None:
         """The coroutine form of :meth:`run_tick`: lock I/O in a thread, the job in the loop.
 
         The job's task is cancelled when its lock is lost.
         """
-        go, grant = await asyncio.to_thread(partial(self._claim, tick, catch_up=catch_up))
-        if not go:
+        attempt = await asyncio.to_thread(partial(self._claim, tick, catch_up=catch_up))
+        if attempt is None:
             return None
-        if grant is not None and self.lock is not None:
-            self.lock.start_keepalive(grant)
-        ctx = self._context(tick, grant)
-        task = asyncio.ensure_future(self.spec.func(ctx))
+        grant = attempt.grant
+        task = asyncio.ensure_future(self.spec.func(self._context(attempt)))
         if grant is not None:
             loop = asyncio.get_running_loop()
             grant.add_lost_callback(lambda: loop.call_soon_threadsafe(task.cancel))
@@ -199,16 +208,16 @@ class TickRunner:
             await task
         except asyncio.CancelledError:
             if grant is not None and grant.lost.is_set():
-                return await asyncio.to_thread(self._finish, grant, tick, "lost", "cancelled")
+                return await asyncio.to_thread(self._finish, attempt, "lost", "cancelled")
             if grant is not None:  # cancelled from outside (shutdown): release, then go on
-                self._finish(grant, tick, "failed", "cancelled")
+                self._finish(attempt, "failed", "cancelled")
             raise
         except Exception as exc:
             self._log.exception("job.raised", tick=tick.isoformat())
             return await asyncio.to_thread(
-                self._finish, grant, tick, "failed", f"{type(exc).__name__}: {exc}"
+                self._finish, attempt, "failed", f"{type(exc).__name__}: {exc}"
             )
-        return await asyncio.to_thread(self._finish, grant, tick, "succeeded", None)
+        return await asyncio.to_thread(self._finish, attempt, "succeeded", None)
 
     def bind(self) -> Callable[..., Any]:
         """The callable registered with APScheduler: takes the tick as ``k8slease_tick``."""
