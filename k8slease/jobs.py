@@ -28,7 +28,7 @@ import math
 import signal
 import threading
 import types
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime, tzinfo
 from functools import partial
 from typing import Any, TypeVar
@@ -438,18 +438,21 @@ class Jobs:
                 grace=spec.grace,
                 policy=spec.misfire,
             )
-            if ticks:
-                self._log.info(
-                    "jobs.catch_up",
-                    job=spec.name,
-                    ticks=[t.isoformat() for t in ticks],
-                    policy=spec.misfire.value,
-                )
             if not ticks:
                 continue
-            catch_up = runner.catch_up_async if spec.is_coroutine else runner.catch_up
+            self._log.info(
+                "jobs.catch_up",
+                job=spec.name,
+                ticks=[t.isoformat() for t in ticks],
+                policy=spec.misfire.value,
+            )
+            replay = (
+                partial(_replay_async, runner.catch_up_async, ticks)
+                if spec.is_coroutine
+                else partial(_replay, runner.catch_up, ticks)
+            )
             scheduler.add_job(
-                partial(_replay, catch_up, ticks),
+                replay,
                 trigger=DateTrigger(run_date=datetime.now(UTC), timezone=UTC),
                 name=f"{spec.name}:catch-up",
                 executor=EXECUTOR_ALIAS,
@@ -518,3 +521,10 @@ def _replay(run: Callable[[list[datetime]], Any], ticks: list[datetime], **_: An
     """Run missed ``ticks`` (in order) through the job's runner; the catch-up job's own run time,
     passed as ``k8slease_tick``, is not a tick of the job and is ignored."""
     return run(ticks)
+
+
+async def _replay_async(
+    run: Callable[[list[datetime]], Awaitable[Any]], ticks: list[datetime], **_: Any
+) -> Any:
+    """The coroutine form of :func:`_replay`, so an ``AsyncIOScheduler`` awaits the catch-up."""
+    return await run(ticks)

@@ -263,3 +263,45 @@ def test_the_real_scheduler_fires_each_interval_tick_once_across_three_replicas(
     assert all(count == 1 for count in ticks.values()), seen
     tokens = [token for _, _, token in seen]
     assert len(set(tokens)) == len(tokens)
+
+
+def test_coroutine_jobs_catch_up_on_an_asyncio_scheduler(
+    k8s_api_client: client.ApiClient, k8s_namespace: str
+) -> None:
+    now = datetime(2026, 11, 30, 5, 30, tzinfo=UTC)
+
+    async def main() -> list[datetime | None]:
+        seen: list[datetime | None] = []
+        ran = asyncio.Event()
+
+        async def hourly(ctx: JobContext) -> None:
+            seen.append(ctx.tick)
+            ran.set()
+
+        def make(identity: str, clock: SystemClock) -> Jobs:
+            jobs = Jobs(
+                "asynccatchup",
+                namespace=k8s_namespace,
+                identity=identity,
+                api_client=k8s_api_client,
+                clock=clock,
+                scheduler=AsyncIOScheduler(timezone=UTC),
+            )
+            jobs.interval(hours=1, name="hourly", grace=3 * 3600, lock_at_most_for=60)(hourly)
+            return jobs
+
+        before = make("before", ShiftedClock(T0 - timedelta(hours=1)))
+        await before.__aenter__()
+        await asyncio.to_thread(before.fire, "hourly", T0 - timedelta(hours=1))
+        await before.__aexit__(None, None, None)
+        seen.clear()
+        ran.clear()
+        after = make("after", ShiftedClock(now))
+        await after.__aenter__()
+        try:
+            await asyncio.wait_for(ran.wait(), 10)
+        finally:
+            await after.__aexit__(None, None, None)
+        return seen
+
+    assert asyncio.run(main()) == [T0 + timedelta(hours=3)]
