@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from kubernetes import client
-from operator_support import FAST_ENV, condition, get_group, wait_status
+from operator_support import FAST_ENV, condition, get_group, stop_process, wait_status
 
 from k8slease.names import LABEL_GROUP, LABEL_ROLE, ROLE_LEADER
 from k8slease.operator.crd import install_crd
@@ -49,12 +49,7 @@ def kopf_run(server: APIServer, log: Path) -> Iterator[subprocess.Popen[bytes]]:
         try:
             yield proc
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=5)
+            stop_process(proc)
 
 
 def lease_writes(server: APIServer) -> int:
