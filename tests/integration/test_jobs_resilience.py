@@ -17,7 +17,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from kubernetes import client
 
 from k8slease import JobContext, Jobs, MisfirePolicy
-from k8slease.clock import SystemClock
+from k8slease.clock import FakeClock, SystemClock
 from k8slease.jobrecord import job_state_from_lease
 from k8slease.record import record_from_lease
 from k8slease.testing.server import APIServer
@@ -186,14 +186,17 @@ def test_a_hand_edited_lock_lease_is_treated_as_held_then_repaired(
     stored["spec"] = spec
     server.store.commit("coordination.k8s.io/leases", "MODIFIED", stored)
     ran: list[datetime | None] = []
-    jobs = Jobs("billing", namespace="default", identity="solo", api_client=api)
-    jobs.cron(NEVER, name="invoices", lock_at_most_for=1)(lambda ctx: ran.append(ctx.tick))
+    clock = FakeClock(wall=T0)
+    jobs = Jobs("billing", namespace="default", identity="solo", api_client=api, clock=clock)
+    jobs.cron(NEVER, name="invoices", lock_at_most_for=60)(lambda ctx: ran.append(ctx.tick))
     stop_after.append(jobs)
     jobs.start()
     assert jobs.fire("invoices", T0) is None  # unknown holder, not yet seen for long enough
     record = record_from_lease(transport.get("billing.invoices"))
     assert record.malformed
-    threading.Event().wait(1.1)  # lock_at_most_for of observation, the fallback duration
+    clock.advance(59.9)  # our lock_at_most_for is the fallback duration of a malformed Lease
+    assert jobs.fire("invoices", T0 + timedelta(minutes=1)) is None
+    clock.advance(0.1)
     assert jobs.fire("invoices", T0 + timedelta(minutes=1)) == "succeeded"
     repaired = record_from_lease(transport.get("billing.invoices"))
     assert not repaired.malformed and repaired.holder == ""
