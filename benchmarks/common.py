@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 import statistics
@@ -31,6 +32,17 @@ class LeaseSettings:
 
 
 SETTINGS = LeaseSettings()
+
+
+def replica_args(description: str, argv: list[str] | None) -> argparse.Namespace:
+    """The options every replica script takes, parsed; logging is quietened too."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--kubeconfig", required=True)
+    parser.add_argument("--name", required=True)
+    parser.add_argument("--identity", required=True)
+    args = parser.parse_args(argv)
+    quiet_logging()
+    return args
 
 
 def quiet_logging() -> None:

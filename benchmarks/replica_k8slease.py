@@ -6,11 +6,10 @@ when it ends. SIGTERM stops it gracefully (the Lease is released).
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Callable
 
-from benchmarks.common import NAMESPACE, SETTINGS, emit, quiet_logging
+from benchmarks.common import NAMESPACE, SETTINGS, emit, replica_args
 from k8slease import LeaderElector, LeadershipContext
 from k8slease.apiclient import default_api_client
 
@@ -44,12 +43,7 @@ def build_elector(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--kubeconfig", required=True)
-    parser.add_argument("--name", required=True)
-    parser.add_argument("--identity", required=True)
-    args = parser.parse_args(argv)
-    quiet_logging()
+    args = replica_args(__doc__.split("\n\n")[0], argv)
     elector = build_elector(
         args.kubeconfig,
         args.name,

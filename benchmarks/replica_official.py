@@ -7,7 +7,6 @@ handler) and the Lease is left to expire, which is what an application built on 
 
 from __future__ import annotations
 
-import argparse
 import sys
 import threading
 from collections.abc import Callable
@@ -17,7 +16,7 @@ from kubernetes import client, config
 from kubernetes.leaderelection import electionconfig, leaderelection
 from kubernetes.leaderelection.resourcelock.leaselock import LeaseLock
 
-from benchmarks.common import NAMESPACE, SETTINGS, emit, quiet_logging
+from benchmarks.common import NAMESPACE, SETTINGS, emit, replica_args
 
 
 def build_election(
@@ -49,12 +48,7 @@ def build_election(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--kubeconfig", required=True)
-    parser.add_argument("--name", required=True)
-    parser.add_argument("--identity", required=True)
-    args = parser.parse_args(argv)
-    quiet_logging()
+    args = replica_args(__doc__.split("\n\n")[0], argv)
     election = build_election(
         args.kubeconfig, args.name, args.identity, lambda: emit("leading", identity=args.identity)
     )
