@@ -33,11 +33,11 @@ from typing import Any
 import psutil
 from kubernetes import client
 
+from k8slease.lease.record import LeaseRecord, lease_with_record, new_lease
+from k8slease.lease.transport import LeaseTransport
 from k8slease.names import CRD_GROUP, CRD_PLURAL, CRD_VERSION, LABEL_GROUP, LABEL_ROLE, ROLE_LEADER
 from k8slease.operator.crd import install_crd
-from k8slease.record import LeaseRecord, lease_with_record, new_lease
 from k8slease.testing.server import APIServer
-from k8slease.transport import LeaseTransport
 
 NS = "bench"
 REPO = Path(__file__).resolve().parents[1]

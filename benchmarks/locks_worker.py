@@ -20,7 +20,7 @@ from typing import Any
 
 from benchmarks.common import NAMESPACE, emit, quiet_logging, summary
 from k8slease import JobContext, Jobs, Mode
-from k8slease.apiclient import default_api_client
+from k8slease.kube.apiclient import default_api_client
 
 NEVER = "0 0 1 1 *"  # the scheduler itself must not fire during the run
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from benchmarks.common import NAMESPACE, SETTINGS, emit, replica_args
 from k8slease import LeaderElector, LeadershipContext
-from k8slease.apiclient import default_api_client
+from k8slease.kube.apiclient import default_api_client
 
 
 def build_elector(

@@ -28,9 +28,8 @@ import structlog
 from kubernetes import client
 
 from examples.invoice_store import InvoiceStore
-from k8slease import JobContext, Jobs, Mode
-from k8slease.apiclient import default_api_client
-from k8slease.health import HealthServer
+from k8slease import HealthServer, JobContext, Jobs, Mode
+from k8slease.kube.apiclient import default_api_client
 
 CUSTOMERS = ("acme", "globex", "initech")
 

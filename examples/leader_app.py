@@ -19,7 +19,7 @@ import sys
 import structlog
 
 from k8slease import LeaderElector, LeadershipContext
-from k8slease.apiclient import default_api_client
+from k8slease.kube.apiclient import default_api_client
 
 log = structlog.get_logger("leader_app")
 

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from k8slease.config import ElectionTiming
-from k8slease.context import JobContext
-from k8slease.elector import LeaderElector, LeadershipContext
+from k8slease.election.elector import LeaderElector, LeadershipContext
+from k8slease.election.timing import ElectionTiming
 from k8slease.errors import (
     AlreadyExists,
     ConfigError,
@@ -16,13 +15,14 @@ from k8slease.errors import (
     TransportError,
     Unavailable,
 )
-from k8slease.health import HealthServer
-from k8slease.jobrecord import JobState, RunRecord
-from k8slease.jobs import Jobs
-from k8slease.jobspec import JobSpec, Mode
-from k8slease.misfire import MisfirePolicy
-from k8slease.record import LeaseRecord
-from k8slease.wrap import wrap
+from k8slease.jobs.context import JobContext
+from k8slease.jobs.misfire import MisfirePolicy
+from k8slease.jobs.registry import Jobs
+from k8slease.jobs.spec import JobSpec, Mode
+from k8slease.jobs.wrap import wrap
+from k8slease.kube.health import HealthServer
+from k8slease.lease.jobrecord import JobState, RunRecord
+from k8slease.lease.record import LeaseRecord
 
 __version__ = "0.1.0"
 

@@ -4,6 +4,6 @@ from __future__ import annotations
 
 import sys
 
-from k8slease.cli import main
+from k8slease.cli.main import main
 
 sys.exit(main())

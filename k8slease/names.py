@@ -26,7 +26,7 @@ ANN_FENCING_TOKEN: Final = f"{DOMAIN}/fencing-token"
 ANN_CLAIMED_TICK: Final = f"{DOMAIN}/claimed-tick"
 #: Annotation on job locks: the newest tick whose run finished (MicroTime).
 ANN_COMPLETED_TICK: Final = f"{DOMAIN}/completed-tick"
-#: Annotation on job locks: the last run record (JSON, see ``k8slease.jobrecord``).
+#: Annotation on job locks: the last run record (JSON, see ``k8slease.lease.jobrecord``).
 ANN_LAST_RUN: Final = f"{DOMAIN}/last-run"
 #: Annotation on job locks: run counts by outcome (JSON object of integers).
 ANN_RUN_COUNTS: Final = f"{DOMAIN}/run-counts"

@@ -30,9 +30,9 @@ from typing import IO, Any
 import yaml
 
 #: The demo's replicas run the example app from the repository checkout.
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "billing_app.py"
-CRD = Path(__file__).resolve().parent / "operator" / "crd.yaml"
+CRD = Path(__file__).resolve().parents[1] / "operator" / "crd.yaml"
 GROUP = "billing"
 JOB = "nightly-invoices"
 
@@ -233,7 +233,7 @@ class Demo:
             )
 
     def run(self) -> int:
-        from k8slease.apiclient import default_api_client
+        from k8slease.kube.apiclient import default_api_client
 
         if not EXAMPLE.exists():
             print(
@@ -323,7 +323,7 @@ class Demo:
                 subprocess.run(base + extra, check=False, timeout=30)
                 print("", flush=True)
         else:
-            from k8slease.status import render_status
+            from k8slease.cli.status import render_status
 
             print(f"$ k8slease status {GROUP} -n {self.namespace}")
             print(render_status(api_client, namespace=self.namespace, group=GROUP), flush=True)

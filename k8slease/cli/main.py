@@ -14,8 +14,11 @@ from collections.abc import Sequence
 COMMANDS: dict[str, tuple[str, str]] = {
     "apiserver": ("k8slease.testing.serve", "serve the embedded Kubernetes API server"),
     "operator": ("k8slease.operator.run", "run the ScheduledJobGroup operator"),
-    "demo": ("k8slease.demo", "run replicas, the operator and a failover on the embedded server"),
-    "status": ("k8slease.status", "show groups, leaders, failovers and last runs"),
+    "demo": (
+        "k8slease.cli.demo",
+        "run replicas, the operator and a failover on the embedded server",
+    ),
+    "status": ("k8slease.cli.status", "show groups, leaders, failovers and last runs"),
 }
 
 

@@ -13,7 +13,9 @@ from datetime import datetime
 from typing import Any
 
 from k8slease.errors import K8sLeaseError
-from k8slease.jobrecord import job_state_from_lease
+from k8slease.lease.jobrecord import job_state_from_lease
+from k8slease.lease.record import record_from_lease
+from k8slease.lease.transport import LeaseTransport
 from k8slease.names import (
     CRD_GROUP,
     CRD_PLURAL,
@@ -24,8 +26,6 @@ from k8slease.names import (
     ROLE_JOB,
     ROLE_LEADER,
 )
-from k8slease.record import record_from_lease
-from k8slease.transport import LeaseTransport
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -152,8 +152,8 @@ def _render_group(api_client: Any, namespace: str, group: str, leases: list[dict
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from k8slease.apiclient import default_api_client
-    from k8slease.identity import default_namespace
+    from k8slease.kube.apiclient import default_api_client
+    from k8slease.kube.identity import default_namespace
 
     parser = argparse.ArgumentParser(prog="k8slease status", description=__doc__.splitlines()[0])
     parser.add_argument("group", nargs="?", help="the group (default: every group)")

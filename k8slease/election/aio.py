@@ -1,4 +1,4 @@
-"""Use a :class:`~k8slease.elector.LeaderElector` from asyncio code, with no second algorithm.
+"""Use a :class:`~k8slease.LeaderElector` from asyncio code, with no second algorithm.
 
 :class:`AsyncLeaderElector` runs the same elector in its background threads and bridges to the
 running event loop: coroutine callbacks run as tasks on that loop (``on_started_leading``'s task
@@ -9,7 +9,7 @@ is cancelled the moment leadership ends), and leadership can be awaited::
         ...
 
 ``stop()`` is awaitable and never blocks the loop. Synchronous callbacks keep running in the
-elector's threads, exactly as with :class:`~k8slease.elector.LeaderElector`.
+elector's threads, exactly as with :class:`~k8slease.LeaderElector`.
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ import asyncio
 from types import TracebackType
 from typing import Any
 
-from k8slease.elector import LeaderElector
+from k8slease.election.elector import LeaderElector
 
 
 class AsyncLeaderElector:
-    """An asyncio front for :class:`~k8slease.elector.LeaderElector`; takes the same arguments."""
+    """An asyncio front for :class:`~k8slease.LeaderElector`; takes the same arguments."""
 
     def __init__(self, name: str, **options: Any) -> None:
         self.elector = LeaderElector(name, **options)

@@ -1,7 +1,7 @@
 """``LeaderElector``: replicas contend for one ``coordination.k8s.io/v1`` Lease; one leads.
 
-The runner around :class:`~k8slease.machine.ElectionMachine` (the pure decisions; see
-:mod:`k8slease.decide` for the safety model). It owns four kinds of thread:
+The runner around :class:`~k8slease.election.machine.ElectionMachine` (the pure decisions; see
+:mod:`k8slease.lease.rules` for the safety model). It owns four kinds of thread:
 
 * the **loop** executes the machine's commands (GET, create, conditional PUT) and sleeps until the
   next deadline or event;
@@ -34,15 +34,7 @@ from typing import Any, Protocol
 import structlog
 
 from k8slease.clock import Clock, SystemClock
-from k8slease.config import (
-    ElectionTiming,
-    validate_label_value,
-    validate_lease_name,
-    validate_namespace,
-)
-from k8slease.errors import ConfigError, NotFound, TransportError, Unavailable
-from k8slease.identity import default_identity, default_namespace
-from k8slease.machine import (
+from k8slease.election.machine import (
     Create,
     Done,
     ElectionMachine,
@@ -57,9 +49,17 @@ from k8slease.machine import (
     Update,
     Wait,
 )
+from k8slease.election.timing import (
+    ElectionTiming,
+    validate_label_value,
+    validate_lease_name,
+    validate_namespace,
+)
+from k8slease.errors import ConfigError, NotFound, TransportError, Unavailable
+from k8slease.kube.identity import default_identity, default_namespace
+from k8slease.lease.record import resource_version
+from k8slease.lease.transport import WatchEvent
 from k8slease.metrics import ElectorMetrics, default_metrics
-from k8slease.record import resource_version
-from k8slease.transport import WatchEvent
 
 _log = structlog.get_logger("k8slease.elector")
 
@@ -68,7 +68,7 @@ WATCH_TIMEOUT_SECONDS = 60
 
 
 class LeaseAPI(Protocol):
-    """The Lease calls the elector makes (``k8slease.transport.LeaseTransport`` has them)."""
+    """The Lease calls the elector makes (``k8slease.lease.transport.LeaseTransport`` has them)."""
 
     def get(self, name: str) -> dict[str, Any]: ...
 
@@ -380,11 +380,11 @@ class LeaderElector:
 
     def _prepare(self) -> None:
         if self._transport is None:
-            from k8slease.transport import LeaseTransport
+            from k8slease.lease.transport import LeaseTransport
 
             api_client = self._api_client
             if api_client is None:
-                from k8slease.apiclient import default_api_client
+                from k8slease.kube.apiclient import default_api_client
 
                 api_client = default_api_client()
             self._transport = LeaseTransport(
@@ -719,7 +719,8 @@ class LeaderElector:
         """Call ``callback`` (sync or coroutine function), with ``arg`` when it takes one.
 
         Coroutines run on the integration's event loop when there is one (see
-        :mod:`k8slease.aio`), else on a private loop in this thread; ``on_lost`` cancels them.
+        :mod:`k8slease.election.aio`), else on a private loop in this thread; ``on_lost`` cancels
+        them.
         """
         args = (arg,) if _accepts_argument(callback) else ()
         if not inspect.iscoroutinefunction(callback):

@@ -1,11 +1,12 @@
-"""The elector's state machine: decisions from :mod:`k8slease.decide` strung together, without I/O.
+"""The elector's state machine: the pure election decisions strung together, without I/O.
 
 :class:`ElectionMachine` says what to do next (:meth:`~ElectionMachine.next_command`: read, create,
 update or wait) and is told what happened (the ``*_done``/``*_failed`` methods, watch events,
 deadline checks, stop). It never performs a request and never reads a clock; every time is passed
-in. The runner (:mod:`k8slease.elector`) executes its commands against the API server, and the
-property tests execute them against an in-memory Lease store with arbitrary interleavings, so the
-safety argument in :mod:`k8slease.decide` is tested on the very code that runs.
+in. The runner (:mod:`k8slease.election.elector`) executes its commands against the API server,
+and the property tests execute them against an in-memory Lease store with arbitrary
+interleavings, so the safety argument in :mod:`k8slease.lease.rules` is tested on the very code
+that runs.
 
 Phases: ``CANDIDATE`` (watching and waiting to take the Lease), ``LEADER`` (renewing),
 ``RELEASING`` (no longer leading; giving the Lease back) and ``STOPPED``. Transitions are reported
@@ -28,8 +29,11 @@ from datetime import datetime
 from enum import Enum
 from typing import Any
 
-from k8slease.config import ElectionTiming
-from k8slease.decide import (
+from k8slease.election.timing import ElectionTiming
+from k8slease.errors import AlreadyExists, Conflict, NotFound, TransportError
+from k8slease.lease.observe import LeaseObserver, Observation
+from k8slease.lease.record import LeaseRecord, lease_with_record, new_lease, record_from_lease
+from k8slease.lease.rules import (
     CandidateAction,
     LeaderAction,
     decide_candidate,
@@ -40,10 +44,7 @@ from k8slease.decide import (
     release_record,
     renewal_record,
 )
-from k8slease.errors import AlreadyExists, Conflict, NotFound, TransportError
 from k8slease.names import LABEL_GROUP, LABEL_ROLE, ROLE_LEADER
-from k8slease.observe import LeaseObserver, Observation
-from k8slease.record import LeaseRecord, lease_with_record, new_lease, record_from_lease
 
 
 class Phase(Enum):

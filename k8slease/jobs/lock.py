@@ -1,9 +1,9 @@
 """Per-job locks on Leases, ShedLock-style: claim a tick, keep it alive, release with a record.
 
-:class:`JobLock` drives the pure decisions in :mod:`k8slease.lockdecide` with a transport, a clock
-and a keep-alive thread. One conditional write grants the lock, claims the tick and bumps the
-fencing token; one conditional write releases it and stores the run record. A skip costs one read
-and writes nothing.
+:class:`JobLock` drives the pure decisions in :mod:`k8slease.jobs.lockrules` with a transport,
+a clock and a keep-alive thread. One conditional write grants the lock, claims the tick and bumps
+the fencing token; one conditional write releases it and stores the run record. A skip costs one
+read and writes nothing.
 """
 
 from __future__ import annotations
@@ -18,19 +18,19 @@ import structlog
 
 from k8slease.clock import Clock, SystemClock
 from k8slease.errors import AlreadyExists, ConfigError, Conflict, NotFound, TransportError
-from k8slease.events import EventRecorder
-from k8slease.jobrecord import (
+from k8slease.jobs.lockrules import Verdict, extend, judge_claim, release
+from k8slease.kube.events import EventRecorder
+from k8slease.lease.jobrecord import (
     JobState,
     Outcome,
     RunRecord,
     job_state_from_lease,
     lease_with_job_state,
 )
-from k8slease.lockdecide import Verdict, extend, judge_claim, release
+from k8slease.lease.observe import Observations
+from k8slease.lease.record import LeaseRecord, lease_with_record, new_lease, record_from_lease
+from k8slease.lease.transport import LeaseTransport
 from k8slease.names import LABEL_GROUP, LABEL_JOB, LABEL_ROLE, ROLE_JOB, job_lease_name
-from k8slease.observe import Observations
-from k8slease.record import LeaseRecord, lease_with_record, new_lease, record_from_lease
-from k8slease.transport import LeaseTransport
 
 log = structlog.get_logger("k8slease.locks")
 

@@ -1,7 +1,7 @@
 """Pure decisions for per-job locks: claim a tick, extend a running lock, release after a run.
 
-A job lock is a Lease whose spec is a :class:`~k8slease.record.LeaseRecord` and whose annotations
-carry a :class:`~k8slease.jobrecord.JobState`. Every function here takes what was read and what
+A job lock is a Lease whose spec is a :class:`~k8slease.LeaseRecord` and whose annotations
+carry a :class:`~k8slease.JobState`. Every function here takes what was read and what
 time it is (passed in, never read) and returns what to write, so the whole lock protocol can be
 tested with a fake clock.
 
@@ -26,9 +26,9 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import Enum
 
-from k8slease.decide import effective_duration, grant_record, release_record, renewal_record
-from k8slease.jobrecord import JobState, Outcome, RunRecord
-from k8slease.record import LeaseRecord
+from k8slease.lease.jobrecord import JobState, Outcome, RunRecord
+from k8slease.lease.record import LeaseRecord
+from k8slease.lease.rules import effective_duration, grant_record, release_record, renewal_record
 
 
 class Verdict(Enum):
@@ -65,7 +65,7 @@ def expired(record: LeaseRecord, *, unchanged_for: float, fallback_duration: flo
 
     The Lease's own ``leaseDurationSeconds`` decides; a malformed Lease falls back to the larger
     of its duration and ``fallback_duration`` so hand edits never shorten it (the same rule as
-    the elector's, :func:`k8slease.decide.effective_duration`).
+    the elector's, :func:`k8slease.lease.rules.effective_duration`).
     """
     if not record.held and not record.malformed:
         return True

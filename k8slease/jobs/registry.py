@@ -43,23 +43,23 @@ from apscheduler.triggers.date import DateTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 from kubernetes import client
 
-from k8slease.apiclient import default_api_client
 from k8slease.clock import Clock, SystemClock
-from k8slease.config import validate_lease_name
+from k8slease.election.timing import validate_lease_name
 from k8slease.errors import ConfigError, TransportError
-from k8slease.events import EventRecorder
-from k8slease.executors import TickAsyncIOExecutor, TickThreadPoolExecutor
-from k8slease.identity import default_identity, default_namespace
-from k8slease.informer import LeaseInformer
 from k8slease.jobmetrics import JobMetrics, default_job_metrics
-from k8slease.jobrunner import TickRunner
-from k8slease.jobspec import DEFAULT_GRACE, DEFAULT_LOCK_AT_MOST_FOR, JobSpec, Mode, job_name_from
-from k8slease.locks import JobLock
-from k8slease.misfire import MisfirePolicy, missed_ticks
+from k8slease.jobs.executors import TickAsyncIOExecutor, TickThreadPoolExecutor
+from k8slease.jobs.lock import JobLock
+from k8slease.jobs.misfire import MisfirePolicy, missed_ticks
+from k8slease.jobs.runner import TickRunner
+from k8slease.jobs.singletons import SingletonRun
+from k8slease.jobs.spec import DEFAULT_GRACE, DEFAULT_LOCK_AT_MOST_FOR, JobSpec, Mode, job_name_from
+from k8slease.kube.apiclient import default_api_client
+from k8slease.kube.events import EventRecorder
+from k8slease.kube.identity import default_identity, default_namespace
+from k8slease.lease.informer import LeaseInformer
+from k8slease.lease.observe import Observations
+from k8slease.lease.transport import LeaseTransport
 from k8slease.names import LABEL_GROUP, LABEL_ROLE, ROLE_JOB
-from k8slease.observe import Observations
-from k8slease.singletons import SingletonRun
-from k8slease.transport import LeaseTransport
 
 log = structlog.get_logger("k8slease.jobs")
 
@@ -476,7 +476,7 @@ class Jobs:
         run.start()
 
     def _start_election(self, api_client: client.ApiClient) -> None:
-        from k8slease.elector import LeaderElector
+        from k8slease.election.elector import LeaderElector
 
         self._elector = LeaderElector(
             self.group,

@@ -19,13 +19,13 @@ from typing import Any
 
 import structlog
 
-from k8slease.context import JobContext
 from k8slease.errors import TransportError
 from k8slease.jobmetrics import JobMetrics, NoopJobMetrics
-from k8slease.jobrecord import Outcome
-from k8slease.jobspec import JobSpec, Mode
-from k8slease.lockdecide import Verdict
-from k8slease.locks import Grant, JobLock
+from k8slease.jobs.context import JobContext
+from k8slease.jobs.lock import Grant, JobLock
+from k8slease.jobs.lockrules import Verdict
+from k8slease.jobs.spec import JobSpec, Mode
+from k8slease.lease.jobrecord import Outcome
 
 log = structlog.get_logger("k8slease.jobs")
 

@@ -1,6 +1,6 @@
 """Long-lived jobs (pollers, sweepers): run while a condition holds, told at once when it ends.
 
-A singleton's function gets a :class:`~k8slease.context.JobContext` whose ``lost`` event is set
+A singleton's function gets a :class:`~k8slease.jobs.context.JobContext` whose ``lost`` event is set
 when leadership ends (or the Jobs stop); coroutine singletons are also cancelled. A singleton
 that returns or raises while it should still run is restarted after ``restart_delay`` seconds,
 so a crashed poller does not stay dead on the leader.
@@ -14,8 +14,8 @@ from typing import Any
 
 import structlog
 
-from k8slease.context import JobContext
-from k8slease.jobspec import JobSpec
+from k8slease.jobs.context import JobContext
+from k8slease.jobs.spec import JobSpec
 
 log = structlog.get_logger("k8slease.jobs")
 

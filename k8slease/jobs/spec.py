@@ -16,7 +16,7 @@ from typing import Any
 from apscheduler.triggers.base import BaseTrigger
 
 from k8slease.errors import ConfigError
-from k8slease.misfire import MisfirePolicy
+from k8slease.jobs.misfire import MisfirePolicy
 
 
 class Mode(Enum):

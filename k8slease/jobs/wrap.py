@@ -3,7 +3,7 @@
 For apps that keep their own scheduler and want every job on it to run on the leader only:
 ``wrap(scheduler, elector)`` starts the scheduler paused and resumes it while this replica leads,
 pausing it the moment leadership ends (before anyone else can take over). Jobs registered through
-:class:`~k8slease.jobs.Jobs` get finer control (per-job classes, locks, run records).
+:class:`~k8slease.jobs.registry.Jobs` get finer control (per-job classes, locks, run records).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 import structlog
 from apscheduler.schedulers.base import STATE_PAUSED, STATE_STOPPED, BaseScheduler
 
-from k8slease.elector import LeaderElector, LeadershipContext, _accepts_argument
+from k8slease.election.elector import LeaderElector, LeadershipContext, _accepts_argument
 from k8slease.errors import ConfigError
 
 log = structlog.get_logger("k8slease.wrap")

@@ -15,8 +15,8 @@ from kubernetes import client
 
 from k8slease.clock import Clock, SystemClock
 from k8slease.errors import TransportError
-from k8slease.rawapi import send_json
-from k8slease.record import format_microtime
+from k8slease.kube.microtime import format_microtime
+from k8slease.kube.rawapi import send_json
 
 log = structlog.get_logger("k8slease.events")
 

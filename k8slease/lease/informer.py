@@ -15,8 +15,8 @@ import threading
 import structlog
 
 from k8slease.errors import TransportError
-from k8slease.observe import Observations
-from k8slease.transport import LeaseTransport
+from k8slease.lease.observe import Observations
+from k8slease.lease.transport import LeaseTransport
 
 log = structlog.get_logger("k8slease.informer")
 

@@ -1,10 +1,10 @@
 """The job-lock part of a Lease: claimed and completed ticks, the last run and run counts.
 
 A per-job lock is a Lease (``<group>.<job>``, labelled ``k8slease.io/role=job``) whose spec is an
-ordinary :class:`~k8slease.record.LeaseRecord`; what is specific to jobs lives in annotations so
+ordinary :class:`~k8slease.LeaseRecord`; what is specific to jobs lives in annotations so
 that the tick claim travels in the same conditional write as the grant. This module holds the
-pure converters; like :mod:`k8slease.record` it never raises on a Lease's content and lists what
-was malformed instead.
+pure converters; like :mod:`k8slease.lease.record` it never raises on a Lease's content and lists
+what was malformed instead.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+from k8slease.kube.microtime import format_microtime, parse_microtime
 from k8slease.names import ANN_CLAIMED_TICK, ANN_COMPLETED_TICK, ANN_LAST_RUN, ANN_RUN_COUNTS
-from k8slease.record import format_microtime, parse_microtime
 
 Outcome = Literal["succeeded", "failed", "lost"]
 OUTCOMES: tuple[Outcome, ...] = ("succeeded", "failed", "lost")

@@ -4,7 +4,7 @@ Expiry is never judged by comparing wall-clock times written by other pods. A ca
 remembers when it first saw the current record and may take over once it has seen that record
 unchanged for the record's ``leaseDurationSeconds``. The time of an observation is read *after*
 the answer arrived, so it is never earlier than the write that produced the record: this is the
-half of the safety argument that lives here (see :mod:`k8slease.decide` for the other half).
+half of the safety argument that lives here (see :mod:`k8slease.lease.rules` for the other half).
 
 "Unchanged" compares the Lease's whole ``spec`` and its fencing-token annotation, as client-go
 compares the raw record: a renew always changes ``renewTime``, so it restarts the timer, while a
@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from k8slease.clock import Clock
+from k8slease.lease.record import LeaseRecord, record_from_lease, resource_version
 from k8slease.names import ANN_FENCING_TOKEN
-from k8slease.record import LeaseRecord, record_from_lease, resource_version
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,8 +1,8 @@
 """Pure leader-election decisions: may I take this Lease, what do I write, when must I stop?
 
 Nothing here does I/O or reads a clock: every function is given the record it judges, the
-monotonic times it needs and the wall-clock time to write. :mod:`k8slease.machine` strings these
-decisions into the elector's state machine; the per-job locks reuse them too.
+monotonic times it needs and the wall-clock time to write. :mod:`k8slease.election.machine`
+strings these decisions into the elector's state machine; the per-job locks reuse them too.
 
 Safety model
 ------------
@@ -16,8 +16,8 @@ anything) and that the API server applies writes conditionally on ``resourceVers
 2. A candidate takes a held Lease only after it has seen the same record for the record's
    ``leaseDurationSeconds``, timed on its own monotonic clock from the first time it saw that
    record. It reads the clock *after* the answer arrived, so its timer starts no earlier than the
-   write that produced the record (see :mod:`k8slease.observe`).
-3. ``renew_deadline < lease_duration`` (enforced by :class:`~k8slease.config.ElectionTiming`).
+   write that produced the record (see :mod:`k8slease.lease.observe`).
+3. ``renew_deadline < lease_duration`` (enforced by :class:`~k8slease.ElectionTiming`).
    Whenever the leader's last successful write was sent at ``s`` and applied at ``w >= s``, a
    candidate's takeover write lands at ``>= w + lease_duration > s + renew_deadline``: the leader
    has already stopped believing. If the leader renewed in between, the candidate's write was
@@ -45,7 +45,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from enum import Enum
 
-from k8slease.record import LeaseRecord
+from k8slease.lease.record import LeaseRecord
 
 #: The smallest step by which a renewTime we write moves forward, so every write changes it.
 _MICROSECOND = timedelta(microseconds=1)

@@ -1,6 +1,6 @@
 """The only place that calls the Kubernetes API for Leases.
 
-:class:`LeaseTransport` speaks plain JSON dicts through :mod:`k8slease.rawapi` (so fields
+:class:`LeaseTransport` speaks plain JSON dicts through :mod:`k8slease.kube.rawapi` (so fields
 k8slease does not know survive a round-trip) and raises the exceptions it maps every HTTP outcome
 to: ``NotFound``, ``AlreadyExists``, ``Conflict``, ``Forbidden``, ``Invalid`` and ``Unavailable``
 (5xx, 429, timeouts, dropped connections, answers that are not a Lease). Every request carries a
@@ -21,7 +21,7 @@ import urllib3
 from kubernetes import client
 
 from k8slease.errors import NotFound, TransportError, Unavailable
-from k8slease.rawapi import send, send_json
+from k8slease.kube.rawapi import send, send_json
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,10 +30,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
-from k8slease.jobrecord import RunRecord, job_state_from_lease
+from k8slease.kube.microtime import parse_microtime
+from k8slease.lease.jobrecord import RunRecord, job_state_from_lease
+from k8slease.lease.record import record_from_lease
 from k8slease.names import LABEL_GROUP, LABEL_JOB, LABEL_ROLE, ROLE_JOB, ROLE_LEADER
 from k8slease.operator.spec import DEFAULT_HISTORY_LIMIT, GroupSpec
-from k8slease.record import parse_microtime, record_from_lease
 
 FailoverReason = Literal["first", "released", "expired"]
 NoticeType = Literal["Normal", "Warning"]

@@ -21,10 +21,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from k8slease.kube.microtime import parse_microtime
 from k8slease.names import CRD_GROUP, CRD_KIND, CRD_VERSION, DOMAIN, LABEL_GROUP, ROLE_LEADER
-from k8slease.operator.settings import OperatorSettings
-from k8slease.operator.spec import GroupSpec, parse_spec
-from k8slease.operator.status import (
+from k8slease.operator.fold import (
     GroupFold,
     Notice,
     group_of,
@@ -32,7 +31,8 @@ from k8slease.operator.status import (
     merge_patch,
     significant,
 )
-from k8slease.record import parse_microtime
+from k8slease.operator.settings import OperatorSettings
+from k8slease.operator.spec import GroupSpec, parse_spec
 
 #: Label and annotation on ScheduledJobGroups the operator created by itself.
 LABEL_AUTO_CREATED = f"{DOMAIN}/auto-created"

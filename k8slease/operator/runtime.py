@@ -20,9 +20,9 @@ import structlog
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from k8slease.apiclient import default_api_client
 from k8slease.clock import Clock, SystemClock
-from k8slease.events import EventRecorder
+from k8slease.kube.apiclient import default_api_client
+from k8slease.kube.events import EventRecorder
 from k8slease.names import CRD_GROUP, CRD_PLURAL, CRD_VERSION
 from k8slease.operator.registry import (
     Action,

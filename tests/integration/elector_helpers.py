@@ -8,8 +8,8 @@ from collections.abc import Callable
 from typing import Any
 
 from k8slease.errors import TransportError
-from k8slease.record import LeaseRecord, record_from_lease
-from k8slease.transport import LeaseTransport
+from k8slease.lease.record import LeaseRecord, record_from_lease
+from k8slease.lease.transport import LeaseTransport
 
 FAST: dict[str, Any] = {
     "lease_duration": 2,

@@ -10,7 +10,7 @@ import pytest
 from kubernetes import client
 
 from k8slease import Jobs
-from k8slease.cli import main
+from k8slease.cli.main import main
 from k8slease.testing.pytest_plugin import ExternalCluster
 from k8slease.testing.server import APIServer
 

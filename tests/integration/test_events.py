@@ -13,7 +13,7 @@ from typing import Any
 from kubernetes import client
 
 from k8slease.clock import FakeClock
-from k8slease.events import EventRecorder
+from k8slease.kube.events import EventRecorder
 
 
 def test_an_event_at_a_whole_second_is_accepted_with_its_microtime(

@@ -13,9 +13,9 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from kubernetes import client
 
 from k8slease import JobContext, Jobs, Mode
-from k8slease.elector import LeaderElector
+from k8slease.election.elector import LeaderElector
+from k8slease.jobs.wrap import wrap
 from k8slease.testing.server import APIServer
-from k8slease.wrap import wrap
 
 FAST = {"lease_duration": 2.0, "renew_interval": 0.5, "renew_deadline": 1.5}
 

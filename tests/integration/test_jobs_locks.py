@@ -17,9 +17,9 @@ import pytest
 from kubernetes import client
 
 from k8slease import JobContext, Jobs, Mode
-from k8slease.jobrecord import job_state_from_lease
-from k8slease.record import record_from_lease
-from k8slease.transport import LeaseTransport
+from k8slease.lease.jobrecord import job_state_from_lease
+from k8slease.lease.record import record_from_lease
+from k8slease.lease.transport import LeaseTransport
 
 NEVER = "0 0 1 1 *"  # the scheduler itself does not fire during a test; ticks are driven
 T0 = datetime(2026, 11, 30, 2, 0, tzinfo=UTC)

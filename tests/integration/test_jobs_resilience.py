@@ -18,10 +18,10 @@ from kubernetes import client
 
 from k8slease import JobContext, Jobs, MisfirePolicy
 from k8slease.clock import FakeClock, SystemClock
-from k8slease.jobrecord import job_state_from_lease
-from k8slease.record import record_from_lease
+from k8slease.lease.jobrecord import job_state_from_lease
+from k8slease.lease.record import record_from_lease
+from k8slease.lease.transport import LeaseTransport
 from k8slease.testing.server import APIServer
-from k8slease.transport import LeaseTransport
 
 NEVER = "0 0 1 1 *"
 T0 = datetime(2026, 11, 30, 2, 0, tzinfo=UTC)

@@ -8,11 +8,11 @@ import copy
 from datetime import UTC, datetime
 
 from k8slease.clock import FakeClock
-from k8slease.jobrecord import job_state_from_lease
-from k8slease.locks import Grant, JobLock
-from k8slease.record import record_from_lease
+from k8slease.jobs.lock import Grant, JobLock
+from k8slease.lease.jobrecord import job_state_from_lease
+from k8slease.lease.record import record_from_lease
+from k8slease.lease.transport import LeaseTransport
 from k8slease.testing.server import APIServer
-from k8slease.transport import LeaseTransport
 
 TICK = datetime(2026, 11, 30, 2, 0, tzinfo=UTC)
 LEASES = "coordination.k8s.io/leases"

@@ -23,9 +23,11 @@ from operator_support import (
     wait_status,
 )
 
-from k8slease.elector import LeaderElector
-from k8slease.jobrecord import JobState, lease_with_job_state
-from k8slease.locks import JobLock
+from k8slease.election.elector import LeaderElector
+from k8slease.jobs.lock import JobLock
+from k8slease.lease.jobrecord import JobState, lease_with_job_state
+from k8slease.lease.record import LeaseRecord, new_lease
+from k8slease.lease.transport import LeaseTransport
 from k8slease.names import (
     ANN_FENCING_TOKEN,
     ANN_LAST_RUN,
@@ -39,9 +41,7 @@ from k8slease.names import (
 )
 from k8slease.operator.crd import install_crd
 from k8slease.operator.registry import LABEL_AUTO_CREATED
-from k8slease.record import LeaseRecord, new_lease
 from k8slease.testing.server import APIServer
-from k8slease.transport import LeaseTransport
 
 NS = "ops"
 FAST = {"lease_duration": 2, "renew_interval": 0.3, "renew_deadline": 1.2, "retry_interval": 0.3}

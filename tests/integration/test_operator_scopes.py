@@ -7,7 +7,7 @@ from pathlib import Path
 from kubernetes import client
 from operator_support import operator_process, wait_status
 
-from k8slease.elector import LeaderElector
+from k8slease.election.elector import LeaderElector
 from k8slease.operator.crd import install_crd
 from k8slease.testing.server import APIServer
 

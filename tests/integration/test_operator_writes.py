@@ -18,11 +18,11 @@ import pytest
 from kubernetes import client
 from operator_support import FAST_ENV, condition, get_group, stop_process, wait_status
 
+from k8slease.lease.record import LeaseRecord, lease_with_record, new_lease
+from k8slease.lease.transport import LeaseTransport
 from k8slease.names import LABEL_GROUP, LABEL_ROLE, ROLE_LEADER
 from k8slease.operator.crd import install_crd
-from k8slease.record import LeaseRecord, lease_with_record, new_lease
 from k8slease.testing.server import APIServer
-from k8slease.transport import LeaseTransport
 
 NS = "nowrites"
 LEASE_WRITES = ("create", "update", "patch", "delete", "deletecollection")

@@ -15,9 +15,7 @@ from typing import Any
 
 from elector_memstore import MemoryLeaseStore
 
-from k8slease.config import ElectionTiming
-from k8slease.errors import NotFound, TransportError, Unavailable
-from k8slease.machine import (
+from k8slease.election.machine import (
     Command,
     Create,
     ElectionMachine,
@@ -27,6 +25,8 @@ from k8slease.machine import (
     StoppedLeading,
     Update,
 )
+from k8slease.election.timing import ElectionTiming
+from k8slease.errors import NotFound, TransportError, Unavailable
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 NAME = "demo"

@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from k8slease.jobrecord import JobState, RunRecord, lease_with_job_state
+from k8slease.lease.jobrecord import JobState, RunRecord, lease_with_job_state
+from k8slease.lease.record import LeaseRecord, new_lease
 from k8slease.names import LABEL_GROUP, LABEL_JOB, LABEL_ROLE, ROLE_JOB, ROLE_LEADER
-from k8slease.record import LeaseRecord, new_lease
 
 T0 = datetime(2026, 1, 1, 2, 0, tzinfo=UTC)
 

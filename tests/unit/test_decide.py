@@ -7,8 +7,11 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from k8slease.clock import FakeClock
-from k8slease.config import ElectionTiming
-from k8slease.decide import (
+from k8slease.election.timing import ElectionTiming
+from k8slease.errors import ConfigError
+from k8slease.lease.observe import LeaseObserver, Observations
+from k8slease.lease.record import LeaseRecord
+from k8slease.lease.rules import (
     CandidateAction,
     LeaderAction,
     decide_candidate,
@@ -21,10 +24,7 @@ from k8slease.decide import (
     renewal_record,
     takeover_at,
 )
-from k8slease.errors import ConfigError
 from k8slease.names import ANN_FENCING_TOKEN
-from k8slease.observe import LeaseObserver, Observations
-from k8slease.record import LeaseRecord
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 HELD = LeaseRecord(

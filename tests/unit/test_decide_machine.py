@@ -7,8 +7,7 @@ from datetime import UTC, datetime
 import pytest
 from elector_model import NAME, Cluster, alternates
 
-from k8slease.errors import Conflict, Unavailable
-from k8slease.machine import (
+from k8slease.election.machine import (
     Create,
     Done,
     NewLeader,
@@ -20,8 +19,9 @@ from k8slease.machine import (
     Update,
     Wait,
 )
+from k8slease.errors import Conflict, Unavailable
+from k8slease.lease.record import record_from_lease
 from k8slease.names import ANN_FENCING_TOKEN, LABEL_GROUP, LABEL_ROLE
-from k8slease.record import record_from_lease
 
 
 def lease_record(cluster: Cluster):  # type: ignore[no-untyped-def]

@@ -2,10 +2,11 @@
 events and clock advances (all clocks at the same rate, arbitrary offsets and wall-clock skews),
 two replicas never both believe they lead at the same instant.
 
-The model (tests/unit/elector_model.py) runs the real :class:`~k8slease.machine.ElectionMachine`
-of each replica against an in-memory store with conditional writes. A replica believes it leads
-from the answer of a successful grant until ``renew_deadline`` after its last successful write
-was sent (or until it steps down), exactly what ``LeaderElector.is_leader`` reports.
+The model (tests/unit/elector_model.py) runs the real
+:class:`~k8slease.election.machine.ElectionMachine` of each replica against an in-memory store with
+conditional writes. A replica believes it leads from the answer of a successful grant until
+``renew_deadline`` after its last successful write was sent (or until it steps down), exactly what
+``LeaderElector.is_leader`` reports.
 """
 
 from __future__ import annotations

@@ -19,10 +19,10 @@ from elector_memstore import MemoryLeaseStore, MemoryTransport
 
 from k8slease import LeaderElector, LeadershipContext
 from k8slease.clock import FakeClock
+from k8slease.election.machine import Create, Read
 from k8slease.errors import ConfigError, Unavailable
-from k8slease.machine import Create, Read
+from k8slease.lease.record import record_from_lease
 from k8slease.metrics import NoopMetrics, PrometheusMetrics
-from k8slease.record import record_from_lease
 
 FAST = {
     "namespace": "default",
@@ -314,7 +314,7 @@ def test_sigterm_stops_gracefully_with_release(
 def test_asyncio_integration_runs_coroutines_on_the_loop_and_cancels_them(
     store: MemoryLeaseStore,
 ) -> None:
-    from k8slease.aio import AsyncLeaderElector
+    from k8slease.election.aio import AsyncLeaderElector
 
     seen: dict[str, Any] = {}
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import urllib.error
 import urllib.request
 
-from k8slease.health import HealthServer
+from k8slease.kube.health import HealthServer
 
 
 def status(port: int, path: str) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from k8slease.jobrecord import JobState, RunRecord, job_state_from_lease, lease_with_job_state
+from k8slease.lease.jobrecord import JobState, RunRecord, job_state_from_lease, lease_with_job_state
 from k8slease.names import ANN_CLAIMED_TICK, ANN_LAST_RUN, ANN_RUN_COUNTS
 
 T = datetime(2026, 11, 30, 2, 0, tzinfo=UTC)

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from k8slease.jobrecord import JobState, RunRecord
-from k8slease.lockdecide import Verdict, expired, judge_claim, release, whole_seconds
-from k8slease.record import LeaseRecord
+from k8slease.jobs.lockrules import Verdict, expired, judge_claim, release, whole_seconds
+from k8slease.lease.jobrecord import JobState, RunRecord
+from k8slease.lease.record import LeaseRecord
 
 T0 = datetime(2026, 11, 30, 2, 0, tzinfo=UTC)
 NOW = T0 + timedelta(seconds=3)

@@ -11,9 +11,9 @@ from operator_helpers import at, group_object, job_lease, leader_lease, run_reco
 
 from k8slease.names import CRD_GROUP, CRD_KIND, CRD_PLURAL, CRD_VERSION
 from k8slease.operator.crd import CRD_NAME, crd_manifest
+from k8slease.operator.fold import GroupFold
 from k8slease.operator.run import settings_from_args
 from k8slease.operator.spec import parse_spec
-from k8slease.operator.status import GroupFold
 
 REPO = Path(__file__).resolve().parents[2]
 

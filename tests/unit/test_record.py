@@ -6,16 +6,15 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from k8slease.names import ANN_FENCING_TOKEN
-from k8slease.record import (
+from k8slease.kube.microtime import format_microtime, parse_microtime
+from k8slease.lease.record import (
     LeaseRecord,
-    format_microtime,
     lease_with_record,
     new_lease,
-    parse_microtime,
     record_from_lease,
     resource_version,
 )
+from k8slease.names import ANN_FENCING_TOKEN
 
 T0 = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
 
