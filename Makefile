@@ -24,7 +24,7 @@ test: $(STAMP) lint
 	$(PYTEST) -q
 
 unit: $(STAMP)
-	$(PYTEST) -q tests/unit
+	$(PYTEST) -q tests/unit tests/chart
 
 integration: $(STAMP)
 	$(PYTEST) -q tests/integration

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 TINY = [
     "--skip-others", "--graceful-trials", "1", "--crash-trials", "0", "--load-window", "2",
     "--load-warmup", "0.5", "--candidates", "2", "--jobs", "5", "--lock-ticks", "1",

@@ -19,7 +19,7 @@ from elector_helpers import LeaseWatcher
 
 from k8slease.testing.server import APIServer
 
-APP = Path(__file__).resolve().parents[2] / "examples" / "leader_app.py"
+APP = Path(__file__).resolve().parents[3] / "examples" / "leader_app.py"
 LEASE_DURATION = 2.0
 
 pytestmark = pytest.mark.slow

@@ -16,7 +16,7 @@ from kubernetes.client.exceptions import ApiException
 
 from k8slease.names import CRD_GROUP, CRD_PLURAL, CRD_VERSION
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 #: Fast pacing for tests: write within ~0.1 s, evaluate time-based conditions twice a second.
 FAST_ENV = {

@@ -2,7 +2,7 @@
 
 Every test here talks to ``k8s_apiserver`` through ``kubernetes.client`` and asserts what a
 real kube-apiserver does, so the module passes unchanged against a real cluster
-(``pytest -m conformance --kubeconfig ~/.kube/kind-config tests/integration``). Nothing here
+(``pytest -m conformance --kubeconfig ~/.kube/kind-config tests/integration/testing``). Nothing here
 peeks at the embedded server's internals; those tests live in test_apiserver_embedded.py.
 """
 

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl
 
 #: The product's CRD, from the one place it is defined (the chart's crds/, symlinked here).
 SJG_CRD: dict[str, Any] = yaml.safe_load(
-    (Path(__file__).resolve().parents[2] / "k8slease" / "operator" / "crd.yaml").read_text()
+    (Path(__file__).resolve().parents[3] / "k8slease" / "operator" / "crd.yaml").read_text()
 )
 
 

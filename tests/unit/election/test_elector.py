@@ -1,7 +1,8 @@
 """The LeaderElector runner: threads, callbacks, watch, release, health, metrics and signals.
 
-These use an in-memory transport (tests/unit/elector_memstore.py) and short real durations; the
-same behaviours against the embedded API server are in tests/integration/test_elector.py.
+These use an in-memory transport (tests/unit/election/elector_memstore.py) and short real
+durations; the same behaviours against the embedded API server are in
+tests/integration/election/test_elector_inprocess.py.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 events and clock advances (all clocks at the same rate, arbitrary offsets and wall-clock skews),
 two replicas never both believe they lead at the same instant.
 
-The model (tests/unit/elector_model.py) runs the real
+The model (tests/unit/election/elector_model.py) runs the real
 :class:`~k8slease.election.machine.ElectionMachine` of each replica against an in-memory store with
 conditional writes. A replica believes it leads from the answer of a successful grant until
 ``renew_deadline`` after its last successful write was sent (or until it steps down), exactly what

@@ -15,7 +15,7 @@ from k8slease.operator.fold import GroupFold
 from k8slease.operator.run import settings_from_args
 from k8slease.operator.spec import parse_spec
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def version() -> dict[str, Any]:
