@@ -65,7 +65,7 @@ class AsyncLeaderElector:
         self._leading = asyncio.Event()
         self._not_leading = asyncio.Event()
         self._not_leading.set()
-        self.elector._loop = loop
+        self.elector.bind_loop(loop)
         self.elector.add_listener(self._on_change)
         self.elector.start()
         return self

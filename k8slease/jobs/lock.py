@@ -9,13 +9,13 @@ read and writes nothing.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 import structlog
 
+from k8slease.callbacks import CancelHooks
 from k8slease.clock import Clock, SystemClock
 from k8slease.errors import AlreadyExists, ConfigError, Conflict, NotFound, TransportError
 from k8slease.jobs.lockrules import Verdict, extend, judge_claim, release
@@ -54,22 +54,15 @@ class Grant:
     _stop: threading.Event = field(default_factory=threading.Event, repr=False)
     _thread: threading.Thread | None = field(default=None, repr=False)
     _mutex: threading.Lock = field(default_factory=threading.Lock, repr=False)
-    _on_lost: list[Callable[[], object]] = field(default_factory=list, repr=False)
-
-    def add_lost_callback(self, callback: Callable[[], object]) -> None:
-        """Call ``callback`` (from the keep-alive thread) if the lock is lost while held."""
-        self._on_lost.append(callback)
+    #: run (from the keep-alive thread) when the lock is lost while held; cancels coroutine jobs
+    lost_hooks: CancelHooks = field(default_factory=CancelHooks, repr=False)
 
     def mark_lost(self) -> None:
         """Record that the lock could not be kept, and tell whoever asked."""
         if self.lost.is_set():
             return
         self.lost.set()
-        for callback in self._on_lost:
-            try:
-                callback()
-            except Exception:
-                log.exception("lock.lost_callback_failed", job=self.job)
+        self.lost_hooks.fire()
 
 
 class JobLock:

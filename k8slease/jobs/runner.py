@@ -19,6 +19,7 @@ from typing import Any
 
 import structlog
 
+from k8slease.callbacks import cancellable
 from k8slease.errors import TransportError
 from k8slease.jobmetrics import JobMetrics, NoopJobMetrics
 from k8slease.jobs.context import JobContext
@@ -200,12 +201,9 @@ class TickRunner:
         if attempt is None:
             return None
         grant = attempt.grant
-        task = asyncio.ensure_future(self.spec.func(self._context(attempt)))
-        if grant is not None:
-            loop = asyncio.get_running_loop()
-            grant.add_lost_callback(lambda: loop.call_soon_threadsafe(task.cancel))
         try:
-            await task
+            job = self.spec.func(self._context(attempt))
+            await cancellable(job, None if grant is None else grant.lost_hooks)
         except asyncio.CancelledError:
             if grant is not None and grant.lost.is_set():
                 return await asyncio.to_thread(self._finish, attempt, "lost", "cancelled")

@@ -9,11 +9,12 @@ so a crashed poller does not stay dead on the leader.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import threading
-from typing import Any
 
 import structlog
 
+from k8slease.callbacks import CancelHooks, run_cancellable
 from k8slease.jobs.context import JobContext
 from k8slease.jobs.spec import JobSpec
 
@@ -51,7 +52,7 @@ class SingletonRun:
         self._thread = threading.Thread(
             target=self._supervise, name=f"k8slease-singleton-{spec.name}", daemon=True
         )
-        self._task_cancel: list[Any] = []
+        self._cancel = CancelHooks()
 
     def start(self) -> None:
         self._log.info("singleton.started", fencing_token=self.ctx.fencing_token)
@@ -60,8 +61,7 @@ class SingletonRun:
     def stop(self, timeout: float | None = None) -> None:
         """Set ``lost``, cancel a coroutine singleton, and wait up to ``timeout`` for it to end."""
         self.lost.set()
-        for cancel in list(self._task_cancel):
-            cancel()
+        self._cancel.fire()
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout)
 
@@ -72,7 +72,7 @@ class SingletonRun:
                     self._run_coroutine()
                 else:
                     self.spec.func(self.ctx)
-            except asyncio.CancelledError:
+            except (asyncio.CancelledError, concurrent.futures.CancelledError):
                 pass
             except Exception:
                 self._log.exception("singleton.raised")
@@ -83,30 +83,4 @@ class SingletonRun:
         self._log.info("singleton.stopped")
 
     def _run_coroutine(self) -> None:
-        if self._loop is not None and self._loop.is_running():
-            future = asyncio.run_coroutine_threadsafe(self.spec.func(self.ctx), self._loop)
-            self._task_cancel.append(future.cancel)
-            try:
-                future.result()
-            except (asyncio.CancelledError, Exception) as exc:
-                if not isinstance(exc, asyncio.CancelledError):
-                    raise
-            finally:
-                self._task_cancel.remove(future.cancel)
-            return
-        asyncio.run(self._own_loop())
-
-    async def _own_loop(self) -> None:
-        loop = asyncio.get_running_loop()
-        task = asyncio.ensure_future(self.spec.func(self.ctx))
-
-        def cancel() -> None:
-            loop.call_soon_threadsafe(task.cancel)
-
-        self._task_cancel.append(cancel)
-        try:
-            if self.lost.is_set():
-                task.cancel()
-            await task
-        finally:
-            self._task_cancel.remove(cancel)
+        run_cancellable(self.spec.func(self.ctx), loop=self._loop, hooks=self._cancel)

@@ -9,22 +9,16 @@ pausing it the moment leadership ends (before anyone else can take over). Jobs r
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
-from typing import Any
 
 import structlog
 from apscheduler.schedulers.base import STATE_PAUSED, STATE_STOPPED, BaseScheduler
 
-from k8slease.election.elector import LeaderElector, LeadershipContext, _accepts_argument
+from k8slease.callbacks import call_with_optional
+from k8slease.election.context import LeadershipContext
+from k8slease.election.elector import LeaderElector
 from k8slease.errors import ConfigError
 
 log = structlog.get_logger("k8slease.wrap")
-
-
-def _call(callback: Callable[..., Any] | None, ctx: LeadershipContext) -> Any:
-    if callback is None:
-        return None
-    return callback(ctx) if _accepts_argument(callback) else callback()
 
 
 def wrap(scheduler: BaseScheduler, elector: LeaderElector) -> BaseScheduler:
@@ -47,14 +41,15 @@ def wrap(scheduler: BaseScheduler, elector: LeaderElector) -> BaseScheduler:
             scheduler.resume()
         log.info("scheduler.resumed", lease=ctx.lease_name, fencing_token=ctx.fencing_token)
         if started_before is not None:
-            _call(started_before, ctx)
+            call_with_optional(started_before, ctx)
         ctx.lost.wait()
 
     def on_stopped(ctx: LeadershipContext) -> None:
         if scheduler.state != STATE_STOPPED:
             scheduler.pause()
         log.info("scheduler.paused", lease=ctx.lease_name)
-        _call(stopped_before, ctx)
+        if stopped_before is not None:
+            call_with_optional(stopped_before, ctx)
 
     elector.on_started_leading = on_started
     elector.on_stopped_leading = on_stopped

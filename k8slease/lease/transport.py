@@ -14,7 +14,7 @@ import json
 import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import quote
 
 import urllib3
@@ -30,6 +30,27 @@ class WatchEvent:
 
     type: str
     lease: dict[str, Any]
+
+
+class LeaseAPI(Protocol):
+    """The Lease calls an elector makes; :class:`LeaseTransport` has them, tests fake them."""
+
+    def get(self, name: str) -> dict[str, Any]: ...
+
+    def create(self, body: Mapping[str, Any]) -> dict[str, Any]: ...
+
+    def replace(self, name: str, body: Mapping[str, Any]) -> dict[str, Any]: ...
+
+    def watch(
+        self,
+        *,
+        name: str | None = None,
+        label_selector: str | None = None,
+        resource_version: str | None = None,
+        timeout_seconds: int = 300,
+    ) -> Iterator[WatchEvent]: ...
+
+    def close_watches(self) -> None: ...
 
 
 class LeaseTransport:

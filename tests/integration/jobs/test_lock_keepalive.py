@@ -33,7 +33,7 @@ def test_extension_failures_set_lost_after_two_thirds_of_the_ceiling(
     grant = lock.try_acquire(TICK)
     assert isinstance(grant, Grant)
     told: list[str] = []
-    grant.add_lost_callback(lambda: told.append("lost"))
+    grant.lost_hooks.add(lambda: told.append("lost"))
 
     clock.advance(10)
     assert lock.extend_once(grant)  # extension works: renewTime moves, resourceVersion changes

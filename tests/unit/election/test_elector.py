@@ -261,7 +261,7 @@ def test_healthy_is_false_when_leading_but_stale() -> None:
         metrics=NoopMetrics(),
         **FAST,
     )
-    machine = elector._machine
+    machine = elector.machine
     assert isinstance(machine.next_command(clock.monotonic(), clock.now()), Read)
     machine.read_done(None, now=clock.monotonic())
     create = machine.next_command(clock.monotonic(), clock.now())

@@ -1,0 +1,297 @@
+"""The threads that drive an :class:`~k8slease.election.machine.ElectionMachine` against the API.
+
+* the **loop** executes the machine's commands (GET, create, conditional PUT) and sleeps until the
+  next deadline or event;
+* the **watch** streams changes of the Lease (field selector on its name), so candidates react to
+  a release or an expiry at once and poll only while no watch works;
+* the **watchdog** ends leadership at the renew deadline even while the loop is blocked in a
+  request, so ``on_stopped_leading`` runs strictly before any other replica may take over
+  (``renew_deadline < lease_duration``).
+
+Every input reaches the machine through :meth:`ElectionRunner.step`: feed the machine under its
+lock, drain the events it produced, wake the sleepers, then hand the events to the callbacks,
+all while holding the dispatch lock, so ``on_stopped_leading`` always completes before a new
+term can start.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from structlog.typing import FilteringBoundLogger
+
+from k8slease.clock import Clock
+from k8slease.election.machine import (
+    Create,
+    Done,
+    ElectionMachine,
+    Event,
+    Phase,
+    Purpose,
+    Read,
+    Update,
+    Wait,
+)
+from k8slease.election.timing import ElectionTiming
+from k8slease.errors import NotFound, TransportError, Unavailable
+from k8slease.lease.record import resource_version
+from k8slease.lease.transport import LeaseAPI
+from k8slease.metrics import ElectorMetrics
+
+R = TypeVar("R")
+
+#: How long a watch stream stays open before it is renewed (seconds).
+WATCH_TIMEOUT_SECONDS = 60
+
+
+class ElectionRunner:
+    """Runs one election: the loop in the calling thread, the watch and watchdog beside it.
+
+    ``on_events`` turns the machine's events into callbacks; ``may_release`` is asked before a
+    release (false while the ended term's work still runs).
+    """
+
+    def __init__(
+        self,
+        machine: ElectionMachine,
+        *,
+        name: str,
+        timing: ElectionTiming,
+        clock: Clock,
+        metrics: ElectorMetrics,
+        rng: random.Random,
+        log: FilteringBoundLogger,
+        on_events: Callable[[list[Event]], None],
+        may_release: Callable[[], bool],
+        own_threads: set[int],
+        transport: LeaseAPI | None = None,
+    ) -> None:
+        self.machine = machine
+        self.name = name
+        self.timing = timing
+        self.transport = transport
+        self._clock = clock
+        self._metrics = metrics
+        self._rng = rng
+        self._log = log
+        self._on_events = on_events
+        self._may_release = may_release
+        # _lock guards the machine; _dispatch serialises "apply a result and run its callbacks".
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        self._dispatch = threading.RLock()
+        self._generation = 0
+        self.stop_requested = threading.Event()
+        self.finished = threading.Event()
+        #: idents of the threads that run the election and its callbacks (stop() only asks there)
+        self.own_threads = own_threads
+
+    # -- the machine, under its lock -----------------------------------------------------------
+
+    def read(self, look: Callable[[ElectionMachine], R]) -> R:
+        """``look(machine)`` under the machine's lock (for cheap state queries)."""
+        with self._lock:
+            return look(self.machine)
+
+    def step(self, feed: Callable[[], R], *, wake: bool = True) -> R:
+        """Feed the machine, drain its events, notify the sleepers, run the callbacks.
+
+        ``feed`` runs under the machine's lock; ``wake`` also ends the loop's current sleep.
+        """
+        with self._dispatch:
+            with self._cond:
+                result = feed()
+                events = self.machine.drain_events()
+                if wake:
+                    self._generation += 1
+                self._cond.notify_all()
+            self._on_events(events)
+        return result
+
+    def request_stop(self) -> None:
+        """Ask the election to end (a leader steps down first), without waiting."""
+        self.stop_requested.set()
+        self._wake()
+        self.close_watches()
+
+    def close_watches(self) -> None:
+        if self.transport is None:
+            return
+        try:
+            self.transport.close_watches()
+        except Exception:  # ending a stream early is best effort; the watch times out anyway
+            self._log.debug("elector.close_watches_failed", exc_info=True)
+
+    def _wake(self) -> None:
+        with self._cond:
+            self._generation += 1
+            self._cond.notify_all()
+
+    # -- running -------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        """Run the election in this thread until it is done (after a stop)."""
+        self.own_threads.add(threading.get_ident())
+        helpers = [self._spawn(self._watch_loop, "watch"), self._spawn(self._watchdog, "watchdog")]
+        try:
+            self._loop_commands()
+        except BaseException:
+            self._log.exception("elector.crashed")
+            raise
+        finally:
+            self.stop_requested.set()
+            self.close_watches()
+            self._wake()
+            for helper in helpers:
+                if helper is not threading.current_thread():
+                    helper.join(timeout=self.timing.timeout + 1.0)
+
+    def _spawn(self, target: Callable[[], None], label: str) -> threading.Thread:
+        thread = threading.Thread(target=target, name=f"k8slease-{label}-{self.name}", daemon=True)
+        thread.start()
+        return thread
+
+    def _next_command(self) -> tuple[Any, int]:
+        now = self._clock.monotonic()
+        if self.stop_requested.is_set() and not self.machine.stopping:
+            self.machine.stop(now)
+        return self.machine.next_command(now, self._clock.now()), self._generation
+
+    def _loop_commands(self) -> None:
+        while True:
+            command, generation = self.step(self._next_command, wake=False)
+            if isinstance(command, Done):
+                return
+            if isinstance(command, Wait):
+                self._sleep(command.until, generation)
+                continue
+            if (
+                isinstance(command, Read)
+                and command.purpose is Purpose.RELEASE_READ
+                and not self._may_release()
+            ):
+                self.step(self._release_postponed, wake=False)
+                continue
+            self._execute(command)
+
+    def _release_postponed(self) -> None:
+        not_yet = Unavailable("leadership work still running; not releasing")
+        self.machine.read_failed(not_yet, now=self._clock.monotonic())
+
+    def _sleep(self, until: float | None, generation: int) -> None:
+        with self._cond:
+            if self._generation != generation or self.stop_requested.is_set():
+                return
+            timeout = None if until is None else max(0.0, until - self._clock.monotonic())
+            if timeout == 0.0:
+                return
+            self._cond.wait(timeout)
+
+    def _request(self, command: Read | Create | Update) -> dict[str, Any] | None:
+        transport = self.transport
+        assert transport is not None
+        if isinstance(command, Read):
+            try:
+                return transport.get(self.name)
+            except NotFound:
+                return None
+        if isinstance(command, Create):
+            return transport.create(command.body)
+        return transport.replace(self.name, command.body)
+
+    def _execute(self, command: Read | Create | Update) -> None:
+        op = command.purpose.value
+        sent = self._clock.monotonic()
+        lease: dict[str, Any] | None = None
+        error: TransportError | None = None
+        try:
+            lease = self._request(command)
+        except TransportError as exc:
+            error = exc
+        except Exception as exc:  # a bug or an unexpected client error: never kill the loop
+            self._log.exception("elector.request_crashed", op=op)
+            error = Unavailable(f"{op}: {type(exc).__name__}: {exc}")
+        now = self._clock.monotonic()
+        if error is not None:
+            reason = type(error).__name__.lower()
+            self._metrics.failed(self.name, op, reason)
+            quiet = reason in ("conflict", "alreadyexists")
+            log_method = self._log.debug if quiet else self._log.warning
+            log_method("elector.request_failed", op=op, reason=reason, error=str(error))
+        elif command.purpose is Purpose.RENEW:
+            self._metrics.renewed(self.name, now - sent)
+
+        def feed() -> None:
+            if isinstance(command, Read):
+                if error is None:
+                    self.machine.read_done(lease, now=now)
+                else:
+                    self.machine.read_failed(error, now=now)
+            elif error is None:
+                assert lease is not None
+                self.machine.write_done(lease, sent_at=sent, now=now)
+            else:
+                self.machine.write_failed(error, sent_at=sent, now=now)
+
+        self.step(feed, wake=False)
+
+    # -- watch ---------------------------------------------------------------------------------
+
+    def _watch_loop(self) -> None:
+        self.own_threads.add(threading.get_ident())
+        transport = self.transport
+        assert transport is not None
+        since: str | None = None
+        while not self.stop_requested.is_set():
+            try:
+                for event in transport.watch(
+                    name=self.name, resource_version=since, timeout_seconds=WATCH_TIMEOUT_SECONDS
+                ):
+                    if self.stop_requested.is_set():
+                        break
+                    since = resource_version(event.lease) or since
+
+                    def feed(kind: str = event.type, lease: dict[str, Any] = event.lease) -> None:
+                        now = self._clock.monotonic()
+                        self.machine.set_watching(True, now)
+                        if kind in ("ADDED", "MODIFIED", "DELETED"):
+                            self.machine.on_watch(lease, deleted=kind == "DELETED", now=now)
+
+                    self.step(feed)
+            except TransportError as exc:
+                if exc.status == 410:
+                    since = None
+                self._watch_broken(str(exc))
+            except Exception as exc:
+                self._log.exception("elector.watch_crashed")
+                self._watch_broken(f"{type(exc).__name__}: {exc}")
+
+    def _watch_broken(self, why: str) -> None:
+        if self.stop_requested.is_set():
+            return
+        with self._cond:
+            self.machine.set_watching(False, self._clock.monotonic())
+            self._generation += 1
+            self._cond.notify_all()
+        self._log.debug("elector.watch_failed", error=why)
+        pause = min(self.timing.retry_interval, 1.0) * (0.5 + self._rng.random())
+        self.stop_requested.wait(pause)
+
+    # -- watchdog ------------------------------------------------------------------------------
+
+    def _watchdog(self) -> None:
+        self.own_threads.add(threading.get_ident())
+        while not self.finished.is_set():
+            with self._cond:
+                if self.stop_requested.is_set() and self.machine.phase is not Phase.LEADER:
+                    return
+                until = self.machine.leading_until
+                now = self._clock.monotonic()
+                if until is None or now < until:
+                    wait = None if until is None else until - now
+                    self._cond.wait(wait if wait is None else min(wait, 5.0))
+                    continue
+            self.step(lambda: self.machine.check(self._clock.monotonic()))
