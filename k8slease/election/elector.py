@@ -26,8 +26,9 @@ from typing import Any
 import structlog
 
 from k8slease.clock import Clock, SystemClock
+from k8slease.election.commands import Phase
 from k8slease.election.context import LeadershipContext
-from k8slease.election.machine import ElectionMachine, Phase
+from k8slease.election.machine import ElectionMachine
 from k8slease.election.runner import ElectionRunner
 from k8slease.election.terms import ElectionCallbacks, TermCallbacks
 from k8slease.election.timing import (

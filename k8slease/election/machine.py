@@ -24,162 +24,38 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from datetime import datetime
-from enum import Enum
 from typing import Any
 
-from k8slease.election.timing import ElectionTiming
-from k8slease.errors import AlreadyExists, Conflict, NotFound, TransportError
-from k8slease.lease.observe import LeaseObserver, Observation
-from k8slease.lease.record import LeaseRecord, lease_with_record, new_lease, record_from_lease
-from k8slease.lease.rules import (
+from k8slease.election.commands import (
+    Command,
+    Create,
+    Done,
+    Event,
+    NewLeader,
+    Phase,
+    Purpose,
+    Read,
+    Released,
+    StartedLeading,
+    StoppedLeading,
+    Update,
+    Wait,
+)
+from k8slease.election.decide import (
     CandidateAction,
     LeaderAction,
     decide_candidate,
     decide_leader,
-    grant_record,
-    is_ours,
     leader_deadline,
-    release_record,
-    renewal_record,
 )
+from k8slease.election.state import LeadState, MachineOptions, PendingRequest, ReleaseState
+from k8slease.election.timing import ElectionTiming
+from k8slease.errors import AlreadyExists, Conflict, NotFound, TransportError
+from k8slease.lease.observe import LeaseObserver, Observation
+from k8slease.lease.record import LeaseRecord, lease_with_record, new_lease, record_from_lease
+from k8slease.lease.rules import grant_record, is_ours, release_record, renewal_record
 from k8slease.names import LABEL_GROUP, LABEL_ROLE, ROLE_LEADER
-
-
-class Phase(Enum):
-    """Where the machine is in its life."""
-
-    CANDIDATE = "candidate"
-    LEADER = "leader"
-    RELEASING = "releasing"
-    STOPPED = "stopped"
-
-
-class Purpose(Enum):
-    """Why a request is made."""
-
-    OBSERVE = "observe"  # a candidate reads the Lease
-    REREAD = "reread"  # a leader re-reads after a Conflict
-    RELEASE_READ = "release-read"  # the fresh read before a release
-    CREATE = "create"
-    TAKE = "take"
-    RENEW = "renew"
-    RELEASE = "release"
-
-
-# -- commands ----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Read:
-    """GET the Lease; report with ``read_done`` (``None`` on NotFound) or ``read_failed``."""
-
-    purpose: Purpose
-
-
-@dataclass(frozen=True, slots=True)
-class Create:
-    """Create the Lease from ``body``; report with ``write_done`` or ``write_failed``."""
-
-    body: dict[str, Any]
-    purpose: Purpose = Purpose.CREATE
-
-
-@dataclass(frozen=True, slots=True)
-class Update:
-    """PUT ``body`` (conditional on its resourceVersion); report like :class:`Create`."""
-
-    body: dict[str, Any]
-    purpose: Purpose
-
-
-@dataclass(frozen=True, slots=True)
-class Wait:
-    """Nothing to do until monotonic time ``until`` (``None``: until an event) or an event."""
-
-    until: float | None
-
-
-@dataclass(frozen=True, slots=True)
-class Done:
-    """The machine has stopped; nothing more will happen."""
-
-
-Command = Read | Create | Update | Wait | Done
-
-
-# -- events ------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class StartedLeading:
-    """This replica leads from now: ``term`` counts its grants, ``fencing_token`` is the Lease's."""
-
-    term: int
-    fencing_token: int
-    record: LeaseRecord
-
-
-@dataclass(frozen=True, slots=True)
-class StoppedLeading:
-    """This replica no longer leads (belief ended at this event); ``reason`` says why."""
-
-    term: int
-    fencing_token: int
-    reason: str
-    #: When belief would have ended at the latest (last successful send + renew deadline).
-    leading_until: float
-
-
-@dataclass(frozen=True, slots=True)
-class NewLeader:
-    """The observed holder changed; ``holder`` is empty when nobody holds the Lease."""
-
-    holder: str
-    fencing_token: int
-
-
-@dataclass(frozen=True, slots=True)
-class Released:
-    """The release was written: candidates may take the Lease at once."""
-
-    fencing_token: int
-
-
-Event = StartedLeading | StoppedLeading | NewLeader | Released
-
-
-@dataclass(slots=True)
-class _Lead:
-    term: int
-    record: LeaseRecord
-    lease: dict[str, Any]
-    last_ok_sent: float
-    next_attempt_at: float
-    needs_reread: bool = False
-    retried: bool = False
-
-
-@dataclass(slots=True)
-class _Release:
-    term: int
-    record: LeaseRecord
-    fresh: dict[str, Any] | None = None
-    read_done: bool = False
-
-
-@dataclass(slots=True)
-class _Pending:
-    command: Read | Create | Update
-    term: int
-    record: LeaseRecord | None = None
-
-
-@dataclass(slots=True)
-class _Options:
-    release_on_stop: bool = True
-    labels: dict[str, str] = field(default_factory=dict)
 
 
 class ElectionMachine:
@@ -209,7 +85,7 @@ class ElectionMachine:
         self.identity = identity
         self.timing = timing
         self.group = group or name
-        self._options = _Options(
+        self._options = MachineOptions(
             release_on_stop=release_on_stop,
             labels={LABEL_GROUP: self.group, LABEL_ROLE: ROLE_LEADER, **dict(labels or {})},
         )
@@ -219,10 +95,10 @@ class ElectionMachine:
         self.term = 0
         self.watching = False
         self.stopping = False
-        self._lead: _Lead | None = None
-        self._release: _Release | None = None
+        self._lead: LeadState | None = None
+        self._release: ReleaseState | None = None
         self._after_release = Phase.CANDIDATE
-        self._pending: _Pending | None = None
+        self._pending: PendingRequest | None = None
         self._need_read = True
         self._not_before = float("-inf")
         self._poll_at: float | None = None
@@ -544,14 +420,14 @@ class ElectionMachine:
         if self.stopping:
             # Granted while stopping: never start leading, give it straight back.
             self.term += 1
-            self._release = _Release(term=self.term, record=record)
+            self._release = ReleaseState(term=self.term, record=record)
             self._after_release = Phase.STOPPED
             self.phase = Phase.RELEASING
             return
         if now >= leader_deadline(sent_at, self.timing.renew_deadline):
             return  # the answer came too late to act on; the record shows us, retake later
         self.term += 1
-        self._lead = _Lead(
+        self._lead = LeadState(
             term=self.term,
             record=record,
             lease=lease,
@@ -578,7 +454,7 @@ class ElectionMachine:
         self._need_read = False
         self._not_before = float("-inf")
         if release:
-            self._release = _Release(term=lead.term, record=lead.record)
+            self._release = ReleaseState(term=lead.term, record=lead.record)
             self._after_release = after
             self.phase = Phase.RELEASING
         else:
@@ -594,10 +470,10 @@ class ElectionMachine:
 
     def _issue(self, command: Read | Create | Update, record: LeaseRecord | None = None) -> Command:
         term = self._lead.term if self._lead is not None else self.term
-        self._pending = _Pending(command=command, term=term, record=record)
+        self._pending = PendingRequest(command=command, term=term, record=record)
         return command
 
-    def _take_pending(self, *kinds: type[Read] | type[Create] | type[Update]) -> _Pending:
+    def _take_pending(self, *kinds: type[Read] | type[Create] | type[Update]) -> PendingRequest:
         pending = self._pending
         if pending is None or not isinstance(pending.command, kinds):
             raise RuntimeError(f"no outstanding {'/'.join(k.__name__ for k in kinds)} to report")

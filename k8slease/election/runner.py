@@ -24,17 +24,8 @@ from typing import Any, TypeVar
 from structlog.typing import FilteringBoundLogger
 
 from k8slease.clock import Clock
-from k8slease.election.machine import (
-    Create,
-    Done,
-    ElectionMachine,
-    Event,
-    Phase,
-    Purpose,
-    Read,
-    Update,
-    Wait,
-)
+from k8slease.election.commands import Create, Done, Event, Phase, Purpose, Read, Update, Wait
+from k8slease.election.machine import ElectionMachine
 from k8slease.election.timing import ElectionTiming
 from k8slease.errors import NotFound, TransportError, Unavailable
 from k8slease.lease.record import resource_version

@@ -22,8 +22,8 @@ from structlog.typing import FilteringBoundLogger
 
 from k8slease.callbacks import accepts_argument, run_cancellable
 from k8slease.clock import Clock
+from k8slease.election.commands import Event, NewLeader, Released, StartedLeading, StoppedLeading
 from k8slease.election.context import LeadershipContext
-from k8slease.election.machine import Event, NewLeader, Released, StartedLeading, StoppedLeading
 from k8slease.metrics import ElectorMetrics
 
 

@@ -15,16 +15,16 @@ from typing import Any
 
 from elector_memstore import MemoryLeaseStore
 
-from k8slease.election.machine import (
+from k8slease.election.commands import (
     Command,
     Create,
-    ElectionMachine,
     Event,
     Read,
     StartedLeading,
     StoppedLeading,
     Update,
 )
+from k8slease.election.machine import ElectionMachine
 from k8slease.election.timing import ElectionTiming
 from k8slease.errors import NotFound, TransportError, Unavailable
 

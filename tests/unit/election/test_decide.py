@@ -7,15 +7,12 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from k8slease.clock import FakeClock
+from k8slease.election.decide import CandidateAction, LeaderAction, decide_candidate, decide_leader
 from k8slease.election.timing import ElectionTiming
 from k8slease.errors import ConfigError
 from k8slease.lease.observe import LeaseObserver, Observations
 from k8slease.lease.record import LeaseRecord
 from k8slease.lease.rules import (
-    CandidateAction,
-    LeaderAction,
-    decide_candidate,
-    decide_leader,
     effective_duration,
     grant_record,
     is_ours,

@@ -20,7 +20,7 @@ from elector_memstore import MemoryLeaseStore, MemoryTransport
 
 from k8slease import LeaderElector, LeadershipContext
 from k8slease.clock import FakeClock
-from k8slease.election.machine import Create, Read
+from k8slease.election.commands import Create, Read
 from k8slease.errors import ConfigError, Unavailable
 from k8slease.lease.record import record_from_lease
 from k8slease.metrics import NoopMetrics, PrometheusMetrics

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 from elector_model import NAME, Cluster, alternates
 
-from k8slease.election.machine import (
+from k8slease.election.commands import (
     Create,
     Done,
     NewLeader,

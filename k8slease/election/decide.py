@@ -1,0 +1,104 @@
+"""Pure leader and candidate decisions: renew, wait or step down; read, create, take or wait.
+
+Built on the shared Lease rules of :mod:`k8slease.lease.rules`, where the safety argument is
+written out. Nothing here does I/O or reads a clock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from k8slease.lease.record import LeaseRecord
+from k8slease.lease.rules import takeover_at
+
+
+class LeaderAction(Enum):
+    """What a leader should do now."""
+
+    RENEW = "renew"
+    WAIT = "wait"
+    STEP_DOWN = "step-down"
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderDecision:
+    """:func:`decide_leader`'s answer; ``until`` is when to decide again for ``WAIT``."""
+
+    action: LeaderAction
+    until: float | None = None
+
+
+def leader_deadline(last_success_sent_at: float, renew_deadline: float) -> float:
+    """The monotonic time at which a leader stops believing it leads without a further renew."""
+    return last_success_sent_at + renew_deadline
+
+
+def decide_leader(
+    *,
+    last_success_sent_at: float,
+    next_attempt_at: float,
+    renew_deadline: float,
+    now: float,
+) -> LeaderDecision:
+    """Renew, wait or step down, given when the last successful renew was sent.
+
+    Stepping down wins over everything once ``now`` reaches the deadline, even if a renew is due.
+    """
+    deadline = leader_deadline(last_success_sent_at, renew_deadline)
+    if now >= deadline:
+        return LeaderDecision(LeaderAction.STEP_DOWN)
+    if now >= next_attempt_at:
+        return LeaderDecision(LeaderAction.RENEW)
+    return LeaderDecision(LeaderAction.WAIT, until=min(next_attempt_at, deadline))
+
+
+class CandidateAction(Enum):
+    """What a candidate should do now."""
+
+    READ = "read"
+    CREATE = "create"
+    TAKE = "take"
+    WAIT = "wait"
+
+
+@dataclass(frozen=True, slots=True)
+class CandidateDecision:
+    """:func:`decide_candidate`'s answer; ``until`` (monotonic, or ``None`` for "until an event")
+    is when to decide again for ``WAIT``."""
+
+    action: CandidateAction
+    until: float | None = None
+
+
+def decide_candidate(
+    *,
+    record: LeaseRecord | None,
+    exists: bool,
+    first_seen_at: float | None,
+    identity: str,
+    fallback_duration: float,
+    now: float,
+    held_before_absence: LeaseRecord | None = None,
+    poll_at: float | None = None,
+) -> CandidateDecision:
+    """Read, create, take or wait, given the latest observation (``first_seen_at`` ``None``: none).
+
+    ``poll_at`` is when to read again regardless (set it when no watch delivers changes); a wait
+    ends at the earlier of that and the moment the observed record may be taken over.
+    """
+    if first_seen_at is None:
+        return CandidateDecision(CandidateAction.READ)
+    at = takeover_at(
+        record if exists else None,
+        first_seen_at,
+        identity=identity,
+        fallback_duration=fallback_duration,
+        held_before_absence=held_before_absence,
+    )
+    if now >= at:
+        return CandidateDecision(CandidateAction.TAKE if exists else CandidateAction.CREATE)
+    if poll_at is not None and now >= poll_at:
+        return CandidateDecision(CandidateAction.READ)
+    until = at if poll_at is None else min(at, poll_at)
+    return CandidateDecision(CandidateAction.WAIT, until=until)

@@ -1,0 +1,49 @@
+"""The records an :class:`~k8slease.election.machine.ElectionMachine` keeps between steps."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from k8slease.election.commands import Create, Read, Update
+from k8slease.lease.record import LeaseRecord
+
+
+@dataclass(slots=True)
+class LeadState:
+    """A term this replica holds: the record and body it wrote last, its renew schedule."""
+
+    term: int
+    record: LeaseRecord
+    lease: dict[str, Any]
+    last_ok_sent: float
+    next_attempt_at: float
+    needs_reread: bool = False
+    retried: bool = False
+
+
+@dataclass(slots=True)
+class ReleaseState:
+    """A release under way: the term it ends and what a fresh read returned."""
+
+    term: int
+    record: LeaseRecord
+    fresh: dict[str, Any] | None = None
+    read_done: bool = False
+
+
+@dataclass(slots=True)
+class PendingRequest:
+    """The request the runner is making for the machine, and the term it belongs to."""
+
+    command: Read | Create | Update
+    term: int
+    record: LeaseRecord | None = None
+
+
+@dataclass(slots=True)
+class MachineOptions:
+    """How the machine writes: release on stop, labels of a Lease it creates."""
+
+    release_on_stop: bool = True
+    labels: dict[str, str] = field(default_factory=dict)
