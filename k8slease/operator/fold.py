@@ -5,226 +5,42 @@ own ``acquireTime``/``renewTime`` are reported as the replicas wrote them. A :cl
 holds what one group's history needs (the leader it last saw, when the group lost its leader,
 the failover history, the holders seen, each job's runs) and renders it as the ``status`` dict.
 
-Failover reasons, from what the operator observes on the group's leader Lease:
-
-``first``
-    a holder appears and the operator knows of no earlier one;
-``released``
-    the holder gave the Lease up (``holderIdentity`` emptied) and later someone acquired it; the
-    gap is measured from the observation of the release to the observation of the acquisition;
-``expired``
-    a different holder replaced the previous one directly, which a well-behaved elector only does
-    after the Lease expired; the gap runs from the last observed renewal of the old holder to the
-    observation of the new one.
-
-Times in ``failovers[].time`` and gaps come from the operator's clock, so they are comparable with
-each other even when the replicas' clocks disagree.
+Failover reasons are explained at :class:`~k8slease.operator.history.Failover`; their times and
+gaps come from the operator's clock, so they compare even when the replicas' clocks disagree.
 """
 
 from __future__ import annotations
 
 import copy
 from collections import deque
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from typing import Any
 
-from k8slease.kube.microtime import parse_microtime
-from k8slease.lease.jobrecord import RunRecord, job_state_from_lease
+from k8slease.lease.jobrecord import job_state_from_lease
+from k8slease.lease.meta import labels_of, lease_name_of
 from k8slease.lease.record import record_from_lease
-from k8slease.names import LABEL_GROUP, LABEL_JOB, LABEL_ROLE, ROLE_JOB, ROLE_LEADER
+from k8slease.names import LABEL_JOB, LABEL_ROLE, ROLE_JOB, ROLE_LEADER
+from k8slease.operator.history import (
+    COND_DEGRADED,
+    COND_LEADER_ELECTED,
+    COND_RUN_MISSING,
+    MAX_CANDIDATES,
+    MAX_COUNTED_TICKS,
+    MAX_RECENT_RUNS,
+    ConditionState,
+    Failover,
+    JobFold,
+    Notice,
+    candidates_from_status,
+    conditions_from_status,
+    failovers_from_status,
+    format_precise,
+    format_time,
+    parse_time,
+    short,
+)
 from k8slease.operator.spec import DEFAULT_HISTORY_LIMIT, GroupSpec
-
-FailoverReason = Literal["first", "released", "expired"]
-NoticeType = Literal["Normal", "Warning"]
-
-#: How many distinct holders ``status.candidates`` keeps (least recently seen are dropped).
-MAX_CANDIDATES = 50
-#: Cap of ``jobs[].recentRuns`` (further bounded by ``spec.historyLimit``).
-MAX_RECENT_RUNS = 10
-#: ``jobs[].missedTicks`` counts up to this many missed ticks.
-MAX_COUNTED_TICKS = 100
-#: Cap of ``status.message``.
-MAX_MESSAGE = 600
-
-COND_LEADER_ELECTED = "LeaderElected"
-COND_RUN_MISSING = "RunMissing"
-COND_DEGRADED = "Degraded"
-
-#: Status fields that change with every renewal or tick; written at a slower pace.
-MINOR_FIELDS = ("lastRenewTime", "expiryTime")
-MINOR_CANDIDATE_FIELDS = ("lastSeen",)
-MINOR_JOB_FIELDS = ("nextTick",)
-
-
-def format_time(value: datetime) -> str:
-    """RFC 3339 in UTC with second precision, as Kubernetes writes ``metav1.Time``."""
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _format_precise(value: datetime) -> str:
-    text = value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")
-    return text.rstrip("0").rstrip(".") + "Z"
-
-
-def _parse_time(value: Any) -> datetime | None:
-    try:
-        return parse_microtime(value)
-    except ValueError:
-        return None
-
-
-def _short(text: str, limit: int = MAX_MESSAGE) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-@dataclass(frozen=True, slots=True)
-class Failover:
-    """One change of leadership as the operator saw it."""
-
-    from_holder: str
-    to_holder: str
-    time: datetime
-    reason: FailoverReason
-    gap_seconds: float | None = None
-
-    def to_status(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "from": self.from_holder,
-            "to": self.to_holder,
-            "time": _format_precise(self.time),
-            "reason": self.reason,
-        }
-        if self.gap_seconds is not None:
-            data["gapSeconds"] = round(self.gap_seconds, 3)
-        return data
-
-    @classmethod
-    def from_status(cls, data: Any) -> Failover | None:
-        if not isinstance(data, Mapping):
-            return None
-        when = _parse_time(data.get("time"))
-        reason = data.get("reason")
-        if when is None or reason not in ("first", "released", "expired"):
-            return None
-        gap = data.get("gapSeconds")
-        gap_value = (
-            float(gap) if isinstance(gap, int | float) and not isinstance(gap, bool) else None
-        )
-        return cls(str(data.get("from") or ""), str(data.get("to") or ""), when, reason, gap_value)
-
-
-@dataclass(frozen=True, slots=True)
-class Notice:
-    """Something worth an Event on the ScheduledJobGroup."""
-
-    type: NoticeType
-    reason: str
-    message: str
-
-
-def run_to_status(run: RunRecord) -> dict[str, Any]:
-    data: dict[str, Any] = {
-        "holder": run.holder,
-        "tick": format_time(run.tick),
-        "started": _format_precise(run.started),
-        "finished": _format_precise(run.finished),
-        "outcome": run.outcome,
-        "durationSeconds": round(max(0.0, (run.finished - run.started).total_seconds()), 3),
-        "fencingToken": run.fencing_token,
-    }
-    if run.error:
-        data["error"] = _short(run.error, 200)
-    return data
-
-
-def run_from_status(data: Any) -> RunRecord | None:
-    if not isinstance(data, Mapping):
-        return None
-    tick, started, finished = (_parse_time(data.get(k)) for k in ("tick", "started", "finished"))
-    outcome = data.get("outcome")
-    token = data.get("fencingToken", 0)
-    if tick is None or started is None or finished is None:
-        return None
-    if outcome not in ("succeeded", "failed", "lost"):
-        return None
-    error = data.get("error")
-    return RunRecord(
-        holder=str(data.get("holder") or ""),
-        tick=tick,
-        started=started,
-        finished=finished,
-        outcome=outcome,
-        fencing_token=token if isinstance(token, int) and not isinstance(token, bool) else 0,
-        error=error if isinstance(error, str) else None,
-    )
-
-
-def _run_key(run: RunRecord) -> tuple[datetime, datetime, str]:
-    return (run.tick, run.started, run.holder)
-
-
-@dataclass
-class JobFold:
-    """What the operator knows about one job of a group."""
-
-    name: str
-    lease_name: str = ""
-    lease_present: bool = False
-    holder: str = ""
-    claimed_tick: datetime | None = None
-    completed_tick: datetime | None = None
-    last_run: RunRecord | None = None
-    counts: dict[str, int] = field(default_factory=dict)
-    recent: deque[RunRecord] = field(default_factory=lambda: deque(maxlen=MAX_RECENT_RUNS))
-    #: The earliest tick found without a run, once alerted (so that the alert fires once).
-    alerted_tick: datetime | None = None
-    #: True once the job's Lease was observed (runs seen later are new, worth an Event).
-    observed: bool = False
-
-    def covered_until(self) -> datetime | None:
-        """The newest tick this job is known to have claimed or run."""
-        ticks = [t for t in (self.claimed_tick, self.completed_tick) if t is not None]
-        if self.last_run is not None:
-            ticks.append(self.last_run.tick)
-        return max(ticks) if ticks else None
-
-    def add_run(self, run: RunRecord) -> bool:
-        """Record ``run`` unless already known; returns True when it is new."""
-        if any(_run_key(known) == _run_key(run) for known in self.recent):
-            return False
-        self.recent.append(run)
-        return True
-
-
-@dataclass
-class _ConditionState:
-    status: str
-    reason: str
-    message: str
-    since: datetime
-
-
-def _labels(lease: Mapping[str, Any]) -> Mapping[str, Any]:
-    metadata = lease.get("metadata")
-    if isinstance(metadata, Mapping):
-        labels = metadata.get("labels")
-        if isinstance(labels, Mapping):
-            return labels
-    return {}
-
-
-def lease_name_of(lease: Mapping[str, Any]) -> str:
-    metadata = lease.get("metadata")
-    name = metadata.get("name") if isinstance(metadata, Mapping) else None
-    return name if isinstance(name, str) else ""
-
-
-def group_of(lease: Mapping[str, Any]) -> str:
-    """The ``k8slease.io/group`` label of a Lease, or an empty string."""
-    value = _labels(lease).get(LABEL_GROUP)
-    return value if isinstance(value, str) else ""
 
 
 class GroupFold:
@@ -242,7 +58,7 @@ class GroupFold:
         self._reset_leadership()
         self.jobs: dict[str, JobFold] = {}
         self.candidates: dict[str, tuple[datetime, datetime]] = {}
-        self.conditions: dict[str, _ConditionState] = {}
+        self.conditions: dict[str, ConditionState] = {}
         self.notices: list[Notice] = []
 
     # -- leadership -----------------------------------------------------------------------------
@@ -289,17 +105,7 @@ class GroupFold:
 
     def _failover(self, entry: Failover) -> None:
         self.failovers.append(entry)
-        if entry.reason == "first":
-            text = f"{entry.to_holder} became leader"
-        elif entry.reason == "released":
-            text = (
-                f"{entry.to_holder} became leader after {entry.from_holder or 'a holder'} released"
-            )
-        else:
-            text = f"{entry.to_holder} took over from {entry.from_holder} (Lease expired)"
-        if entry.gap_seconds is not None:
-            text += f"; {entry.gap_seconds:.1f}s without a leader"
-        self.notices.append(Notice("Normal", "LeaderElected", text))
+        self.notices.append(Notice("Normal", "LeaderElected", entry.describe()))
 
     def _observe_leader(self, lease: Mapping[str, Any], observed_at: datetime) -> None:
         record = record_from_lease(lease)
@@ -382,7 +188,7 @@ class GroupFold:
     # -- jobs -----------------------------------------------------------------------------------
 
     def _job_name(self, lease: Mapping[str, Any], name: str) -> str:
-        label = _labels(lease).get(LABEL_JOB)
+        label = labels_of(lease).get(LABEL_JOB)
         if isinstance(label, str) and label:
             return label
         prefix = f"{self.group}."
@@ -414,7 +220,7 @@ class GroupFold:
             self._see(run.holder, observed_at)
             newer = job.last_run is None or run.finished >= job.last_run.finished
             if job.add_run(run) and seen_before and newer and run.outcome != "succeeded":
-                error = f": {_short(run.error, 160)}" if run.error else ""
+                error = f": {short(run.error, 160)}" if run.error else ""
                 self.notices.append(
                     Notice(
                         "Warning",
@@ -449,10 +255,10 @@ class GroupFold:
             return
         self.leases[name] = (copy.deepcopy(dict(lease)), observed_at)
         problems = list(record_from_lease(lease).problems)
-        role = _labels(lease).get(LABEL_ROLE)
+        role = labels_of(lease).get(LABEL_ROLE)
         if name == self.leader_lease_name:
             self._observe_leader(lease, observed_at)
-        elif role == ROLE_JOB or LABEL_JOB in _labels(lease):
+        elif role == ROLE_JOB or LABEL_JOB in labels_of(lease):
             problems.extend(self._observe_job(lease, observed_at))
         elif role != ROLE_LEADER:
             problems.append(f"label {LABEL_ROLE} is {role!r}, not {ROLE_LEADER!r} or {ROLE_JOB!r}")
@@ -461,7 +267,7 @@ class GroupFold:
             self.lease_problems[name] = tuple(problems)
             if tuple(problems) != previous:
                 self.notices.append(
-                    Notice("Warning", "MalformedLease", _short(f"Lease {name}: {problems[0]}", 300))
+                    Notice("Warning", "MalformedLease", short(f"Lease {name}: {problems[0]}", 300))
                 )
         else:
             self.lease_problems.pop(name, None)
@@ -489,70 +295,27 @@ class GroupFold:
         self._reset_leadership()
         self.notices.clear()
         leader = status.get("leader")
-        history = status.get("failovers")
-        if isinstance(history, list):
-            for item in history:
-                entry = Failover.from_status(item)
-                if entry is not None:
-                    self.failovers.append(entry)
+        self.failovers.extend(failovers_from_status(status.get("failovers")))
         if isinstance(leader, str) and (leader or self.failovers):
             self.leader_known = True
             self.leader = leader
-            self.leader_since = _parse_time(status.get("leaderSince"))
-            self.last_renew = _parse_time(status.get("lastRenewTime"))
+            self.leader_since = parse_time(status.get("leaderSince"))
+            self.last_renew = parse_time(status.get("lastRenewTime"))
             self.last_renew_observed = self.last_renew
-            self.leaderless_since = _parse_time(status.get("leaderlessSince"))
+            self.leaderless_since = parse_time(status.get("leaderlessSince"))
             released = status.get("releasedBy")
             self.released_by = released if isinstance(released, str) else ""
-        candidates = status.get("candidates")
-        if isinstance(candidates, list):
-            for item in candidates:
-                if isinstance(item, Mapping) and isinstance(item.get("identity"), str):
-                    first = _parse_time(item.get("firstSeen"))
-                    last = _parse_time(item.get("lastSeen"))
-                    if first and last:
-                        self.candidates.setdefault(item["identity"], (first, last))
-        self._seed_jobs(status.get("jobs"))
-        conditions = status.get("conditions")
-        if isinstance(conditions, list):
-            for item in conditions:
-                if not isinstance(item, Mapping) or not isinstance(item.get("type"), str):
-                    continue
-                since = _parse_time(item.get("lastTransitionTime"))
-                if since is not None:
-                    self.conditions[item["type"]] = _ConditionState(
-                        str(item.get("status")),
-                        str(item.get("reason") or ""),
-                        str(item.get("message") or ""),
-                        since,
-                    )
+        for identity, seen in candidates_from_status(status.get("candidates")).items():
+            self.candidates.setdefault(identity, seen)
+        jobs = status.get("jobs")
+        for item in jobs if isinstance(jobs, list) else ():
+            if isinstance(item, Mapping) and isinstance(item.get("name"), str):
+                self._job(item["name"]).seed(item)
+        self.conditions.update(conditions_from_status(status.get("conditions")))
         for name, (body, observed_at) in list(self.leases.items()):
             if name == self.leader_lease_name:
                 self._observe_leader(body, observed_at)
         # Runs and job Leases were not reset, so seeding leaves only leadership notices to redo.
-
-    def _seed_jobs(self, jobs: Any) -> None:
-        if not isinstance(jobs, list):
-            return
-        for item in jobs:
-            if not isinstance(item, Mapping) or not isinstance(item.get("name"), str):
-                continue
-            job = self._job(item["name"])
-            runs = item.get("recentRuns")
-            if isinstance(runs, list):
-                known = list(job.recent)
-                job.recent.clear()
-                for raw in runs:
-                    run = run_from_status(raw)
-                    if run is not None:
-                        job.add_run(run)
-                for run in known:
-                    job.add_run(run)
-            missed = _parse_time(item.get("missedTick"))
-            if missed is not None:
-                job.alerted_tick = missed
-            if job.last_run is None:
-                job.last_run = run_from_status(item.get("lastRun"))
 
     # -- rendering ------------------------------------------------------------------------------
 
@@ -562,7 +325,7 @@ class GroupFold:
         text = "True" if status else "False"
         current = self.conditions.get(ctype)
         since = current.since if current is not None and current.status == text else now
-        self.conditions[ctype] = _ConditionState(text, reason, _short(message, 300), since)
+        self.conditions[ctype] = ConditionState(text, reason, short(message, 300), since)
 
     def _leader_condition(self, now: datetime) -> None:
         name = f"{self.namespace}/{self.leader_lease_name}"
@@ -614,14 +377,8 @@ class GroupFold:
             upcoming = expectation.next_tick_after(now)
             if upcoming is not None:
                 info["nextTick"] = format_time(upcoming)
-            tick = expectation.next_tick_after(reference)
-            limit = now - timedelta(seconds=expectation.grace_seconds)
-            if tick is not None and tick <= limit:
-                count = 0
-                cursor_: datetime | None = tick
-                while cursor_ is not None and cursor_ <= limit and count < MAX_COUNTED_TICKS:
-                    count += 1
-                    cursor_ = expectation.next_tick_after(cursor_)
+            tick, count = expectation.missed_ticks(reference, now, cap=MAX_COUNTED_TICKS)
+            if tick is not None:
                 info["missedTick"] = format_time(tick)
                 info["missedTicks"] = count
                 text = f"job {expectation.name}: no run for tick {format_time(tick)}"
@@ -660,14 +417,14 @@ class GroupFold:
         if self.leader_since is not None and self.leader:
             status["leaderSince"] = format_time(self.leader_since)
         if self.last_renew is not None:
-            status["lastRenewTime"] = _format_precise(self.last_renew)
+            status["lastRenewTime"] = format_precise(self.last_renew)
             if self.duration_seconds:
                 expiry = self.last_renew + timedelta(seconds=self.duration_seconds)
-                status["expiryTime"] = _format_precise(expiry)
+                status["expiryTime"] = format_precise(expiry)
         if self.duration_seconds:
             status["leaseDurationSeconds"] = self.duration_seconds
         if not self.leader and self.leaderless_since is not None:
-            status["leaderlessSince"] = _format_precise(self.leaderless_since)
+            status["leaderlessSince"] = format_precise(self.leaderless_since)
             if self.released_by:
                 status["releasedBy"] = self.released_by
         moves = [f for f in self.failovers if f.reason != "first"]
@@ -723,69 +480,16 @@ class GroupFold:
         if not self.leader_lease_present:
             messages.insert(0, f"Lease {self.namespace}/{self.leader_lease_name} not found")
         messages.extend(missing)
-        status["message"] = _short("; ".join(messages)) if messages else "ok"
+        status["message"] = short("; ".join(messages)) if messages else "ok"
         return status
 
     def _render_jobs(self, expected: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
-        for name in sorted(self.jobs):
-            job = self.jobs[name]
-            if not job.lease_present and name not in expected and job.last_run is None:
-                continue
-            item: dict[str, Any] = {"name": name}
-            if job.lease_name:
-                item["lease"] = job.lease_name
-            if job.holder:
-                item["holder"] = job.holder
-            if job.claimed_tick is not None:
-                item["claimedTick"] = format_time(job.claimed_tick)
-            if job.completed_tick is not None:
-                item["completedTick"] = format_time(job.completed_tick)
-            if job.last_run is not None:
-                item["lastRun"] = run_to_status(job.last_run)
-            item["counts"] = {k: int(job.counts.get(k, 0)) for k in ("succeeded", "failed", "lost")}
-            item["recentRuns"] = [run_to_status(r) for r in job.recent]
-            item.update(expected.get(name, {}))
-            out.append(item)
-        return out
+        return [
+            {**job.to_status(), **expected.get(name, {})}
+            for name, job in sorted(self.jobs.items())
+            if job.lease_present or name in expected or job.last_run is not None
+        ]
 
     def take_notices(self) -> list[Notice]:
         notices, self.notices = self.notices, []
         return notices
-
-
-def significant(status: Mapping[str, Any]) -> dict[str, Any]:
-    """``status`` without the fields that move with every renewal or tick."""
-    view = {k: v for k, v in status.items() if k not in MINOR_FIELDS}
-    candidates = status.get("candidates")
-    if isinstance(candidates, list):
-        view["candidates"] = [
-            {k: v for k, v in c.items() if k not in MINOR_CANDIDATE_FIELDS}
-            for c in candidates
-            if isinstance(c, Mapping)
-        ]
-    jobs = status.get("jobs")
-    if isinstance(jobs, list):
-        view["jobs"] = [
-            {k: v for k, v in j.items() if k not in MINOR_JOB_FIELDS}
-            for j in jobs
-            if isinstance(j, Mapping)
-        ]
-    return view
-
-
-def merge_patch(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
-    """A JSON merge patch (RFC 7386) of the top-level status fields that turn ``old`` into ``new``.
-
-    Nested objects are sent whole, so lists and maps in ``status`` never keep stale entries.
-    """
-    patch: dict[str, Any] = {k: v for k, v in new.items() if old.get(k) != v}
-    for key in old:
-        if key not in new:
-            patch[key] = None
-    return patch
-
-
-def group_names(leases: Sequence[Mapping[str, Any]]) -> set[str]:
-    """The group labels found on ``leases``."""
-    return {g for g in (group_of(lease) for lease in leases) if g}

@@ -22,15 +22,11 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from k8slease.kube.microtime import parse_microtime
+from k8slease.lease.meta import group_of, lease_name_of
 from k8slease.names import CRD_GROUP, CRD_KIND, CRD_VERSION, DOMAIN, LABEL_GROUP, ROLE_LEADER
-from k8slease.operator.fold import (
-    GroupFold,
-    Notice,
-    group_of,
-    lease_name_of,
-    merge_patch,
-    significant,
-)
+from k8slease.operator.fold import GroupFold
+from k8slease.operator.history import Notice
+from k8slease.operator.patch import merge_patch, significant
 from k8slease.operator.settings import OperatorSettings
 from k8slease.operator.spec import GroupSpec, parse_spec
 

@@ -44,6 +44,21 @@ class JobExpectation:
         result: datetime = fire
         return result
 
+    def missed_ticks(
+        self, covered: datetime, now: datetime, *, cap: int
+    ) -> tuple[datetime | None, int]:
+        """The first tick after ``covered`` past its grace at ``now``, and how many (<= ``cap``)."""
+        tick = self.next_tick_after(covered)
+        limit = now - timedelta(seconds=self.grace_seconds)
+        if tick is None or tick > limit:
+            return None, 0
+        count = 0
+        cursor: datetime | None = tick
+        while cursor is not None and cursor <= limit and count < cap:
+            count += 1
+            cursor = self.next_tick_after(cursor)
+        return tick, count
+
 
 @dataclass(frozen=True, slots=True)
 class GroupSpec:
