@@ -28,9 +28,8 @@ import math
 import signal
 import threading
 import types
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, tzinfo
-from functools import partial
 from typing import Any, TypeVar
 
 import structlog
@@ -39,17 +38,19 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.schedulers.base import STATE_STOPPED, BaseScheduler
 from apscheduler.triggers.base import BaseTrigger
 from apscheduler.triggers.cron import CronTrigger
-from apscheduler.triggers.date import DateTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 from kubernetes import client
 
 from k8slease.clock import Clock, SystemClock
-from k8slease.election.timing import validate_lease_name
-from k8slease.errors import ConfigError, TransportError
+from k8slease.election.context import LeadershipContext
+from k8slease.election.elector import LeaderElector
+from k8slease.election.timing import ElectionTiming, validate_lease_name
+from k8slease.errors import ConfigError
 from k8slease.jobmetrics import JobMetrics, default_job_metrics
+from k8slease.jobs.catchup import schedule_catch_up
 from k8slease.jobs.executors import TickAsyncIOExecutor, TickThreadPoolExecutor
 from k8slease.jobs.lock import JobLock
-from k8slease.jobs.misfire import MisfirePolicy, missed_ticks
+from k8slease.jobs.misfire import MisfirePolicy
 from k8slease.jobs.runner import TickRunner
 from k8slease.jobs.singletons import SingletonRun
 from k8slease.jobs.spec import DEFAULT_GRACE, DEFAULT_LOCK_AT_MOST_FOR, JobSpec, Mode, job_name_from
@@ -78,12 +79,11 @@ class Jobs:
     defaults to ``POD_NAME`` (or the hostname) plus a random suffix. ``scheduler`` is an
     APScheduler ``BackgroundScheduler`` or ``AsyncIOScheduler`` of yours (default: a
     ``BackgroundScheduler`` in UTC that ``Jobs`` owns). ``api_client`` defaults to the in-cluster
-    configuration, else the kubeconfig. ``lease_duration``, ``renew_interval`` and
-    ``renew_deadline`` (seconds; defaults 60/20/40) configure the group's leader election, used
-    only when a LEADER job is registered. ``request_timeout`` (seconds, default 10) bounds each
-    API call. ``metrics`` receives run and skip counts (default: Prometheus when
-    prometheus-client is installed). ``elector_options`` passes further keyword options to the
-    ``LeaderElector``.
+    configuration, else the kubeconfig. ``election`` (an :class:`~k8slease.ElectionTiming`;
+    default 60/20/40 s) times the group's leader election, used only when a LEADER job is
+    registered. ``request_timeout`` (seconds, default 10) bounds each lock call. ``metrics``
+    receives run and skip counts (default: Prometheus when prometheus-client is installed).
+    ``clock`` (wall and monotonic time) is used by the locks, the runners and the election.
     """
 
     def __init__(
@@ -94,14 +94,11 @@ class Jobs:
         identity: str | None = None,
         scheduler: BaseScheduler | None = None,
         api_client: client.ApiClient | None = None,
-        lease_duration: float = 60.0,
-        renew_interval: float = 20.0,
-        renew_deadline: float = 40.0,
+        election: ElectionTiming | None = None,
         request_timeout: float = 10.0,
         restart_delay: float = 5.0,
         clock: Clock | None = None,
         metrics: JobMetrics | None = None,
-        elector_options: Mapping[str, Any] | None = None,
     ) -> None:
         self.group = validate_lease_name(group)
         if "." in group:
@@ -115,12 +112,9 @@ class Jobs:
         self._scheduler = scheduler
         self._owns_scheduler = scheduler is None
         self._api_client = api_client
-        self._election = {
-            "lease_duration": lease_duration,
-            "renew_interval": renew_interval,
-            "renew_deadline": renew_deadline,
-            **dict(elector_options or {}),
-        }
+        if election is not None and not isinstance(election, ElectionTiming):
+            raise ConfigError(f"election must be an ElectionTiming, got {election!r}")
+        self.election = election or ElectionTiming()
         if request_timeout <= 0:
             raise ConfigError(f"request_timeout must be > 0, got {request_timeout}")
         self.request_timeout = request_timeout
@@ -129,7 +123,8 @@ class Jobs:
         self._metrics: JobMetrics = metrics or default_job_metrics()
         self._specs: dict[str, JobSpec] = {}
         self.runners: dict[str, TickRunner] = {}
-        self._elector: Any = None
+        self._elector: LeaderElector | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._informer: LeaseInformer | None = None
         self._singletons: list[SingletonRun] = []
         self._leading: threading.Event | None = None
@@ -255,18 +250,18 @@ class Jobs:
         return types.MappingProxyType(self._specs)
 
     @property
-    def elector(self) -> Any:
+    def elector(self) -> LeaderElector | None:
         """The group's ``LeaderElector`` (``None`` until started, or when no job needs one)."""
         return self._elector
 
     @property
     def is_leader(self) -> bool:
         """Whether this replica currently leads its group."""
-        return bool(self._elector is not None and self._elector.is_leader)
+        return self._elector is not None and self._elector.is_leader
 
     def healthy(self) -> bool:
         """False when this replica believes it leads but has not renewed in time (for probes)."""
-        return bool(self._elector is None or self._elector.healthy())
+        return self._elector is None or self._elector.healthy()
 
     @property
     def scheduler(self) -> BaseScheduler | None:
@@ -280,6 +275,7 @@ class Jobs:
             if self._started:
                 return
             self._started = True
+        self._loop = _running_loop()
         api_client = self._api_client or default_api_client()
         transport = LeaseTransport(api_client, self.namespace, request_timeout=self.request_timeout)
         events = EventRecorder(
@@ -314,6 +310,7 @@ class Jobs:
                 lock=lock,
                 is_leader=lambda: self.is_leader,
                 metrics=self._metrics,
+                clock=self._clock,
             )
         scheduler = self._scheduler or BackgroundScheduler(timezone=UTC)
         self._scheduler = scheduler
@@ -415,54 +412,14 @@ class Jobs:
         return f"k8slease:{self.group}:{name}"
 
     def _catch_up(self, specs: list[JobSpec]) -> None:
-        """Submit missed ticks (per each job's misfire policy) as one-shot scheduler jobs."""
         scheduler = self._scheduler
         assert scheduler is not None
-        now = self._clock.now()
-        for spec in specs:
-            runner = self.runners[spec.name]
-            if spec.trigger is None or runner.lock is None or spec.misfire is MisfirePolicy.SKIP:
-                continue
-            try:
-                state = runner.lock.read_state()
-            except TransportError as exc:
-                self._log.warning("jobs.catch_up_unavailable", job=spec.name, error=str(exc))
-                continue
-            if state is None:
-                continue
-            last = state.claimed_tick or state.completed_tick
-            ticks = missed_ticks(
-                spec.trigger.get_next_fire_time,
-                last_tick=last,
-                now=now,
-                grace=spec.grace,
-                policy=spec.misfire,
-            )
-            if not ticks:
-                continue
-            self._log.info(
-                "jobs.catch_up",
-                job=spec.name,
-                ticks=[t.isoformat() for t in ticks],
-                policy=spec.misfire.value,
-            )
-            replay = (
-                partial(_replay_async, runner.catch_up_async, ticks)
-                if spec.is_coroutine
-                else partial(_replay, runner.catch_up, ticks)
-            )
-            scheduler.add_job(
-                replay,
-                trigger=DateTrigger(run_date=datetime.now(UTC), timezone=UTC),
-                name=f"{spec.name}:catch-up",
-                executor=EXECUTOR_ALIAS,
-                misfire_grace_time=None,
-            )
+        runners = [self.runners[spec.name] for spec in specs]
+        schedule_catch_up(scheduler, runners, now=self._clock.now(), executor=EXECUTOR_ALIAS)
 
     def _start_singleton(
         self, spec: JobSpec, lost: threading.Event, fencing_token: int | None
     ) -> None:
-        loop = getattr(self._scheduler, "_eventloop", None)
         run = SingletonRun(
             spec,
             group=self.group,
@@ -470,14 +427,12 @@ class Jobs:
             lost=lost,
             fencing_token=fencing_token,
             restart_delay=self.restart_delay,
-            loop=loop,
+            loop=self._loop,
         )
         self._singletons.append(run)
         run.start()
 
     def _start_election(self, api_client: client.ApiClient) -> None:
-        from k8slease.election.elector import LeaderElector
-
         self._elector = LeaderElector(
             self.group,
             namespace=self.namespace,
@@ -485,11 +440,16 @@ class Jobs:
             api_client=api_client,
             on_started_leading=self._on_started_leading,
             on_stopped_leading=self._on_stopped_leading,
-            **self._election,
+            lease_duration=self.election.lease_duration,
+            renew_interval=self.election.renew_interval,
+            renew_deadline=self.election.renew_deadline,
+            retry_interval=self.election.retry_interval,
+            request_timeout=self.election.request_timeout,
+            clock=self._clock,
         )
         self._elector.start()
 
-    def _on_started_leading(self, ctx: Any) -> None:
+    def _on_started_leading(self, ctx: LeadershipContext) -> None:
         """Leadership began: resume LEADER jobs, catch up, start singletons; block until lost."""
         scheduler = self._scheduler
         assert scheduler is not None
@@ -500,10 +460,10 @@ class Jobs:
         self._catch_up([s for s in leader_specs if s.trigger is not None])
         for spec in leader_specs:
             if spec.trigger is None:
-                self._start_singleton(spec, ctx.lost, getattr(ctx, "fencing_token", None))
+                self._start_singleton(spec, ctx.lost, ctx.fencing_token)
         ctx.lost.wait()
 
-    def _on_stopped_leading(self, *args: Any) -> None:
+    def _on_stopped_leading(self, ctx: LeadershipContext) -> None:
         """Leadership ended: stop firing LEADER jobs at once and stop the leader's singletons."""
         scheduler = self._scheduler
         if scheduler is not None and scheduler.state != STATE_STOPPED:
@@ -517,14 +477,9 @@ class Jobs:
             self._singletons.remove(run)
 
 
-def _replay(run: Callable[[list[datetime]], Any], ticks: list[datetime], **_: Any) -> Any:
-    """Run missed ``ticks`` (in order) through the job's runner; the catch-up job's own run time,
-    passed as ``k8slease_tick``, is not a tick of the job and is ignored."""
-    return run(ticks)
-
-
-async def _replay_async(
-    run: Callable[[list[datetime]], Awaitable[Any]], ticks: list[datetime], **_: Any
-) -> Any:
-    """The coroutine form of :func:`_replay`, so an ``AsyncIOScheduler`` awaits the catch-up."""
-    return await run(ticks)
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    """The event loop ``start()`` is called from (an ``AsyncIOScheduler`` binds to it too)."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None

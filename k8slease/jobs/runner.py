@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from functools import partial
 from typing import Any
 
 import structlog
 
 from k8slease.callbacks import cancellable
+from k8slease.clock import Clock, SystemClock
 from k8slease.errors import TransportError
 from k8slease.jobmetrics import JobMetrics, NoopJobMetrics
 from k8slease.jobs.context import JobContext
@@ -74,12 +74,14 @@ class TickRunner:
         lock: JobLock | None,
         is_leader: Callable[[], bool] | None = None,
         metrics: JobMetrics | None = None,
+        clock: Clock | None = None,
     ) -> None:
         self.spec = spec
         self.group = group
         self.identity = identity
         self.lock = lock
         self._is_leader = is_leader
+        self._clock: Clock = clock or SystemClock()
         self._metrics: JobMetrics = metrics or NoopJobMetrics()
         self.stats = JobStats()
         self._degraded = False
@@ -131,7 +133,7 @@ class TickRunner:
     def _begin(self, tick: datetime, grant: Grant | None) -> _Attempt:
         if grant is not None and self.lock is not None:
             self.lock.start_keepalive(grant)
-        return _Attempt(tick, grant, time.monotonic())
+        return _Attempt(tick, grant, self._clock.monotonic())
 
     def _context(self, attempt: _Attempt) -> JobContext:
         grant = attempt.grant
@@ -146,7 +148,7 @@ class TickRunner:
         )
 
     def _finish(self, attempt: _Attempt, outcome: Outcome, error: str | None) -> str:
-        seconds = time.monotonic() - attempt.started
+        seconds = self._clock.monotonic() - attempt.started
         final: str = outcome
         if attempt.grant is not None and self.lock is not None:
             final = self.lock.finish(attempt.grant, outcome, error=error).outcome
@@ -217,24 +219,23 @@ class TickRunner:
             )
         return await asyncio.to_thread(self._finish, attempt, "succeeded", None)
 
+    def _untold_tick(self) -> datetime:
+        """The tick for a call that did not come through a k8slease executor: now, to the second."""
+        self._log.warning("job.tick_unknown", hint="add k8slease jobs through Jobs, not by hand")
+        return self._clock.now().replace(microsecond=0)
+
     def bind(self) -> Callable[..., Any]:
         """The callable registered with APScheduler: takes the tick as ``k8slease_tick``."""
         if self.spec.is_coroutine:
 
             async def fire_async(*, k8slease_tick: datetime | None = None) -> str | None:
-                return await self.run_tick_async(k8slease_tick or _untold_tick())
+                return await self.run_tick_async(k8slease_tick or self._untold_tick())
 
             fire_async.__name__ = self.spec.name
             return fire_async
 
         def fire(*, k8slease_tick: datetime | None = None) -> str | None:
-            return self.run_tick(k8slease_tick or _untold_tick())
+            return self.run_tick(k8slease_tick or self._untold_tick())
 
         fire.__name__ = self.spec.name
         return fire
-
-
-def _untold_tick() -> datetime:
-    """The tick for a call that did not come through a k8slease executor: now, to the second."""
-    log.warning("job.tick_unknown", hint="add k8slease jobs through Jobs, not by hand")
-    return datetime.now(UTC).replace(microsecond=0)

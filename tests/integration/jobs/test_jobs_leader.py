@@ -12,7 +12,7 @@ import pytest
 from apscheduler.schedulers.background import BackgroundScheduler
 from kubernetes import client
 
-from k8slease import JobContext, Jobs, Mode
+from k8slease import ElectionTiming, JobContext, Jobs, Mode
 from k8slease.election.elector import LeaderElector
 from k8slease.jobs.wrap import wrap
 from k8slease.testing.server import APIServer
@@ -51,7 +51,8 @@ def group_of(
                 namespace=k8s_namespace,
                 identity=f"r{i}",
                 api_client=k8s_api_client,
-                **{**FAST, **options},
+                election=ElectionTiming(**FAST),
+                **options,
             )
             register(jobs)
             made.append(jobs)
@@ -127,7 +128,11 @@ def test_a_leader_cut_off_from_the_api_stops_its_leader_jobs_before_its_lease_ex
     server = k8s_embedded_apiserver
     journal = Journal()
     jobs = Jobs(
-        "cutoff", namespace="default", identity="only", api_client=server.api_client(), **FAST
+        "cutoff",
+        namespace="default",
+        identity="only",
+        api_client=server.api_client(),
+        election=ElectionTiming(**FAST),
     )
 
     @jobs.singleton(mode=Mode.LEADER, name="poller")
