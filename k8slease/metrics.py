@@ -1,6 +1,6 @@
-"""Optional Prometheus metrics for the elector; no-ops when prometheus-client is not installed.
+"""Optional Prometheus metrics for elections and jobs; no-ops when prometheus-client is missing.
 
-Metrics (all labelled by ``lease`` and, where it is about this replica, ``identity``):
+Election metrics (labelled by ``lease`` and, where it is about this replica, ``identity``):
 
 * ``k8slease_is_leader`` (gauge): 1 while this replica leads, else 0;
 * ``k8slease_leader_transitions_total`` (counter): times this replica started or stopped leading,
@@ -9,13 +9,70 @@ Metrics (all labelled by ``lease`` and, where it is about this replica, ``identi
 * ``k8slease_request_failures_total`` (counter): failed Lease requests, labelled ``op``
   (observe, take, renew, release...) and ``reason`` (conflict, unavailable, forbidden...).
 
-The collectors are created once per registry and shared by every elector in the process.
+Job metrics (labelled ``group`` and ``job``):
+
+* ``k8slease_job_runs_total`` (counter): runs on this replica, labelled ``outcome`` (succeeded,
+  failed, lost);
+* ``k8slease_job_skips_total`` (counter): ticks this replica skipped, labelled ``reason``
+  (locked, not-leader, api-unreachable); a skip is normal, this is how you see how often;
+* ``k8slease_job_run_seconds`` (histogram): how long runs took.
+
+Each collector is created once per registry and shared by every elector and job in the process.
 """
 
 from __future__ import annotations
 
 import threading
 from typing import Any, Protocol
+
+#: name -> (kind, help, label names)
+_SPECS: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "k8slease_is_leader": (
+        "Gauge",
+        "1 while this replica leads the Lease, else 0",
+        ("lease", "identity"),
+    ),
+    "k8slease_leader_transitions_total": (
+        "Counter",
+        "Times this replica started or stopped leading",
+        ("lease", "event"),
+    ),
+    "k8slease_renew_seconds": ("Histogram", "Latency of successful Lease renewals", ("lease",)),
+    "k8slease_request_failures_total": (
+        "Counter",
+        "Failed Lease requests by operation and reason",
+        ("lease", "op", "reason"),
+    ),
+    "k8slease_job_runs_total": (
+        "Counter",
+        "Job runs on this replica by outcome",
+        ("group", "job", "outcome"),
+    ),
+    "k8slease_job_skips_total": (
+        "Counter",
+        "Ticks this replica skipped, by reason",
+        ("group", "job", "reason"),
+    ),
+    "k8slease_job_run_seconds": ("Histogram", "Duration of job runs", ("group", "job")),
+}
+
+_collectors_lock = threading.Lock()
+_collectors: dict[tuple[int, str], Any] = {}
+
+
+def _collector(registry: Any, name: str) -> Any:
+    """The collector ``name`` in ``registry`` (default: prometheus-client's), made once."""
+    import prometheus_client
+
+    registry = registry if registry is not None else prometheus_client.REGISTRY
+    kind, help_text, labels = _SPECS[name]
+    with _collectors_lock:
+        found = _collectors.get((id(registry), name))
+        if found is None:
+            make = getattr(prometheus_client, kind)
+            found = make(name, help_text, list(labels), registry=registry)
+            _collectors[(id(registry), name)] = found
+        return found
 
 
 class ElectorMetrics(Protocol):
@@ -34,8 +91,16 @@ class ElectorMetrics(Protocol):
         ...
 
 
+class JobMetrics(Protocol):
+    """What the job runner reports; implement it to send metrics elsewhere."""
+
+    def ran(self, group: str, job: str, outcome: str, seconds: float) -> None: ...
+
+    def skipped(self, group: str, job: str, reason: str) -> None: ...
+
+
 class NoopMetrics:
-    """Metrics that go nowhere."""
+    """Election metrics that go nowhere."""
 
     def set_leader(self, lease: str, identity: str, leading: bool) -> None:
         return None
@@ -47,52 +112,24 @@ class NoopMetrics:
         return None
 
 
-_collectors_lock = threading.Lock()
-_collectors: dict[int, tuple[Any, Any, Any, Any]] = {}
+class NoopJobMetrics:
+    """Job metrics that go nowhere."""
+
+    def ran(self, group: str, job: str, outcome: str, seconds: float) -> None:
+        return None
+
+    def skipped(self, group: str, job: str, reason: str) -> None:
+        return None
 
 
 class PrometheusMetrics:
-    """Metrics in a prometheus-client registry (the default registry unless one is given)."""
+    """Election metrics in a prometheus-client registry (the default registry unless given)."""
 
     def __init__(self, registry: Any = None) -> None:
-        import prometheus_client
-
-        if registry is None:
-            registry = prometheus_client.REGISTRY
-        with _collectors_lock:
-            collectors = _collectors.get(id(registry))
-            if collectors is None:
-                collectors = (
-                    prometheus_client.Gauge(
-                        "k8slease_is_leader",
-                        "1 while this replica leads the Lease, else 0",
-                        ["lease", "identity"],
-                        registry=registry,
-                    ),
-                    prometheus_client.Counter(
-                        "k8slease_leader_transitions_total",
-                        "Times this replica started or stopped leading",
-                        ["lease", "event"],
-                        registry=registry,
-                    ),
-                    prometheus_client.Histogram(
-                        "k8slease_renew_seconds",
-                        "Latency of successful Lease renewals",
-                        ["lease"],
-                        registry=registry,
-                    ),
-                    prometheus_client.Counter(
-                        "k8slease_request_failures_total",
-                        "Failed Lease requests by operation and reason",
-                        ["lease", "op", "reason"],
-                        registry=registry,
-                    ),
-                )
-                _collectors[id(registry)] = collectors
-        self._gauge: Any = collectors[0]
-        self._transitions: Any = collectors[1]
-        self._renew: Any = collectors[2]
-        self._failures: Any = collectors[3]
+        self._gauge = _collector(registry, "k8slease_is_leader")
+        self._transitions = _collector(registry, "k8slease_leader_transitions_total")
+        self._renew = _collector(registry, "k8slease_renew_seconds")
+        self._failures = _collector(registry, "k8slease_request_failures_total")
 
     def set_leader(self, lease: str, identity: str, leading: bool) -> None:
         self._gauge.labels(lease=lease, identity=identity).set(1 if leading else 0)
@@ -105,9 +142,33 @@ class PrometheusMetrics:
         self._failures.labels(lease=lease, op=op, reason=reason).inc()
 
 
+class PrometheusJobMetrics:
+    """Job metrics in a prometheus-client registry (the default registry unless given)."""
+
+    def __init__(self, registry: Any = None) -> None:
+        self._runs = _collector(registry, "k8slease_job_runs_total")
+        self._skips = _collector(registry, "k8slease_job_skips_total")
+        self._seconds = _collector(registry, "k8slease_job_run_seconds")
+
+    def ran(self, group: str, job: str, outcome: str, seconds: float) -> None:
+        self._runs.labels(group=group, job=job, outcome=outcome).inc()
+        self._seconds.labels(group=group, job=job).observe(seconds)
+
+    def skipped(self, group: str, job: str, reason: str) -> None:
+        self._skips.labels(group=group, job=job, reason=reason).inc()
+
+
 def default_metrics() -> ElectorMetrics:
     """Prometheus metrics in the default registry if prometheus-client is installed, else no-ops."""
     try:
         return PrometheusMetrics()
     except ImportError:
         return NoopMetrics()
+
+
+def default_job_metrics() -> JobMetrics:
+    """Like :func:`default_metrics`, for jobs."""
+    try:
+        return PrometheusJobMetrics()
+    except ImportError:
+        return NoopJobMetrics()

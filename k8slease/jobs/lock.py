@@ -18,7 +18,7 @@ import structlog
 from k8slease.callbacks import CancelHooks
 from k8slease.clock import Clock, SystemClock
 from k8slease.errors import AlreadyExists, ConfigError, Conflict, NotFound, TransportError
-from k8slease.jobs.lockrules import Verdict, extend, judge_claim, release
+from k8slease.jobs.lockrules import Verdict, check_lock_times, extend, judge_claim, release
 from k8slease.kube.events import EventRecorder
 from k8slease.lease.jobrecord import (
     JobState,
@@ -87,13 +87,7 @@ class JobLock:
         events: EventRecorder | None = None,
         observations: Observations | None = None,
     ) -> None:
-        if lock_at_most_for < 1:
-            raise ConfigError(f"lock_at_most_for must be >= 1 second, got {lock_at_most_for}")
-        if not 0 <= lock_at_least_for <= lock_at_most_for:
-            raise ConfigError(
-                "lock_at_least_for must be between 0 and lock_at_most_for "
-                f"({lock_at_most_for}), got {lock_at_least_for}"
-            )
+        check_lock_times(lock_at_most_for, lock_at_least_for)
         if not identity:
             raise ConfigError("identity must not be empty")
         self.transport = transport

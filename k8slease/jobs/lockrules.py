@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import Enum
 
+from k8slease.errors import ConfigError
 from k8slease.lease.jobrecord import JobState, Outcome, RunRecord
 from k8slease.lease.record import LeaseRecord
 from k8slease.lease.rules import effective_duration, grant_record, release_record, renewal_record
@@ -147,3 +148,17 @@ def release(
 
 
 _COMPLETING: frozenset[Outcome] = frozenset({"succeeded", "failed"})
+
+
+def check_lock_times(
+    lock_at_most_for: float, lock_at_least_for: float, *, prefix: str = ""
+) -> None:
+    """Raise ``ConfigError`` (message starting with ``prefix``) unless the lock times make sense:
+    ``lock_at_most_for >= 1`` second and ``0 <= lock_at_least_for <= lock_at_most_for``."""
+    if lock_at_most_for < 1:
+        raise ConfigError(f"{prefix}lock_at_most_for must be >= 1 second, got {lock_at_most_for}")
+    if not 0 <= lock_at_least_for <= lock_at_most_for:
+        raise ConfigError(
+            f"{prefix}lock_at_least_for must be between 0 and lock_at_most_for "
+            f"({lock_at_most_for}), got {lock_at_least_for}"
+        )

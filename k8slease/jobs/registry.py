@@ -30,7 +30,7 @@ import threading
 import types
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, tzinfo
-from typing import Any, TypeVar
+from typing import Any, TypeVar, Unpack
 
 import structlog
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
@@ -46,20 +46,19 @@ from k8slease.election.context import LeadershipContext
 from k8slease.election.elector import LeaderElector
 from k8slease.election.timing import ElectionTiming, validate_lease_name
 from k8slease.errors import ConfigError
-from k8slease.jobmetrics import JobMetrics, default_job_metrics
 from k8slease.jobs.catchup import schedule_catch_up
 from k8slease.jobs.executors import TickAsyncIOExecutor, TickThreadPoolExecutor
 from k8slease.jobs.lock import JobLock
-from k8slease.jobs.misfire import MisfirePolicy
 from k8slease.jobs.runner import TickRunner
 from k8slease.jobs.singletons import SingletonRun
-from k8slease.jobs.spec import DEFAULT_GRACE, DEFAULT_LOCK_AT_MOST_FOR, JobSpec, Mode, job_name_from
+from k8slease.jobs.spec import JobOptions, JobSpec, Mode, job_name_from
 from k8slease.kube.apiclient import default_api_client
 from k8slease.kube.events import EventRecorder
 from k8slease.kube.identity import default_identity, default_namespace
 from k8slease.lease.informer import LeaseInformer
 from k8slease.lease.observe import Observations
 from k8slease.lease.transport import LeaseTransport
+from k8slease.metrics import JobMetrics, default_job_metrics
 from k8slease.names import LABEL_GROUP, LABEL_ROLE, ROLE_JOB
 
 log = structlog.get_logger("k8slease.jobs")
@@ -153,11 +152,7 @@ class Jobs:
         mode: Mode = Mode.ONCE_PER_TICK,
         name: str | None = None,
         timezone: str | tzinfo = "UTC",
-        lock_at_most_for: float = DEFAULT_LOCK_AT_MOST_FOR,
-        lock_at_least_for: float = 0.0,
-        misfire: MisfirePolicy = MisfirePolicy.COALESCE,
-        grace: float = DEFAULT_GRACE,
-        fail_open: bool = False,
+        **options: Unpack[JobOptions],
     ) -> Callable[[F], F]:
         """Register the decorated function on a five-field cron ``expression`` (in ``timezone``).
 
@@ -172,16 +167,7 @@ class Jobs:
         except (ValueError, KeyError, TypeError) as exc:
             raise ConfigError(f"invalid cron expression {expression!r}: {exc}") from None
 
-        return self._registrar(
-            trigger,
-            mode=mode,
-            name=name,
-            lock_at_most_for=lock_at_most_for,
-            lock_at_least_for=lock_at_least_for,
-            misfire=misfire,
-            grace=grace,
-            fail_open=fail_open,
-        )
+        return self._registrar(trigger, mode=mode, name=name, **options)
 
     def interval(
         self,
@@ -192,11 +178,7 @@ class Jobs:
         mode: Mode = Mode.ONCE_PER_TICK,
         name: str | None = None,
         anchor: datetime = INTERVAL_ANCHOR,
-        lock_at_most_for: float = DEFAULT_LOCK_AT_MOST_FOR,
-        lock_at_least_for: float = 0.0,
-        misfire: MisfirePolicy = MisfirePolicy.COALESCE,
-        grace: float = DEFAULT_GRACE,
-        fail_open: bool = False,
+        **options: Unpack[JobOptions],
     ) -> Callable[[F], F]:
         """Register the decorated function every ``hours``/``minutes``/``seconds``.
 
@@ -210,19 +192,15 @@ class Jobs:
             raise ConfigError("anchor must be timezone-aware")
         trigger = IntervalTrigger(seconds=total, start_date=anchor, timezone=UTC)
 
-        return self._registrar(
-            trigger,
-            mode=mode,
-            name=name,
-            lock_at_most_for=lock_at_most_for,
-            lock_at_least_for=lock_at_least_for,
-            misfire=misfire,
-            grace=grace,
-            fail_open=fail_open,
-        )
+        return self._registrar(trigger, mode=mode, name=name, **options)
 
     def _registrar(
-        self, trigger: BaseTrigger | None, *, mode: Mode, name: str | None, **options: Any
+        self,
+        trigger: BaseTrigger | None,
+        *,
+        mode: Mode,
+        name: str | None,
+        **options: Unpack[JobOptions],
     ) -> Callable[[F], F]:
         """A decorator that registers its function as a job on ``trigger``."""
 

@@ -21,12 +21,12 @@ import structlog
 from k8slease.callbacks import cancellable
 from k8slease.clock import Clock, SystemClock
 from k8slease.errors import TransportError
-from k8slease.jobmetrics import JobMetrics, NoopJobMetrics
 from k8slease.jobs.context import JobContext
 from k8slease.jobs.lock import Grant, JobLock
 from k8slease.jobs.lockrules import Verdict
 from k8slease.jobs.spec import JobSpec, Mode
 from k8slease.lease.jobrecord import Outcome
+from k8slease.metrics import JobMetrics, NoopJobMetrics
 
 log = structlog.get_logger("k8slease.jobs")
 

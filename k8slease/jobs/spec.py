@@ -11,11 +11,12 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from typing import Any, TypedDict
 
 from apscheduler.triggers.base import BaseTrigger
 
 from k8slease.errors import ConfigError
+from k8slease.jobs.lockrules import check_lock_times
 from k8slease.jobs.misfire import MisfirePolicy
 
 
@@ -42,6 +43,16 @@ DEFAULT_GRACE = 300.0
 def job_name_from(func: Callable[..., Any]) -> str:
     """A Lease-safe job name derived from a function name: lowercase, ``_`` turned into ``-``."""
     return func.__name__.lower().replace("_", "-").strip("-")
+
+
+class JobOptions(TypedDict, total=False):
+    """The options every scheduled job takes (see :meth:`~k8slease.Jobs.cron`)."""
+
+    lock_at_most_for: float
+    lock_at_least_for: float
+    misfire: MisfirePolicy
+    grace: float
+    fail_open: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,16 +89,9 @@ class JobSpec:
             raise ConfigError(f"mode must be a k8slease.Mode, got {self.mode!r}")
         if not callable(self.func):
             raise ConfigError(f"job {self.name!r}: {self.func!r} is not callable")
-        if self.lock_at_most_for < 1:
-            raise ConfigError(
-                f"job {self.name!r}: lock_at_most_for must be >= 1 second, "
-                f"got {self.lock_at_most_for}"
-            )
-        if not 0 <= self.lock_at_least_for <= self.lock_at_most_for:
-            raise ConfigError(
-                f"job {self.name!r}: lock_at_least_for must be between 0 and lock_at_most_for "
-                f"({self.lock_at_most_for}), got {self.lock_at_least_for}"
-            )
+        check_lock_times(
+            self.lock_at_most_for, self.lock_at_least_for, prefix=f"job {self.name!r}: "
+        )
         if self.grace < 0:
             raise ConfigError(f"job {self.name!r}: grace must be >= 0, got {self.grace}")
         if self.fail_open and self.mode is Mode.EVERY_REPLICA:

@@ -220,7 +220,7 @@ def test_runs_and_skips_are_counted_in_metrics(
     k8s_api_client: client.ApiClient, k8s_namespace: str
 ) -> None:
     prometheus_client = pytest.importorskip("prometheus_client")
-    from k8slease.jobmetrics import PrometheusJobMetrics
+    from k8slease.metrics import PrometheusJobMetrics
 
     registry = prometheus_client.CollectorRegistry()
     metrics = PrometheusJobMetrics(registry)
