@@ -8,9 +8,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from typing import Generic, TypeVar
 
 from k8slease.lease.record import LeaseRecord
 from k8slease.lease.rules import takeover_at
+
+A = TypeVar("A", bound=Enum)
+
+
+@dataclass(frozen=True, slots=True)
+class Decision(Generic[A]):
+    """A decision's ``action``; for ``WAIT``, ``until`` is the monotonic time to decide again
+    (``None``: until an event)."""
+
+    action: A
+    until: float | None = None
 
 
 class LeaderAction(Enum):
@@ -19,14 +31,6 @@ class LeaderAction(Enum):
     RENEW = "renew"
     WAIT = "wait"
     STEP_DOWN = "step-down"
-
-
-@dataclass(frozen=True, slots=True)
-class LeaderDecision:
-    """:func:`decide_leader`'s answer; ``until`` is when to decide again for ``WAIT``."""
-
-    action: LeaderAction
-    until: float | None = None
 
 
 def leader_deadline(last_success_sent_at: float, renew_deadline: float) -> float:
@@ -40,17 +44,17 @@ def decide_leader(
     next_attempt_at: float,
     renew_deadline: float,
     now: float,
-) -> LeaderDecision:
+) -> Decision[LeaderAction]:
     """Renew, wait or step down, given when the last successful renew was sent.
 
     Stepping down wins over everything once ``now`` reaches the deadline, even if a renew is due.
     """
     deadline = leader_deadline(last_success_sent_at, renew_deadline)
     if now >= deadline:
-        return LeaderDecision(LeaderAction.STEP_DOWN)
+        return Decision(LeaderAction.STEP_DOWN)
     if now >= next_attempt_at:
-        return LeaderDecision(LeaderAction.RENEW)
-    return LeaderDecision(LeaderAction.WAIT, until=min(next_attempt_at, deadline))
+        return Decision(LeaderAction.RENEW)
+    return Decision(LeaderAction.WAIT, until=min(next_attempt_at, deadline))
 
 
 class CandidateAction(Enum):
@@ -60,15 +64,6 @@ class CandidateAction(Enum):
     CREATE = "create"
     TAKE = "take"
     WAIT = "wait"
-
-
-@dataclass(frozen=True, slots=True)
-class CandidateDecision:
-    """:func:`decide_candidate`'s answer; ``until`` (monotonic, or ``None`` for "until an event")
-    is when to decide again for ``WAIT``."""
-
-    action: CandidateAction
-    until: float | None = None
 
 
 def decide_candidate(
@@ -81,14 +76,14 @@ def decide_candidate(
     now: float,
     held_before_absence: LeaseRecord | None = None,
     poll_at: float | None = None,
-) -> CandidateDecision:
+) -> Decision[CandidateAction]:
     """Read, create, take or wait, given the latest observation (``first_seen_at`` ``None``: none).
 
     ``poll_at`` is when to read again regardless (set it when no watch delivers changes); a wait
     ends at the earlier of that and the moment the observed record may be taken over.
     """
     if first_seen_at is None:
-        return CandidateDecision(CandidateAction.READ)
+        return Decision(CandidateAction.READ)
     at = takeover_at(
         record if exists else None,
         first_seen_at,
@@ -97,8 +92,8 @@ def decide_candidate(
         held_before_absence=held_before_absence,
     )
     if now >= at:
-        return CandidateDecision(CandidateAction.TAKE if exists else CandidateAction.CREATE)
+        return Decision(CandidateAction.TAKE if exists else CandidateAction.CREATE)
     if poll_at is not None and now >= poll_at:
-        return CandidateDecision(CandidateAction.READ)
+        return Decision(CandidateAction.READ)
     until = at if poll_at is None else min(at, poll_at)
-    return CandidateDecision(CandidateAction.WAIT, until=until)
+    return Decision(CandidateAction.WAIT, until=until)

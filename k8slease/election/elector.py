@@ -20,7 +20,7 @@ import random
 import signal
 import threading
 from collections.abc import Callable
-from types import FrameType, TracebackType
+from types import FrameType
 from typing import Any
 
 import structlog
@@ -30,7 +30,7 @@ from k8slease.election.commands import Phase
 from k8slease.election.context import LeadershipContext
 from k8slease.election.machine import ElectionMachine
 from k8slease.election.runner import ElectionRunner
-from k8slease.election.terms import ElectionCallbacks, TermCallbacks
+from k8slease.election.terms import TermCallbacks
 from k8slease.election.timing import (
     ElectionTiming,
     validate_label_value,
@@ -120,7 +120,10 @@ class LeaderElector:
             if callback is not None and not callable(callback):
                 raise ConfigError(f"{label} must be callable, got {callback!r}")
         self.release_on_stop = bool(release_on_stop)
-        self.callbacks = ElectionCallbacks(on_started_leading, on_stopped_leading, on_new_leader)
+        #: the callbacks (settable until start, as ``wrap`` does)
+        self.on_started_leading = on_started_leading
+        self.on_stopped_leading = on_stopped_leading
+        self.on_new_leader = on_new_leader
         self.handle_signals = handle_signals
         self._api_client = api_client
         self._clock: Clock = clock or SystemClock()
@@ -138,17 +141,7 @@ class LeaderElector:
             rng=rng,
         )
         own_threads: set[int] = set()
-        self._terms = TermCallbacks(
-            self.callbacks,
-            lease_name=self.name,
-            namespace=self.namespace,
-            identity=self.identity,
-            clock=self._clock,
-            metrics=metrics,
-            log=log,
-            own_threads=own_threads,
-            abdicate=self._abdicate,
-        )
+        self._terms = TermCallbacks(self, self._clock, metrics, log, own_threads, self._abdicate)
         self._runner = ElectionRunner(
             machine,
             name=self.name,
@@ -165,32 +158,6 @@ class LeaderElector:
         self._running = False
         self._thread: threading.Thread | None = None
         self._previous_handlers: dict[int, Any] = {}
-
-    # -- callbacks (settable before start, as ``wrap`` does) -----------------------------------
-
-    @property
-    def on_started_leading(self) -> Callable[..., Any] | None:
-        return self.callbacks.on_started_leading
-
-    @on_started_leading.setter
-    def on_started_leading(self, callback: Callable[..., Any] | None) -> None:
-        self.callbacks.on_started_leading = callback
-
-    @property
-    def on_stopped_leading(self) -> Callable[..., Any] | None:
-        return self.callbacks.on_stopped_leading
-
-    @on_stopped_leading.setter
-    def on_stopped_leading(self, callback: Callable[..., Any] | None) -> None:
-        self.callbacks.on_stopped_leading = callback
-
-    @property
-    def on_new_leader(self) -> Callable[[str], Any] | None:
-        return self.callbacks.on_new_leader
-
-    @on_new_leader.setter
-    def on_new_leader(self, callback: Callable[[str], Any] | None) -> None:
-        self.callbacks.on_new_leader = callback
 
     # -- state ---------------------------------------------------------------------------------
 
@@ -313,12 +280,7 @@ class LeaderElector:
     def __enter__(self) -> LeaderElector:
         return self.start()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
     # -- running -------------------------------------------------------------------------------

@@ -3,21 +3,16 @@
 :class:`ElectionMachine` says what to do next (:meth:`~ElectionMachine.next_command`: read, create,
 update or wait) and is told what happened (the ``*_done``/``*_failed`` methods, watch events,
 deadline checks, stop). It never performs a request and never reads a clock; every time is passed
-in. The runner (:mod:`k8slease.election.elector`) executes its commands against the API server,
-and the property tests execute them against an in-memory Lease store with arbitrary
-interleavings, so the safety argument in :mod:`k8slease.lease.rules` is tested on the very code
-that runs.
+in. The runner (:mod:`k8slease.election.runner`) executes its commands against the API server,
+the property tests against an in-memory Lease store with arbitrary interleavings, so the safety
+argument in :mod:`k8slease.lease.rules` is tested on the very code that runs.
 
 Phases: ``CANDIDATE`` (watching and waiting to take the Lease), ``LEADER`` (renewing),
 ``RELEASING`` (no longer leading; giving the Lease back) and ``STOPPED``. Transitions are reported
-as events (:class:`StartedLeading`, :class:`StoppedLeading`, :class:`NewLeader`,
-:class:`Released`) that the runner turns into callbacks, logs and metrics. A
-:class:`StoppedLeading` is always emitted at the moment belief ends, before the machine issues any
-further command, and only after a matching :class:`StartedLeading`.
-
-One command is outstanding at a time: after :meth:`~ElectionMachine.next_command` returns a
-:class:`Read`, :class:`Create` or :class:`Update`, the caller must report its outcome before
-asking again.
+as events (:mod:`k8slease.election.commands`) that the runner turns into callbacks, logs and
+metrics. A ``StoppedLeading`` is always emitted at the moment belief ends, before the machine
+issues any further command, and only after a matching ``StartedLeading``. One command is
+outstanding at a time: the caller reports its outcome before asking again.
 """
 
 from __future__ import annotations
@@ -239,11 +234,10 @@ class ElectionMachine:
             self._need_read = False
             if not self.watching:
                 self._poll_at = now + self._jitter(self.timing.retry_interval)
-            if self.stopping and self.phase is Phase.CANDIDATE:
-                self.phase = Phase.STOPPED
+            self._stop_if_stopping_candidate()
         elif purpose is Purpose.REREAD:
-            lead = self._lead
-            if self.phase is not Phase.LEADER or lead is None or lead.term != pending.term:
+            lead = self._lead_of(pending.term)
+            if lead is None:
                 return
             record = record_from_lease(lease) if lease is not None else None
             if lease is not None and is_ours(
@@ -281,8 +275,7 @@ class ElectionMachine:
         if purpose is Purpose.OBSERVE:
             self._need_read = True
             self._not_before = now + self._jitter(self.timing.retry_interval)
-            if self.stopping and self.phase is Phase.CANDIDATE:
-                self.phase = Phase.STOPPED
+            self._stop_if_stopping_candidate()
         elif purpose is Purpose.REREAD:
             if self._lead is not None and self._lead.term == pending.term:
                 self._lead.next_attempt_at = now + self._renew_retry()
@@ -299,8 +292,8 @@ class ElectionMachine:
         if purpose in (Purpose.CREATE, Purpose.TAKE):
             self._granted(dict(lease), written, sent_at=sent_at, now=now)
         elif purpose is Purpose.RENEW:
-            lead = self._lead
-            if self.phase is not Phase.LEADER or lead is None or lead.term != pending.term:
+            lead = self._lead_of(pending.term)
+            if lead is None:
                 return  # stepped down meanwhile; the observer has the record
             lead.lease = dict(lease)
             lead.record = written
@@ -325,11 +318,10 @@ class ElectionMachine:
             self._need_read = True
             if not isinstance(error, AlreadyExists | Conflict | NotFound):
                 self._not_before = now + self._jitter(self.timing.retry_interval)
-            if self.stopping and self.phase is Phase.CANDIDATE:
-                self.phase = Phase.STOPPED
+            self._stop_if_stopping_candidate()
         elif purpose is Purpose.RENEW:
-            lead = self._lead
-            if self.phase is not Phase.LEADER or lead is None or lead.term != pending.term:
+            lead = self._lead_of(pending.term)
+            if lead is None:
                 return
             if isinstance(error, NotFound):
                 self._observe(None, now)
@@ -472,6 +464,17 @@ class ElectionMachine:
         term = self._lead.term if self._lead is not None else self.term
         self._pending = PendingRequest(command=command, term=term, record=record)
         return command
+
+    def _lead_of(self, term: int) -> LeadState | None:
+        """The lead of ``term`` if this replica still leads in it (else it stepped down since)."""
+        lead = self._lead
+        if self.phase is not Phase.LEADER or lead is None or lead.term != term:
+            return None
+        return lead
+
+    def _stop_if_stopping_candidate(self) -> None:
+        if self.stopping and self.phase is Phase.CANDIDATE:
+            self.phase = Phase.STOPPED
 
     def _take_pending(self, *kinds: type[Read] | type[Create] | type[Update]) -> PendingRequest:
         pending = self._pending

@@ -28,7 +28,7 @@ from k8slease.election.commands import Create, Done, Event, Phase, Purpose, Read
 from k8slease.election.machine import ElectionMachine
 from k8slease.election.timing import ElectionTiming
 from k8slease.errors import NotFound, TransportError, Unavailable
-from k8slease.lease.record import resource_version
+from k8slease.lease.meta import resource_version
 from k8slease.lease.transport import LeaseAPI
 from k8slease.metrics import ElectorMetrics
 

@@ -15,8 +15,7 @@ import concurrent.futures
 import inspect
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from structlog.typing import FilteringBoundLogger
 
@@ -27,13 +26,16 @@ from k8slease.election.context import LeadershipContext
 from k8slease.metrics import ElectorMetrics
 
 
-@dataclass
-class ElectionCallbacks:
-    """The app's callbacks (settable until the elector starts; see ``wrap``)."""
+class ElectionCallbacks(Protocol):
+    """Whose terms these are, and where the app's callbacks are read from when they are due
+    (the elector: its Lease, namespace, identity and callback attributes)."""
 
-    on_started_leading: Callable[..., Any] | None = None
-    on_stopped_leading: Callable[..., Any] | None = None
-    on_new_leader: Callable[[str], Any] | None = None
+    name: str
+    namespace: str
+    identity: str
+    on_started_leading: Callable[..., Any] | None
+    on_stopped_leading: Callable[..., Any] | None
+    on_new_leader: Callable[[str], Any] | None
 
 
 class TermCallbacks:
@@ -42,10 +44,6 @@ class TermCallbacks:
     def __init__(
         self,
         callbacks: ElectionCallbacks,
-        *,
-        lease_name: str,
-        namespace: str,
-        identity: str,
         clock: Clock,
         metrics: ElectorMetrics,
         log: FilteringBoundLogger,
@@ -53,9 +51,8 @@ class TermCallbacks:
         abdicate: Callable[[int, str], None],
     ) -> None:
         self.callbacks = callbacks
-        self.lease_name = lease_name
-        self.namespace = namespace
-        self.identity = identity
+        self.lease_name = callbacks.name
+        self.identity = callbacks.identity
         self.loop: asyncio.AbstractEventLoop | None = None
         self.leading = threading.Event()
         self._clock = clock
@@ -100,12 +97,9 @@ class TermCallbacks:
         return True
 
     def _started(self, event: StartedLeading) -> None:
+        who = self.callbacks
         ctx = LeadershipContext(
-            lease_name=self.lease_name,
-            namespace=self.namespace,
-            identity=self.identity,
-            fencing_token=event.fencing_token,
-            term=event.term,
+            who.name, who.namespace, who.identity, event.fencing_token, event.term
         )
         self._ctx = ctx
         self._metrics.set_leader(self.lease_name, self.identity, True)

@@ -36,3 +36,14 @@ def parse_microtime(text: object) -> datetime:
     if parsed.tzinfo is None:
         raise ValueError(f"time has no timezone: {text!r}")
     return parsed.astimezone(UTC)
+
+
+def time_field(value: object, name: str, problems: list[str]) -> datetime | None:
+    """``value`` parsed as a time; ``None`` when absent, or (noted in ``problems``) unreadable."""
+    if value is None:
+        return None
+    try:
+        return parse_microtime(value)
+    except ValueError as exc:
+        problems.append(f"{name}: {exc}")
+        return None

@@ -11,16 +11,19 @@ from __future__ import annotations
 
 import random
 import threading
+from dataclasses import KW_ONLY, dataclass, field
 
 import structlog
 
 from k8slease.errors import TransportError
+from k8slease.lease.meta import lease_name_of, resource_version
 from k8slease.lease.observe import Observations
 from k8slease.lease.transport import LeaseTransport
 
 log = structlog.get_logger("k8slease.informer")
 
 
+@dataclass(eq=False)
 class LeaseInformer:
     """Feeds ``observations`` from a list+watch of the Leases matching ``label_selector``.
 
@@ -29,24 +32,18 @@ class LeaseInformer:
     request lasts before it is renewed.
     """
 
-    def __init__(
-        self,
-        transport: LeaseTransport,
-        observations: Observations,
-        *,
-        label_selector: str,
-        retry_interval: float = 5.0,
-        watch_timeout: int = 300,
-    ) -> None:
-        self.transport = transport
-        self.observations = observations
-        self.label_selector = label_selector
-        self.retry_interval = retry_interval
-        self.watch_timeout = watch_timeout
-        self.synced = threading.Event()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._log = log.bind(selector=label_selector, namespace=transport.namespace)
+    transport: LeaseTransport
+    observations: Observations
+    _: KW_ONLY
+    label_selector: str
+    retry_interval: float = 5.0
+    watch_timeout: int = 300
+    synced: threading.Event = field(default_factory=threading.Event, init=False)
+    _stop: threading.Event = field(default_factory=threading.Event, init=False)
+    _thread: threading.Thread | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        self._log = log.bind(selector=self.label_selector, namespace=self.transport.namespace)
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._loop, name="k8slease-informer", daemon=True)
@@ -71,9 +68,9 @@ class LeaseInformer:
                     ):
                         if self._stop.is_set():
                             return
-                        version = str(event.lease.get("metadata", {}).get("resourceVersion", ""))
+                        version = resource_version(event.lease)
                         if event.type == "DELETED":
-                            self.observations.forget(_name(event.lease))
+                            self.observations.forget(lease_name_of(event.lease))
                         elif event.type in ("ADDED", "MODIFIED"):
                             self._see(event.lease)
             except TransportError as exc:
@@ -89,13 +86,6 @@ class LeaseInformer:
                 self._stop.wait(self.retry_interval)
 
     def _see(self, lease: dict[str, object]) -> None:
-        name = _name(lease)
+        name = lease_name_of(lease)
         if name:
             self.observations.see(name, lease)
-
-
-def _name(lease: dict[str, object]) -> str:
-    metadata = lease.get("metadata")
-    if isinstance(metadata, dict):
-        return str(metadata.get("name") or "")
-    return ""

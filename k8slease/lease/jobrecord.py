@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from k8slease.kube.microtime import format_microtime, parse_microtime
+from k8slease.kube.microtime import format_microtime, parse_microtime, time_field
+from k8slease.lease.meta import annotations_of
 from k8slease.names import ANN_CLAIMED_TICK, ANN_COMPLETED_TICK, ANN_LAST_RUN, ANN_RUN_COUNTS
 
 Outcome = Literal["succeeded", "failed", "lost"]
@@ -94,29 +95,13 @@ class JobState:
         return int(self.counts.get(outcome, 0))
 
 
-def _annotations(lease: Mapping[str, Any]) -> Mapping[str, Any]:
-    metadata = lease.get("metadata")
-    if isinstance(metadata, Mapping):
-        annotations = metadata.get("annotations")
-        if isinstance(annotations, Mapping):
-            return annotations
-    return {}
-
-
 def job_state_from_lease(lease: Mapping[str, Any]) -> JobState:
     """Read the job annotations of a lock Lease. Never raises on the Lease's content."""
-    annotations = _annotations(lease)
+    annotations = annotations_of(lease)
     problems: list[str] = []
 
     def tick(key: str) -> datetime | None:
-        raw = annotations.get(key)
-        if raw is None:
-            return None
-        try:
-            return parse_microtime(raw)
-        except ValueError as exc:
-            problems.append(f"{key}: {exc}")
-            return None
+        return time_field(annotations.get(key), key, problems)
 
     last_run = None
     raw_run = annotations.get(ANN_LAST_RUN)

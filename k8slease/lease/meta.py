@@ -13,17 +13,23 @@ from k8slease.names import LABEL_GROUP
 
 
 def labels_of(lease: Mapping[str, Any]) -> Mapping[str, Any]:
-    metadata = lease.get("metadata")
-    if isinstance(metadata, Mapping):
-        labels = metadata.get("labels")
-        if isinstance(labels, Mapping):
-            return labels
-    return {}
+    """``metadata.labels`` (empty when missing or not a map)."""
+    return _metadata_map(lease, "labels")
+
+
+def annotations_of(lease: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``metadata.annotations`` (empty when missing or not a map)."""
+    return _metadata_map(lease, "annotations")
+
+
+def _metadata_map(lease: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    found = _metadata(lease).get(key)
+    return found if isinstance(found, Mapping) else {}
 
 
 def lease_name_of(lease: Mapping[str, Any]) -> str:
-    metadata = lease.get("metadata")
-    name = metadata.get("name") if isinstance(metadata, Mapping) else None
+    """``metadata.name`` (empty when missing)."""
+    name = _metadata(lease).get("name")
     return name if isinstance(name, str) else ""
 
 
@@ -31,3 +37,14 @@ def group_of(lease: Mapping[str, Any]) -> str:
     """The ``k8slease.io/group`` label of a Lease, or an empty string."""
     value = labels_of(lease).get(LABEL_GROUP)
     return value if isinstance(value, str) else ""
+
+
+def resource_version(lease: Mapping[str, Any]) -> str:
+    """The Lease's ``metadata.resourceVersion``, or an empty string when it has none."""
+    value = _metadata(lease).get("resourceVersion")
+    return value if isinstance(value, str) else ""
+
+
+def _metadata(lease: Mapping[str, Any]) -> Mapping[str, Any]:
+    metadata = lease.get("metadata")
+    return metadata if isinstance(metadata, Mapping) else {}

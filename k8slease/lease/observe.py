@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from k8slease.clock import Clock
-from k8slease.lease.record import LeaseRecord, record_from_lease, resource_version
+from k8slease.lease.meta import resource_version
+from k8slease.lease.record import LeaseRecord, record_from_lease
 from k8slease.names import ANN_FENCING_TOKEN
 
 

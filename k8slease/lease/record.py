@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from k8slease.kube.microtime import format_microtime, parse_microtime
+from k8slease.kube.microtime import format_microtime, time_field
+from k8slease.lease.meta import annotations_of
 from k8slease.names import ANN_FENCING_TOKEN
 
 
@@ -63,16 +64,6 @@ def _int_field(value: Any, name: str, problems: list[str], *, minimum: int) -> i
     return value
 
 
-def _time_field(value: Any, name: str, problems: list[str]) -> datetime | None:
-    if value is None:
-        return None
-    try:
-        return parse_microtime(value)
-    except ValueError as exc:
-        problems.append(f"{name}: {exc}")
-        return None
-
-
 def record_from_lease(lease: Mapping[str, Any]) -> LeaseRecord:
     """Read a :class:`LeaseRecord` from a Lease body. Never raises on the Lease's content."""
     problems: list[str] = []
@@ -92,13 +83,11 @@ def record_from_lease(lease: Mapping[str, Any]) -> LeaseRecord:
     if holder and "leaseDurationSeconds" not in spec:
         problems.append("leaseDurationSeconds is missing on a held Lease")
     transitions = _int_field(spec.get("leaseTransitions"), "leaseTransitions", problems, minimum=0)
-    acquire = _time_field(spec.get("acquireTime"), "acquireTime", problems)
-    renew = _time_field(spec.get("renewTime"), "renewTime", problems)
+    acquire = time_field(spec.get("acquireTime"), "acquireTime", problems)
+    renew = time_field(spec.get("renewTime"), "renewTime", problems)
 
     token = 0
-    metadata = lease.get("metadata")
-    annotations = metadata.get("annotations") if isinstance(metadata, Mapping) else None
-    raw_token = annotations.get(ANN_FENCING_TOKEN) if isinstance(annotations, Mapping) else None
+    raw_token = annotations_of(lease).get(ANN_FENCING_TOKEN)
     if raw_token is not None:
         try:
             token = int(str(raw_token))
@@ -170,13 +159,3 @@ def new_lease(
         metadata["annotations"] = dict(annotations)
     base = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": metadata}
     return lease_with_record(base, record)
-
-
-def resource_version(lease: Mapping[str, Any]) -> str:
-    """The Lease's ``metadata.resourceVersion``, or an empty string when it has none."""
-    metadata = lease.get("metadata")
-    if isinstance(metadata, Mapping):
-        value = metadata.get("resourceVersion")
-        if isinstance(value, str):
-            return value
-    return ""

@@ -42,12 +42,7 @@ class LeaseAPI(Protocol):
     def replace(self, name: str, body: Mapping[str, Any]) -> dict[str, Any]: ...
 
     def watch(
-        self,
-        *,
-        name: str | None = None,
-        label_selector: str | None = None,
-        resource_version: str | None = None,
-        timeout_seconds: int = 300,
+        self, *, name: str, resource_version: str | None, timeout_seconds: int
     ) -> Iterator[WatchEvent]: ...
 
     def close_watches(self) -> None: ...

@@ -10,22 +10,16 @@ from k8slease.operator.history import MINOR_CANDIDATE_FIELDS, MINOR_FIELDS, MINO
 
 def significant(status: Mapping[str, Any]) -> dict[str, Any]:
     """``status`` without the fields that move with every renewal or tick."""
-    view = {k: v for k, v in status.items() if k not in MINOR_FIELDS}
-    candidates = status.get("candidates")
-    if isinstance(candidates, list):
-        view["candidates"] = [
-            {k: v for k, v in c.items() if k not in MINOR_CANDIDATE_FIELDS}
-            for c in candidates
-            if isinstance(c, Mapping)
-        ]
-    jobs = status.get("jobs")
-    if isinstance(jobs, list):
-        view["jobs"] = [
-            {k: v for k, v in j.items() if k not in MINOR_JOB_FIELDS}
-            for j in jobs
-            if isinstance(j, Mapping)
-        ]
+    view = _without(status, MINOR_FIELDS)
+    for key, minor in (("candidates", MINOR_CANDIDATE_FIELDS), ("jobs", MINOR_JOB_FIELDS)):
+        items = status.get(key)
+        if isinstance(items, list):
+            view[key] = [_without(item, minor) for item in items if isinstance(item, Mapping)]
     return view
+
+
+def _without(data: Mapping[str, Any], fields: tuple[str, ...]) -> dict[str, Any]:
+    return {k: v for k, v in data.items() if k not in fields}
 
 
 def merge_patch(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import os
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import structlog
@@ -141,20 +141,31 @@ class OperatorRuntime:
 
     # -- calls (in worker threads) ---------------------------------------------------------------
 
+    def _call(
+        self, method: Callable[..., object], namespace: str, *args: object, **kw: object
+    ) -> None:
+        """``method`` of ``CustomObjectsApi`` on the ScheduledJobGroups of ``namespace``."""
+        method(
+            CRD_GROUP,
+            CRD_VERSION,
+            namespace,
+            CRD_PLURAL,
+            *args,
+            _preload_content=False,
+            _request_timeout=self.settings.request_timeout,
+            **kw,
+        )
+
     def _patch(self, action: PatchStatus) -> None:
         namespace, name = action.key
         api = client.CustomObjectsApi(self.api_client)
         try:
-            api.patch_namespaced_custom_object_status(
-                CRD_GROUP,
-                CRD_VERSION,
+            self._call(
+                api.patch_namespaced_custom_object_status,
                 namespace,
-                CRD_PLURAL,
                 name,
                 {"status": action.patch},
                 _content_type=MERGE_PATCH,
-                _preload_content=False,
-                _request_timeout=self.settings.request_timeout,
             )
         except ApiException as exc:
             self.calls["patch.error"] += 1
@@ -183,15 +194,7 @@ class OperatorRuntime:
         namespace, name = action.key
         api = client.CustomObjectsApi(self.api_client)
         try:
-            api.create_namespaced_custom_object(
-                CRD_GROUP,
-                CRD_VERSION,
-                namespace,
-                CRD_PLURAL,
-                action.body,
-                _preload_content=False,
-                _request_timeout=self.settings.request_timeout,
-            )
+            self._call(api.create_namespaced_custom_object, namespace, action.body)
         except ApiException as exc:
             self.calls["create.error"] += 1
             exists = exc.status == 409

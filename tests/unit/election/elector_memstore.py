@@ -13,7 +13,7 @@ from functools import partial
 from typing import Any
 
 from k8slease.errors import AlreadyExists, Conflict, NotFound, TransportError, Unavailable
-from k8slease.lease.record import resource_version
+from k8slease.lease.meta import resource_version
 from k8slease.lease.transport import WatchEvent
 
 

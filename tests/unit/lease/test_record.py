@@ -7,12 +7,12 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 
 from k8slease.kube.microtime import format_microtime, parse_microtime
+from k8slease.lease.meta import resource_version
 from k8slease.lease.record import (
     LeaseRecord,
     lease_with_record,
     new_lease,
     record_from_lease,
-    resource_version,
 )
 from k8slease.names import ANN_FENCING_TOKEN
 
