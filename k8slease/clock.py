@@ -7,9 +7,8 @@ judge expiry.
 
 from __future__ import annotations
 
-import threading
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Protocol
 
 
@@ -33,33 +32,3 @@ class SystemClock:
 
     def now(self) -> datetime:
         return datetime.now(UTC)
-
-
-class FakeClock:
-    """A clock that moves only when told to; thread-safe. For tests and simulations."""
-
-    def __init__(self, *, start: float = 1000.0, wall: datetime | None = None) -> None:
-        self._lock = threading.Lock()
-        self._mono = start
-        self._wall = wall or datetime(2026, 1, 1, tzinfo=UTC)
-
-    def monotonic(self) -> float:
-        with self._lock:
-            return self._mono
-
-    def now(self) -> datetime:
-        with self._lock:
-            return self._wall
-
-    def advance(self, seconds: float) -> None:
-        """Move both clocks forward by ``seconds``."""
-        if seconds < 0:
-            raise ValueError("a clock does not go backwards")
-        with self._lock:
-            self._mono += seconds
-            self._wall += timedelta(seconds=seconds)
-
-    def set_wall(self, wall: datetime) -> None:
-        """Jump the wall clock (as NTP might) without touching the monotonic one."""
-        with self._lock:
-            self._wall = wall

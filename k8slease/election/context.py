@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from k8slease.callbacks import CancelHooks
@@ -26,10 +25,6 @@ class LeadershipContext:
     term: int
     lost: threading.Event = field(default_factory=threading.Event)
     cancel_hooks: CancelHooks = field(default_factory=CancelHooks, repr=False)
-
-    def when_lost(self, hook: Callable[[], object]) -> None:
-        """Run ``hook`` when leadership ends (at once when it has ended)."""
-        self.cancel_hooks.add(hook)
 
     def mark_lost(self) -> None:
         """End the term: set ``lost`` and run the hooks (the elector calls this)."""

@@ -31,14 +31,10 @@ from k8slease.election.context import LeadershipContext
 from k8slease.election.machine import ElectionMachine
 from k8slease.election.runner import ElectionRunner
 from k8slease.election.terms import TermCallbacks
-from k8slease.election.timing import (
-    ElectionTiming,
-    validate_label_value,
-    validate_lease_name,
-    validate_namespace,
-)
+from k8slease.election.timing import ElectionTiming
 from k8slease.errors import ConfigError
 from k8slease.kube.identity import default_identity, default_namespace
+from k8slease.kube.validate import validate_label_value, validate_lease_name, validate_namespace
 from k8slease.lease.transport import LeaseAPI
 from k8slease.metrics import ElectorMetrics, default_metrics
 

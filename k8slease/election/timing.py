@@ -16,43 +16,9 @@ rather than documented and hoped for:
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 
 from k8slease.errors import ConfigError
-
-#: A Kubernetes DNS subdomain name (what a Lease's ``metadata.name`` must be).
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-#: A DNS label (what a namespace must be).
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-#: A label value: empty, or up to 63 characters of alphanumerics, ``-``, ``_`` and ``.``.
-_LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
-
-
-def validate_lease_name(name: object) -> str:
-    """Return ``name`` when it is a valid Lease name (DNS subdomain), else raise ``ConfigError``."""
-    if not isinstance(name, str) or not name:
-        raise ConfigError(f"Lease name must be a non-empty string, got {name!r}")
-    if len(name) > 253 or not _DNS_SUBDOMAIN.match(name):
-        raise ConfigError(
-            f"Lease name {name!r} is not a DNS subdomain (lowercase alphanumerics, '-' and '.',"
-            " at most 253 characters, starting and ending with an alphanumeric)"
-        )
-    return name
-
-
-def validate_namespace(namespace: object) -> str:
-    """Return ``namespace`` when it is a valid namespace name (DNS label), else raise."""
-    if not isinstance(namespace, str) or len(namespace) > 63 or not _DNS_LABEL.match(namespace):
-        raise ConfigError(f"namespace {namespace!r} is not a DNS label")
-    return namespace
-
-
-def validate_label_value(value: object, *, what: str) -> str:
-    """Return ``value`` when it can be a Kubernetes label value, else raise ``ConfigError``."""
-    if not isinstance(value, str) or len(value) > 63 or not _LABEL_VALUE.match(value):
-        raise ConfigError(f"{what} {value!r} cannot be a label value (<= 63 characters)")
-    return value
 
 
 def _positive(name: str, value: object) -> float:

@@ -44,7 +44,7 @@ from kubernetes import client
 from k8slease.clock import Clock, SystemClock
 from k8slease.election.context import LeadershipContext
 from k8slease.election.elector import LeaderElector
-from k8slease.election.timing import ElectionTiming, validate_lease_name
+from k8slease.election.timing import ElectionTiming
 from k8slease.errors import ConfigError
 from k8slease.jobs.catchup import schedule_catch_up
 from k8slease.jobs.executors import TickAsyncIOExecutor, TickThreadPoolExecutor
@@ -55,6 +55,7 @@ from k8slease.jobs.spec import JobOptions, JobSpec, Mode, job_name_from
 from k8slease.kube.apiclient import default_api_client
 from k8slease.kube.events import EventRecorder
 from k8slease.kube.identity import default_identity, default_namespace
+from k8slease.kube.validate import validate_lease_name
 from k8slease.lease.informer import LeaseInformer
 from k8slease.lease.observe import Observations
 from k8slease.lease.transport import LeaseTransport

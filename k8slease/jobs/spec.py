@@ -7,7 +7,6 @@ not at 02:00 when the job first fires.
 from __future__ import annotations
 
 import inspect
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
@@ -18,6 +17,7 @@ from apscheduler.triggers.base import BaseTrigger
 from k8slease.errors import ConfigError
 from k8slease.jobs.lockrules import check_lock_times
 from k8slease.jobs.misfire import MisfirePolicy
+from k8slease.kube.validate import is_dns_label
 
 
 class Mode(Enum):
@@ -30,9 +30,6 @@ class Mode(Enum):
     #: Runs only on the group's leader; told at once when leadership is lost (pollers, sweepers).
     LEADER = "leader"
 
-
-#: Job names become part of a Lease name and a label value.
-_JOB_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 #: Default ceiling for a job lock (seconds): how long a crashed holder blocks the job.
 DEFAULT_LOCK_AT_MOST_FOR = 600.0
@@ -80,7 +77,7 @@ class JobSpec:
 
     def validate(self) -> JobSpec:
         """Return self, or raise ``ConfigError`` saying exactly which option is wrong."""
-        if not _JOB_NAME.match(self.name) or len(self.name) > 63:
+        if not is_dns_label(self.name):  # part of a Lease name and a label value
             raise ConfigError(
                 f"job name {self.name!r} must be a DNS label: lowercase alphanumerics and '-', "
                 "at most 63 characters (pass name=... to choose one)"

@@ -11,6 +11,7 @@ import secrets
 import socket
 import string
 from pathlib import Path
+from typing import Any
 
 #: Where Kubernetes mounts the pod's namespace.
 SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
@@ -29,8 +30,11 @@ def default_identity() -> str:
     return f"{base}-{random_suffix()}"
 
 
-def default_namespace(*, namespace_file: Path = SERVICE_ACCOUNT_NAMESPACE) -> str:
-    """``POD_NAMESPACE``, else the in-cluster namespace file, else ``default``."""
+def default_namespace(
+    *, namespace_file: Path = SERVICE_ACCOUNT_NAMESPACE, kubeconfig: str | None = None
+) -> str:
+    """``POD_NAMESPACE``, else the in-cluster namespace file, else (when ``kubeconfig`` is given:
+    the namespace of its current context, ``""`` meaning the default file) ``default``."""
     from_env = os.environ.get("POD_NAMESPACE", "").strip()
     if from_env:
         return from_env
@@ -38,4 +42,20 @@ def default_namespace(*, namespace_file: Path = SERVICE_ACCOUNT_NAMESPACE) -> st
         from_file = namespace_file.read_text(encoding="utf-8").strip()
     except OSError:
         from_file = ""
-    return from_file or "default"
+    if from_file:
+        return from_file
+    if kubeconfig is not None:
+        return _kubeconfig_namespace(kubeconfig or None) or "default"
+    return "default"
+
+
+def _kubeconfig_namespace(kubeconfig: str | None) -> str:
+    try:
+        from kubernetes import config
+
+        lister: Any = config.list_kube_config_contexts
+        _, active = lister(config_file=kubeconfig)
+        namespace = (active or {}).get("context", {}).get("namespace")
+    except Exception:  # no kubeconfig, or not a readable one: not our business here
+        return ""
+    return str(namespace) if namespace else ""

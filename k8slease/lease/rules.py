@@ -90,29 +90,6 @@ def takeover_at(
     return first_seen_at + effective_duration(record, fallback_duration)
 
 
-def may_take(
-    record: LeaseRecord | None,
-    first_seen_unchanged_at: float,
-    now: float,
-    *,
-    identity: str,
-    fallback_duration: float,
-    held_before_absence: LeaseRecord | None = None,
-) -> bool:
-    """Whether this replica may try to take the Lease now (all times on its monotonic clock).
-
-    ``record`` is ``None`` when the Lease does not exist. A ``True`` answer allows a *conditional*
-    write (or a create); only the server's acceptance of that write grants the Lease.
-    """
-    return now >= takeover_at(
-        record,
-        first_seen_unchanged_at,
-        identity=identity,
-        fallback_duration=fallback_duration,
-        held_before_absence=held_before_absence,
-    )
-
-
 def is_ours(record: LeaseRecord | None, *, identity: str, fencing_token: int) -> bool:
     """Whether ``record`` still shows the grant we hold: our identity and our fencing token."""
     return (

@@ -7,12 +7,12 @@ and the benchmark install the CRD through :func:`install_crd`.
 
 from __future__ import annotations
 
-import time
+import math
 from importlib import resources
 from typing import Any
 
 import yaml
-from kubernetes import client
+from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
 from k8slease.names import CRD_GROUP, CRD_PLURAL
@@ -36,12 +36,20 @@ def install_crd(api_client: client.ApiClient, *, timeout: float = 30.0) -> None:
     except ApiException as exc:
         if exc.status != 409:
             raise
-    deadline = time.monotonic() + timeout
-    while True:
-        crd = api.read_custom_resource_definition(CRD_NAME)
-        conditions = (crd.status.conditions if crd.status else None) or []
-        if any(c.type == "Established" and c.status == "True" for c in conditions):
+    wait_established(api_client, CRD_NAME, timeout=timeout)
+
+
+def wait_established(api_client: client.ApiClient, name: str, *, timeout: float = 30.0) -> None:
+    """Block until the CRD ``name`` has ``Established=True``, watching (not polling) for it."""
+    api = client.ApiextensionsV1Api(api_client)
+    stream: Any = watch.Watch()  # type: ignore[no-untyped-call]
+    for event in stream.stream(
+        api.list_custom_resource_definition,
+        field_selector=f"metadata.name={name}",
+        timeout_seconds=max(1, math.ceil(timeout)),
+    ):
+        conditions = (event["raw_object"].get("status") or {}).get("conditions") or []
+        if any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions):
+            stream.stop()
             return
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"CRD {CRD_NAME} not established within {timeout} s")
-        time.sleep(0.1)
+    raise TimeoutError(f"CRD {name} not established within {timeout} s")

@@ -15,13 +15,13 @@ creations, Events) and the runtime reports back what succeeded. Writes are coale
 from __future__ import annotations
 
 import contextlib
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 from k8slease.kube.microtime import parse_microtime
+from k8slease.kube.validate import is_dns_subdomain
 from k8slease.lease.meta import group_of, lease_name_of
 from k8slease.names import CRD_GROUP, CRD_KIND, CRD_VERSION, DOMAIN, LABEL_GROUP, ROLE_LEADER
 from k8slease.operator.fold import GroupFold
@@ -33,7 +33,6 @@ from k8slease.operator.spec import GroupSpec, parse_spec
 #: Label and annotation on ScheduledJobGroups the operator created by itself.
 LABEL_AUTO_CREATED = f"{DOMAIN}/auto-created"
 
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 Key = tuple[str, str]  # (namespace, group); the group's object has the group's name
 
@@ -157,7 +156,7 @@ class Registry:
 
     def _create_body(self, key: Key, fold: GroupFold) -> dict[str, Any] | None:
         namespace, group = key
-        if len(group) > 253 or not _DNS_SUBDOMAIN.match(group):
+        if not is_dns_subdomain(group):
             return None
         spec: dict[str, Any] = {}
         leaders = sorted(

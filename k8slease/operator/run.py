@@ -18,15 +18,12 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Any
 
 import structlog
 
 from k8slease.errors import ConfigError
+from k8slease.kube.identity import default_namespace
 from k8slease.operator.settings import OperatorSettings
-
-SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -66,23 +63,6 @@ def _parser() -> argparse.ArgumentParser:
     loudness.add_argument("--verbose", "-v", action="store_true", help="debug logging")
     loudness.add_argument("--quiet", "-q", action="store_true", help="warnings and errors only")
     return parser
-
-
-def default_namespace(kubeconfig: str | None) -> str:
-    """The pod's namespace, else the kubeconfig context's namespace, else ``default``."""
-    if os.environ.get("POD_NAMESPACE"):
-        return os.environ["POD_NAMESPACE"]
-    if SERVICE_ACCOUNT_NAMESPACE.is_file():
-        return SERVICE_ACCOUNT_NAMESPACE.read_text().strip() or "default"
-    try:
-        from kubernetes import config
-
-        lister: Any = config.list_kube_config_contexts
-        _, active = lister(config_file=kubeconfig)
-        namespace = (active or {}).get("context", {}).get("namespace")
-        return str(namespace) if namespace else "default"
-    except Exception:
-        return "default"
 
 
 def settings_from_args(argv: Sequence[str]) -> OperatorSettings:
@@ -141,7 +121,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         # kopf logs in with the kubernetes client, which reads $KUBECONFIG.
         os.environ["KUBECONFIG"] = settings.kubeconfig
     if not settings.all_namespaces and not settings.namespaces:
-        settings = settings.with_changes(namespaces=(default_namespace(settings.kubeconfig),))
+        settings = settings.with_changes(
+            namespaces=(default_namespace(kubeconfig=settings.kubeconfig or ""),)
+        )
 
     import kopf
 

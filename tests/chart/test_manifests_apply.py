@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import render_manifests as rm
 
-from k8slease.testing.pytest_plugin import wait_established
+from k8slease.operator.crd import wait_established
 
 GROUP_VERSION = "k8slease.io/v1alpha1"
 EXAMPLES_FILE = rm.MANIFESTS_DIR / "examples" / "scheduledjobgroups.yaml"

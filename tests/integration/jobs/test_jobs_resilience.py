@@ -14,10 +14,11 @@ from typing import Any
 import pytest
 import structlog
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
+from fakeclock import FakeClock
 from kubernetes import client
 
 from k8slease import JobContext, Jobs, MisfirePolicy
-from k8slease.clock import FakeClock, SystemClock
+from k8slease.clock import SystemClock
 from k8slease.lease.jobrecord import job_state_from_lease
 from k8slease.lease.record import record_from_lease
 from k8slease.lease.transport import LeaseTransport

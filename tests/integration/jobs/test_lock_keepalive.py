@@ -7,7 +7,8 @@ from __future__ import annotations
 import copy
 from datetime import UTC, datetime
 
-from k8slease.clock import FakeClock
+from fakeclock import FakeClock
+
 from k8slease.jobs.lock import Grant, JobLock
 from k8slease.lease.jobrecord import job_state_from_lease
 from k8slease.lease.record import record_from_lease

@@ -10,9 +10,9 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
+from fakeclock import FakeClock
 from kubernetes import client
 
-from k8slease.clock import FakeClock
 from k8slease.kube.events import EventRecorder
 
 

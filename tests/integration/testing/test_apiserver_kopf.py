@@ -11,8 +11,8 @@ import pytest
 from kopf.testing import KopfRunner
 from kubernetes import client, watch
 
+from k8slease.operator.crd import wait_established
 from k8slease.testing import APIServer
-from k8slease.testing.pytest_plugin import wait_established
 
 GROUP = "kopf.k8slease.io"
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
+from fakeclock import FakeClock
 
-from k8slease.clock import FakeClock
 from k8slease.election.decide import CandidateAction, LeaderAction, decide_candidate, decide_leader
 from k8slease.election.timing import ElectionTiming
 from k8slease.errors import ConfigError
@@ -16,7 +17,6 @@ from k8slease.lease.rules import (
     effective_duration,
     grant_record,
     is_ours,
-    may_take,
     release_record,
     renewal_record,
     takeover_at,
@@ -28,6 +28,11 @@ HELD = LeaseRecord(
     holder="other", duration_seconds=15, renew_time=T0, transitions=2, fencing_token=7
 )
 MALFORMED = LeaseRecord(holder="<malformed>", problems=("holderIdentity is not a string",))
+
+
+def may_take(record: LeaseRecord | None, first_seen: float, now: float, **kw: Any) -> bool:
+    """Whether the Lease may be taken at ``now``: the moment :func:`takeover_at` names."""
+    return now >= takeover_at(record, first_seen, **kw)
 
 
 # -- may I take it? --------------------------------------------------------------------------

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 from elector_memstore import MemoryLeaseStore, MemoryTransport
+from fakeclock import FakeClock
 
 from k8slease import LeaderElector, LeadershipContext
-from k8slease.clock import FakeClock
 from k8slease.election.commands import Create, Read
 from k8slease.errors import ConfigError, Unavailable
 from k8slease.lease.record import record_from_lease
