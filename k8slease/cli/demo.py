@@ -29,6 +29,8 @@ from typing import IO, Any
 
 import yaml
 
+from k8slease.names import CRD_GROUP, CRD_PLURAL, CRD_VERSION
+
 #: The demo's replicas run the example app from the repository checkout.
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "billing_app.py"
@@ -345,7 +347,7 @@ class Demo:
         while time.monotonic() < deadline:
             try:
                 group: Any = api.get_namespaced_custom_object(
-                    "k8slease.io", "v1alpha1", self.namespace, "scheduledjobgroups", GROUP
+                    CRD_GROUP, CRD_VERSION, self.namespace, CRD_PLURAL, GROUP
                 )
             except ApiException:
                 group = {}

@@ -13,9 +13,8 @@ from datetime import datetime
 from typing import Any
 
 from k8slease.errors import K8sLeaseError
-from k8slease.lease.jobrecord import job_state_from_lease
-from k8slease.lease.record import record_from_lease
 from k8slease.lease.transport import LeaseTransport
+from k8slease.lease.view import LeaseView
 from k8slease.names import (
     CRD_GROUP,
     CRD_PLURAL,
@@ -42,11 +41,6 @@ def _when(value: datetime | None) -> str:
     return value.strftime("%Y-%m-%d %H:%M:%S") if value else "-"
 
 
-def _labels(lease: Mapping[str, Any]) -> Mapping[str, str]:
-    labels = (lease.get("metadata") or {}).get("labels") or {}
-    return labels if isinstance(labels, Mapping) else {}
-
-
 def _group_status(api_client: Any, namespace: str, group: str) -> dict[str, Any]:
     from kubernetes import client
     from kubernetes.client.exceptions import ApiException
@@ -66,9 +60,9 @@ def render_status(api_client: Any, *, namespace: str, group: str | None = None) 
     transport = LeaseTransport(api_client, namespace)
     selector = f"{LABEL_GROUP}={group}" if group else LABEL_GROUP
     leases, _ = transport.list(label_selector=selector)
-    groups: dict[str, list[dict[str, Any]]] = {}
-    for lease in leases:
-        groups.setdefault(_labels(lease).get(LABEL_GROUP, "?"), []).append(lease)
+    groups: dict[str, list[LeaseView]] = {}
+    for lease in map(LeaseView.decode, leases):
+        groups.setdefault(str(lease.labels.get(LABEL_GROUP, "?")), []).append(lease)
     if not groups:
         return f"no k8slease Leases in namespace {namespace}" + (
             f" for group {group}" if group else ""
@@ -79,18 +73,18 @@ def render_status(api_client: Any, *, namespace: str, group: str | None = None) 
     return "\n\n".join(sections)
 
 
-def _render_group(api_client: Any, namespace: str, group: str, leases: list[dict[str, Any]]) -> str:
-    leader_leases = [lease for lease in leases if _labels(lease).get(LABEL_ROLE) == ROLE_LEADER]
-    job_leases = [lease for lease in leases if _labels(lease).get(LABEL_ROLE) == ROLE_JOB]
+def _render_group(api_client: Any, namespace: str, group: str, leases: list[LeaseView]) -> str:
+    leader_leases = [lease for lease in leases if lease.labels.get(LABEL_ROLE) == ROLE_LEADER]
+    job_leases = [lease for lease in leases if lease.labels.get(LABEL_ROLE) == ROLE_JOB]
     status = _group_status(api_client, namespace, group)
     out = [f"GROUP {group} (namespace {namespace})"]
     if leader_leases:
         rows = []
         for lease in leader_leases:
-            record = record_from_lease(lease)
+            record = lease.record
             rows.append(
                 [
-                    lease["metadata"]["name"],
+                    lease.name,
                     record.holder or "(none)",
                     _when(record.acquire_time),
                     _when(record.renew_time),
@@ -107,12 +101,12 @@ def _render_group(api_client: Any, namespace: str, group: str, leases: list[dict
         )
     if job_leases:
         rows = []
-        for lease in sorted(job_leases, key=lambda item: item["metadata"]["name"]):
-            state = job_state_from_lease(lease)
+        for lease in sorted(job_leases, key=lambda item: item.name):
+            state = lease.job
             run = state.last_run
             rows.append(
                 [
-                    _labels(lease).get(LABEL_JOB, lease["metadata"]["name"]),
+                    str(lease.labels.get(LABEL_JOB, lease.name)),
                     _when(run.tick) if run else "-",
                     run.holder if run else "-",
                     run.outcome if run else "-",

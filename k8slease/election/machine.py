@@ -7,12 +7,10 @@ in. The runner (:mod:`k8slease.election.runner`) executes its commands against t
 the property tests against an in-memory Lease store with arbitrary interleavings, so the safety
 argument in :mod:`k8slease.lease.rules` is tested on the very code that runs.
 
-Phases: ``CANDIDATE`` (watching and waiting to take the Lease), ``LEADER`` (renewing),
-``RELEASING`` (no longer leading; giving the Lease back) and ``STOPPED``. Transitions are reported
-as events (:mod:`k8slease.election.commands`) that the runner turns into callbacks, logs and
-metrics. A ``StoppedLeading`` is always emitted at the moment belief ends, before the machine
-issues any further command, and only after a matching ``StartedLeading``. One command is
-outstanding at a time: the caller reports its outcome before asking again.
+Phases: ``CANDIDATE``, ``LEADER`` (renewing), ``RELEASING`` (giving the Lease back), ``STOPPED``.
+Transitions are events (:mod:`k8slease.election.commands`) for callbacks, logs and metrics; a
+``StoppedLeading`` is emitted the moment belief ends, before any further command, and only after
+a matching ``StartedLeading``. One command is outstanding at a time.
 """
 
 from __future__ import annotations
@@ -48,8 +46,9 @@ from k8slease.election.state import LeadState, MachineOptions, PendingRequest, R
 from k8slease.election.timing import ElectionTiming
 from k8slease.errors import AlreadyExists, Conflict, NotFound, TransportError
 from k8slease.lease.observe import LeaseObserver, Observation
-from k8slease.lease.record import LeaseRecord, lease_with_record, new_lease, record_from_lease
+from k8slease.lease.record import LeaseRecord, lease_with_record, new_lease
 from k8slease.lease.rules import grant_record, is_ours, release_record, renewal_record
+from k8slease.lease.view import LeaseView
 from k8slease.names import LABEL_GROUP, LABEL_ROLE, ROLE_LEADER
 
 
@@ -208,10 +207,11 @@ class ElectionMachine:
 
     def on_watch(self, lease: Mapping[str, Any], *, deleted: bool, now: float) -> None:
         """A watch event arrived at ``now``: ``lease`` is the object (its last state if deleted)."""
-        self._observe(None if deleted else lease, now)
+        view = LeaseView.decode(lease)
+        self._observe(None if deleted else view, now)
         if self.phase is not Phase.LEADER or self._lead is None:
             return
-        seen = record_from_lease(lease)
+        seen = view.record
         token = self._lead.record.fencing_token
         if seen.fencing_token < token:
             return  # an event from before our grant, delivered late
@@ -228,7 +228,8 @@ class ElectionMachine:
     def read_done(self, lease: Mapping[str, Any] | None, *, now: float) -> None:
         """The outstanding :class:`Read` answered ``lease`` (``None``: NotFound) at ``now``."""
         pending = self._take_pending(Read)
-        self._observe(lease, now)
+        view = self._observe(lease, now)
+        record = None if view is None else view.record
         purpose = pending.command.purpose
         if purpose is Purpose.OBSERVE:
             self._need_read = False
@@ -239,7 +240,6 @@ class ElectionMachine:
             lead = self._lead_of(pending.term)
             if lead is None:
                 return
-            record = record_from_lease(lease) if lease is not None else None
             if lease is not None and is_ours(
                 record, identity=self.identity, fencing_token=lead.record.fencing_token
             ):
@@ -260,7 +260,6 @@ class ElectionMachine:
             if release is None:
                 return
             release.read_done = True
-            record = record_from_lease(lease) if lease is not None else None
             if lease is not None and is_ours(
                 record, identity=self.identity, fencing_token=release.record.fencing_token
             ):
@@ -483,13 +482,15 @@ class ElectionMachine:
         self._pending = None
         return pending
 
-    def _observe(self, lease: Mapping[str, Any] | None, now: float) -> None:
-        current = self.observer.observe(lease, now)
-        holder = current.record.holder if current.record is not None else ""
+    def _observe(self, lease: LeaseView | Mapping[str, Any] | None, now: float) -> LeaseView | None:
+        """Decode ``lease`` once, observe it and report a new holder; returns the view."""
+        view = self.observer.observe(lease, now).view
+        holder = "" if view is None else view.record.holder
         if holder != self._reported_holder:
             self._reported_holder = holder
-            token = current.record.fencing_token if current.record is not None else 0
+            token = 0 if view is None else view.fencing_token
             self._events.append(NewLeader(holder=holder, fencing_token=token))
+        return view
 
     def _jitter(self, base: float) -> float:
         return base * (1.0 + 0.5 * self._rng.random())

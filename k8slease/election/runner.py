@@ -27,7 +27,7 @@ from k8slease.clock import Clock
 from k8slease.election.commands import Create, Done, Event, Phase, Purpose, Read, Update, Wait
 from k8slease.election.machine import ElectionMachine
 from k8slease.election.timing import ElectionTiming
-from k8slease.errors import NotFound, TransportError, Unavailable
+from k8slease.errors import AlreadyExists, Conflict, NotFound, TransportError, Unavailable
 from k8slease.lease.meta import resource_version
 from k8slease.lease.transport import LeaseAPI
 from k8slease.metrics import ElectorMetrics
@@ -209,7 +209,7 @@ class ElectionRunner:
         if error is not None:
             reason = type(error).__name__.lower()
             self._metrics.failed(self.name, op, reason)
-            quiet = reason in ("conflict", "alreadyexists")
+            quiet = isinstance(error, Conflict | AlreadyExists)  # someone else wrote first
             log_method = self._log.debug if quiet else self._log.warning
             log_method("elector.request_failed", op=op, reason=reason, error=str(error))
         elif command.purpose is Purpose.RENEW:

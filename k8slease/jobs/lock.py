@@ -11,7 +11,6 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 import structlog
 
@@ -24,12 +23,12 @@ from k8slease.lease.jobrecord import (
     JobState,
     Outcome,
     RunRecord,
-    job_state_from_lease,
     lease_with_job_state,
 )
 from k8slease.lease.observe import Observations
-from k8slease.lease.record import LeaseRecord, lease_with_record, new_lease, record_from_lease
+from k8slease.lease.record import LeaseRecord, lease_with_record, new_lease
 from k8slease.lease.transport import LeaseTransport
+from k8slease.lease.view import LeaseView
 from k8slease.names import LABEL_GROUP, LABEL_JOB, LABEL_ROLE, ROLE_JOB, job_lease_name
 
 log = structlog.get_logger("k8slease.locks")
@@ -49,7 +48,8 @@ class Grant:
     started_wall: datetime
     started_mono: float
     lost: threading.Event = field(default_factory=threading.Event)
-    _body: dict[str, Any] = field(default_factory=dict, repr=False)
+    #: the Lease as last written by (or re-read for) this grant, decoded once
+    _view: LeaseView | None = field(default=None, repr=False)
     _last_ok_send: float = 0.0
     _stop: threading.Event = field(default_factory=threading.Event, repr=False)
     _thread: threading.Thread | None = field(default=None, repr=False)
@@ -111,11 +111,11 @@ class JobLock:
     def read_state(self) -> JobState | None:
         """The job's state from its Lease, or ``None`` when the Lease does not exist yet."""
         try:
-            lease = self.transport.get(self.name)
+            view = LeaseView.decode(self.transport.get(self.name))
         except NotFound:
             return None
-        self._observations.see(self.name, lease)
-        return job_state_from_lease(lease)
+        self._observations.see(self.name, view)
+        return view.job
 
     # -- claiming -----------------------------------------------------------------------------
 
@@ -137,7 +137,7 @@ class JobLock:
 
     def _try_acquire(self, tick: datetime, *, reclaim_own: bool) -> Grant | Verdict:
         try:
-            lease: dict[str, Any] | None = self.transport.get(self.name)
+            lease: LeaseView | None = LeaseView.decode(self.transport.get(self.name))
         except NotFound:
             lease = None
         now = self._clock.now()
@@ -146,7 +146,7 @@ class JobLock:
             record, state, unchanged_for = None, JobState(), 0.0
         else:
             unchanged_for = self._observations.see(self.name, lease)
-            record, state = record_from_lease(lease), job_state_from_lease(lease)
+            record, state = lease.record, lease.job
             self._highest_token = max(self._highest_token, record.fencing_token)
         claim = judge_claim(
             record,
@@ -176,12 +176,15 @@ class JobLock:
                 )
                 written = self.transport.create(lease_with_job_state(body, claim.state))
             else:
-                body = lease_with_job_state(lease_with_record(lease, claim.record), claim.state)
+                body = lease_with_job_state(
+                    lease_with_record(lease.body, claim.record), claim.state
+                )
                 written = self.transport.replace(self.name, body)
         except (AlreadyExists, Conflict):
             self._log.debug("lock.skipped", tick=tick.isoformat(), why="lost-race")
             return Verdict.LOST_RACE
-        self._observations.see(self.name, written)
+        view = LeaseView.decode(written)
+        self._observations.see(self.name, view)
         self._highest_token = max(self._highest_token, claim.record.fencing_token)
         grant = Grant(
             job=self.job,
@@ -189,7 +192,7 @@ class JobLock:
             fencing_token=claim.record.fencing_token,
             started_wall=now,
             started_mono=sent,
-            _body=written,
+            _view=view,
             _last_ok_send=sent,
         )
         if record is not None and record.malformed:
@@ -241,9 +244,12 @@ class JobLock:
             return False
 
     def _write_extension(self, grant: Grant, *, retry_on_conflict: bool = True) -> bool:
-        record = extend(record_from_lease(grant._body), now=self._clock.now())
+        held = grant._view
+        assert held is not None
+        record = extend(held.record, now=self._clock.now())
         try:
-            grant._body = self.transport.replace(self.name, lease_with_record(grant._body, record))
+            written = self.transport.replace(self.name, lease_with_record(held.body, record))
+            grant._view = LeaseView.decode(written)
             return True
         except Conflict:
             fresh = self._fresh_if_still_mine(grant) if retry_on_conflict else None
@@ -251,19 +257,18 @@ class JobLock:
                 grant.mark_lost()
                 self._log.warning("lock.lost", tick=grant.tick.isoformat(), why="taken-over")
                 return False
-            grant._body = fresh
+            grant._view = fresh
             return self._write_extension(grant, retry_on_conflict=False)
         except TransportError as exc:
             self._log.warning("lock.extend_failed", error=str(exc))
             return False
 
-    def _fresh_if_still_mine(self, grant: Grant) -> dict[str, Any] | None:
+    def _fresh_if_still_mine(self, grant: Grant) -> LeaseView | None:
         try:
-            fresh = self.transport.get(self.name)
+            fresh = LeaseView.decode(self.transport.get(self.name))
         except TransportError:
             return None
-        record = record_from_lease(fresh)
-        if record.holder == self.identity and record.fencing_token == grant.fencing_token:
+        if fresh.record.holder == self.identity and fresh.fencing_token == grant.fencing_token:
             return fresh
         return None
 
@@ -294,11 +299,12 @@ class JobLock:
         )
         ran_for = self._clock.monotonic() - grant.started_mono
         with grant._mutex:
-            body = grant._body
+            held = grant._view
+            assert held is not None
             for attempt in range(2):
                 record, state = release(
-                    record_from_lease(body),
-                    job_state_from_lease(body),
+                    held.record,
+                    held.job,
                     run,
                     ran_for=ran_for,
                     lock_at_least_for=self.lock_at_least_for,
@@ -306,16 +312,17 @@ class JobLock:
                 )
                 try:
                     written = self.transport.replace(
-                        self.name, lease_with_job_state(lease_with_record(body, record), state)
+                        self.name,
+                        lease_with_job_state(lease_with_record(held.body, record), state),
                     )
-                    self._observations.see(self.name, written)
+                    self._observations.see(self.name, LeaseView.decode(written))
                     break
                 except Conflict:
                     fresh = self._fresh_if_still_mine(grant) if attempt == 0 else None
                     if fresh is None:
                         self._log.warning("lock.release_lost", tick=grant.tick.isoformat())
                         break
-                    body = fresh
+                    held = fresh
                 except TransportError as exc:
                     self._log.warning("lock.release_failed", error=str(exc))
                     break
@@ -328,7 +335,7 @@ class JobLock:
         )
         if run.outcome != "succeeded" and self._events is not None:
             self._events.post(
-                grant._body,
+                held.body,
                 reason="JobFailed" if run.outcome == "failed" else "JobLockLost",
                 message=f"job {self.job} tick {grant.tick.isoformat()} on {self.identity}: "
                 f"{run.outcome}{': ' + error if error else ''}",

@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from k8slease.clock import Clock
-from k8slease.lease.meta import resource_version
-from k8slease.lease.record import LeaseRecord, record_from_lease
+from k8slease.lease.meta import annotations_of
+from k8slease.lease.record import LeaseRecord
+from k8slease.lease.view import LeaseView, as_view
 from k8slease.names import ANN_FENCING_TOKEN
 
 
@@ -30,30 +31,39 @@ from k8slease.names import ANN_FENCING_TOKEN
 class Observation:
     """The Lease as last seen and since when it has been seen unchanged.
 
-    ``lease`` and ``record`` are ``None`` when the Lease did not exist. ``first_seen_at`` is the
-    monotonic time this content was first seen. ``held_before_absence`` is the last held record
-    seen before the Lease disappeared (someone deleted a held Lease), else ``None``.
+    ``view`` is ``None`` when the Lease did not exist. ``first_seen_at`` is the monotonic time
+    this content was first seen. ``held_before_absence`` is the last held record seen before the
+    Lease disappeared (someone deleted a held Lease), else ``None``.
     """
 
-    lease: dict[str, Any] | None
-    record: LeaseRecord | None
-    resource_version: str
+    view: LeaseView | None
     first_seen_at: float
     held_before_absence: LeaseRecord | None = None
 
     @property
     def exists(self) -> bool:
         """True when the Lease existed at this observation."""
-        return self.lease is not None
+        return self.view is not None
+
+    @property
+    def lease(self) -> dict[str, Any] | None:
+        return None if self.view is None else self.view.body
+
+    @property
+    def record(self) -> LeaseRecord | None:
+        return None if self.view is None else self.view.record
+
+    @property
+    def resource_version(self) -> str:
+        return "" if self.view is None else self.view.resource_version
 
 
 def content_key(lease: Mapping[str, Any] | None) -> str:
-    """What must stay equal for a Lease to count as unchanged: its spec and fencing token."""
+    """What must stay equal for a Lease to count as unchanged: its spec and fencing token (as
+    written, so that an edit of a malformed token counts as a change too)."""
     if lease is None:
         return "<absent>"
-    metadata = lease.get("metadata")
-    annotations = metadata.get("annotations") if isinstance(metadata, Mapping) else None
-    token = annotations.get(ANN_FENCING_TOKEN) if isinstance(annotations, Mapping) else None
+    token = annotations_of(lease).get(ANN_FENCING_TOKEN)
     try:
         return json.dumps([lease.get("spec"), token], sort_keys=True, default=repr)
     except (TypeError, ValueError):  # pragma: no cover - a JSON body always serialises
@@ -78,38 +88,33 @@ class LeaseObserver:
         """The latest observation, or ``None`` before the first one."""
         return self._current
 
-    def observe(self, lease: Mapping[str, Any] | None, at: float) -> Observation:
+    def observe(self, lease: LeaseView | Mapping[str, Any] | None, at: float) -> Observation:
         """Record that ``lease`` (``None``: absent) was seen at monotonic time ``at``.
 
         ``at`` must be read after the answer carrying ``lease`` arrived. Returns the current
         observation, whose ``first_seen_at`` moves only when the content changed.
         """
-        key = content_key(lease)
-        body = dict(lease) if lease is not None else None
-        record = record_from_lease(body) if body is not None else None
-        if record is not None:
-            self.highest_token = max(self.highest_token, record.fencing_token)
+        view = None if lease is None else as_view(lease)
+        key = content_key(None if view is None else view.body)
+        if view is not None:
+            self.highest_token = max(self.highest_token, view.fencing_token)
         previous = self._current
         if previous is not None and key == self._key:
             self._current = Observation(
-                lease=body,
-                record=record,
-                resource_version=resource_version(body) if body is not None else "",
+                view=view,
                 first_seen_at=previous.first_seen_at,
                 held_before_absence=previous.held_before_absence,
             )
             return self._current
         held_before: LeaseRecord | None = None
-        if body is None and previous is not None:
+        if view is None and previous is not None:
             if previous.record is not None and (previous.record.held or previous.record.malformed):
                 held_before = previous.record
             else:
                 held_before = previous.held_before_absence
         self._key = key
         self._current = Observation(
-            lease=body,
-            record=record,
-            resource_version=resource_version(body) if body is not None else "",
+            view=view,
             first_seen_at=at,
             held_before_absence=held_before,
         )
@@ -128,7 +133,7 @@ class Observations:
         self._lock = threading.Lock()
         self._observers: dict[str, LeaseObserver] = {}
 
-    def see(self, name: str, lease: Mapping[str, Any] | None) -> float:
+    def see(self, name: str, lease: LeaseView | Mapping[str, Any] | None) -> float:
         """Record ``lease`` (``None``: absent) as seen now; return for how long it is unchanged."""
         with self._lock:
             observer = self._observers.setdefault(name, LeaseObserver())

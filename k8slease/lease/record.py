@@ -23,6 +23,9 @@ from k8slease.kube.microtime import format_microtime, time_field
 from k8slease.lease.meta import annotations_of
 from k8slease.names import ANN_FENCING_TOKEN
 
+#: The holder of a Lease whose ``holderIdentity`` is not a string: held, by nobody we know.
+UNREADABLE_HOLDER = "<malformed>"
+
 
 @dataclass(frozen=True, slots=True)
 class LeaseRecord:
@@ -40,6 +43,9 @@ class LeaseRecord:
     transitions: int = 0
     fencing_token: int = 0
     problems: tuple[str, ...] = field(default=())
+    #: False when ``holderIdentity`` (or the whole spec) could not be read: then ``holder`` is
+    #: :data:`UNREADABLE_HOLDER`, or empty with an unreadable spec, and says nothing about anyone.
+    holder_readable: bool = field(default=True, compare=False)
 
     @property
     def held(self) -> bool:
@@ -67,16 +73,17 @@ def _int_field(value: Any, name: str, problems: list[str], *, minimum: int) -> i
 def record_from_lease(lease: Mapping[str, Any]) -> LeaseRecord:
     """Read a :class:`LeaseRecord` from a Lease body. Never raises on the Lease's content."""
     problems: list[str] = []
+    readable = True
     spec = lease.get("spec")
     if spec is None:
         spec = {}
     if not isinstance(spec, Mapping):
         problems.append(f"spec is not an object: {type(spec).__name__}")
-        spec = {}
+        spec, readable = {}, False
     holder = spec.get("holderIdentity") or ""
     if not isinstance(holder, str):
         problems.append(f"holderIdentity is not a string: {holder!r}")
-        holder = "<malformed>"
+        holder, readable = UNREADABLE_HOLDER, False
     duration = _int_field(
         spec.get("leaseDurationSeconds"), "leaseDurationSeconds", problems, minimum=1
     )
@@ -104,6 +111,7 @@ def record_from_lease(lease: Mapping[str, Any]) -> LeaseRecord:
         transitions=transitions,
         fencing_token=token,
         problems=tuple(problems),
+        holder_readable=readable,
     )
 
 

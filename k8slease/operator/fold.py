@@ -17,9 +17,7 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from k8slease.lease.jobrecord import job_state_from_lease
-from k8slease.lease.meta import labels_of, lease_name_of
-from k8slease.lease.record import record_from_lease
+from k8slease.lease.view import LeaseView
 from k8slease.names import LABEL_JOB, LABEL_ROLE, ROLE_JOB, ROLE_LEADER
 from k8slease.operator.history import (
     COND_DEGRADED,
@@ -53,7 +51,7 @@ class GroupFold:
         self.leader_lease_name = group
         self.history_limit = DEFAULT_HISTORY_LIMIT
         # Latest body and observation time of every Lease of the group, by name.
-        self.leases: dict[str, tuple[dict[str, Any], datetime]] = {}
+        self.leases: dict[str, tuple[LeaseView, datetime]] = {}
         self.lease_problems: dict[str, tuple[str, ...]] = {}
         self._reset_leadership()
         self.jobs: dict[str, JobFold] = {}
@@ -92,10 +90,10 @@ class GroupFold:
             self._reset_leadership()
             stored = self.leases.get(name)
             if stored is not None:
-                self._observe_leader(stored[0], stored[1])
+                self._observe_leader(*stored)
 
     def _see(self, holder: str, when: datetime) -> None:
-        if not holder or holder == "<malformed>":
+        if not holder:
             return
         first, _ = self.candidates.get(holder, (when, when))
         self.candidates[holder] = (first, when)
@@ -107,10 +105,10 @@ class GroupFold:
         self.failovers.append(entry)
         self.notices.append(Notice("Normal", "LeaderElected", entry.describe()))
 
-    def _observe_leader(self, lease: Mapping[str, Any], observed_at: datetime) -> None:
-        record = record_from_lease(lease)
+    def _observe_leader(self, lease: LeaseView, observed_at: datetime) -> None:
+        record = lease.record
         self.leader_lease_present = True
-        if record.holder == "<malformed>" or any(p.startswith("spec ") for p in record.problems):
+        if not record.holder_readable:
             return  # the holder cannot be read: keep what we knew; the problem shows in status
         self.duration_seconds = record.duration_seconds or self.duration_seconds
         self.transitions = record.transitions
@@ -187,8 +185,8 @@ class GroupFold:
 
     # -- jobs -----------------------------------------------------------------------------------
 
-    def _job_name(self, lease: Mapping[str, Any], name: str) -> str:
-        label = labels_of(lease).get(LABEL_JOB)
+    def _job_name(self, lease: LeaseView, name: str) -> str:
+        label = lease.labels.get(LABEL_JOB)
         if isinstance(label, str) and label:
             return label
         prefix = f"{self.group}."
@@ -201,15 +199,14 @@ class GroupFold:
             self.jobs[name] = job
         return job
 
-    def _observe_job(self, lease: Mapping[str, Any], observed_at: datetime) -> tuple[str, ...]:
-        name = lease_name_of(lease)
+    def _observe_job(self, lease: LeaseView, observed_at: datetime) -> tuple[str, ...]:
+        name = lease.name
         job = self._job(self._job_name(lease, name))
         seen_before, job.observed = job.observed, True
         job.lease_name = name
         job.lease_present = True
-        record = record_from_lease(lease)
-        state = job_state_from_lease(lease)
-        if record.holder != "<malformed>":
+        record, state = lease.record, lease.job
+        if record.holder_readable or not record.held:  # an unreadable holder tells nothing
             job.holder = record.holder
             self._see(record.holder, observed_at)
         job.claimed_tick = state.claimed_tick or job.claimed_tick
@@ -238,8 +235,9 @@ class GroupFold:
     def observe(
         self, lease: Mapping[str, Any], observed_at: datetime, *, deleted: bool = False
     ) -> None:
-        """Fold one watch event of one of the group's Leases into the state."""
-        name = lease_name_of(lease)
+        """Fold one watch event of one of the group's Leases into the state (decoded here, once)."""
+        view = LeaseView.decode(copy.deepcopy(dict(lease)))
+        name = view.name
         if not name:
             return
         if deleted:
@@ -253,13 +251,13 @@ class GroupFold:
                         job.lease_present = False
                         job.holder = ""
             return
-        self.leases[name] = (copy.deepcopy(dict(lease)), observed_at)
-        problems = list(record_from_lease(lease).problems)
-        role = labels_of(lease).get(LABEL_ROLE)
+        self.leases[name] = (view, observed_at)
+        problems = list(view.record.problems)
+        role = view.labels.get(LABEL_ROLE)
         if name == self.leader_lease_name:
-            self._observe_leader(lease, observed_at)
-        elif role == ROLE_JOB or LABEL_JOB in labels_of(lease):
-            problems.extend(self._observe_job(lease, observed_at))
+            self._observe_leader(view, observed_at)
+        elif role == ROLE_JOB or LABEL_JOB in view.labels:
+            problems.extend(self._observe_job(view, observed_at))
         elif role != ROLE_LEADER:
             problems.append(f"label {LABEL_ROLE} is {role!r}, not {ROLE_LEADER!r} or {ROLE_JOB!r}")
         previous = self.lease_problems.get(name, ())
@@ -274,8 +272,8 @@ class GroupFold:
 
     def has_live_leases(self, now: datetime, max_age: timedelta) -> bool:
         """True when a Lease of the group is held, or was renewed within ``max_age``."""
-        for body, _ in self.leases.values():
-            record = record_from_lease(body)
+        for view, _ in self.leases.values():
+            record = view.record
             if record.holder:
                 return True
             if record.renew_time is not None and now - record.renew_time <= max_age:
@@ -312,9 +310,9 @@ class GroupFold:
             if isinstance(item, Mapping) and isinstance(item.get("name"), str):
                 self._job(item["name"]).seed(item)
         self.conditions.update(conditions_from_status(status.get("conditions")))
-        for name, (body, observed_at) in list(self.leases.items()):
+        for name, (view, observed_at) in list(self.leases.items()):
             if name == self.leader_lease_name:
-                self._observe_leader(body, observed_at)
+                self._observe_leader(view, observed_at)
         # Runs and job Leases were not reset, so seeding leaves only leadership notices to redo.
 
     # -- rendering ------------------------------------------------------------------------------

@@ -23,7 +23,15 @@ from typing import Any
 from k8slease.kube.microtime import parse_microtime
 from k8slease.kube.validate import is_dns_subdomain
 from k8slease.lease.meta import group_of, lease_name_of
-from k8slease.names import CRD_GROUP, CRD_KIND, CRD_VERSION, DOMAIN, LABEL_GROUP, ROLE_LEADER
+from k8slease.names import (
+    CRD_GROUP,
+    CRD_KIND,
+    CRD_VERSION,
+    DOMAIN,
+    LABEL_GROUP,
+    LABEL_ROLE,
+    ROLE_LEADER,
+)
 from k8slease.operator.fold import GroupFold
 from k8slease.operator.history import Notice
 from k8slease.operator.patch import merge_patch, significant
@@ -161,8 +169,8 @@ class Registry:
         spec: dict[str, Any] = {}
         leaders = sorted(
             name
-            for name, (body, _) in fold.leases.items()
-            if _metadata(body).get("labels", {}).get(f"{DOMAIN}/role") == ROLE_LEADER
+            for name, (view, _) in fold.leases.items()
+            if view.labels.get(LABEL_ROLE) == ROLE_LEADER
         )
         if leaders and group not in leaders:
             spec["leaseName"] = leaders[0]
