@@ -1,0 +1,1 @@
+"""cli: ``python -m k8slease`` (main), the status report and the demo."""
