@@ -7,6 +7,7 @@ judge expiry.
 
 from __future__ import annotations
 
+import threading
 import time
 from datetime import UTC, datetime
 from typing import Protocol
@@ -23,6 +24,11 @@ class Clock(Protocol):
         """The wall-clock time, timezone-aware, in UTC."""
         ...
 
+    def wait(self, cond: threading.Condition, timeout: float | None) -> None:
+        """Wait on ``cond`` (held by the caller) until notified or ``timeout`` seconds of this
+        clock passed (``None``: until notified). May return early: callers check again."""
+        ...
+
 
 class SystemClock:
     """The process's real clocks."""
@@ -32,3 +38,6 @@ class SystemClock:
 
     def now(self) -> datetime:
         return datetime.now(UTC)
+
+    def wait(self, cond: threading.Condition, timeout: float | None) -> None:
+        cond.wait(timeout)

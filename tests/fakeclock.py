@@ -3,16 +3,30 @@
 from __future__ import annotations
 
 import threading
+import weakref
 from datetime import UTC, datetime, timedelta
 
 
 class FakeClock:
-    """A clock that moves only when told to; thread-safe. For tests and simulations."""
+    """A clock that moves only when told to; thread-safe. For tests and simulations.
+
+    Threads that wait on it (``wait``) are woken by :meth:`advance`; :meth:`settle` then blocks
+    until every such thread is waiting again, so that a test knows the threads have acted on the
+    new time before it looks or moves the clock again.
+    """
+
+    #: Real seconds a waiter waits at most between checks, in case a notification raced its wait.
+    RECHECK = 0.05
 
     def __init__(self, *, start: float = 1000.0, wall: datetime | None = None) -> None:
         self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
+        self._waiters: weakref.WeakSet[threading.Condition] = weakref.WeakSet()
         self._mono = start
         self._wall = wall or datetime(2026, 1, 1, tzinfo=UTC)
+        self._generation = 0
+        self._known: set[threading.Thread] = set()
+        self._asleep: dict[threading.Thread, int] = {}
 
     def monotonic(self) -> float:
         with self._lock:
@@ -23,9 +37,39 @@ class FakeClock:
             return self._wall
 
     def advance(self, seconds: float) -> None:
-        """Move both clocks forward by ``seconds``."""
+        """Move both clocks forward by ``seconds`` and wake the threads waiting on this clock."""
         if seconds < 0:
             raise ValueError("a clock does not go backwards")
         with self._lock:
             self._mono += seconds
             self._wall += timedelta(seconds=seconds)
+            self._generation += 1
+            waiters = list(self._waiters)
+        for cond in waiters:
+            with cond:
+                cond.notify_all()
+
+    def wait(self, cond: threading.Condition, timeout: float | None) -> None:
+        """Wait until notified (by the owner or by :meth:`advance`): fake time moves only there."""
+        me = threading.current_thread()
+        with self._lock:
+            self._waiters.add(cond)
+            self._known.add(me)
+            self._asleep[me] = self._generation
+            self._changed.notify_all()
+        try:
+            cond.wait(self.RECHECK)
+        finally:
+            with self._lock:
+                self._asleep.pop(me, None)
+
+    def settle(self, timeout: float = 5.0) -> bool:
+        """Block until every live thread that waits on this clock waits again since the last
+        :meth:`advance` (or ``timeout`` real seconds passed); returns whether it settled."""
+
+        def settled() -> bool:
+            self._known = {thread for thread in self._known if thread.is_alive()}
+            return all(self._asleep.get(thread) == self._generation for thread in self._known)
+
+        with self._lock:
+            return self._changed.wait_for(settled, timeout)

@@ -179,7 +179,7 @@ class ElectionRunner:
             timeout = None if until is None else max(0.0, until - self._clock.monotonic())
             if timeout == 0.0:
                 return
-            self._cond.wait(timeout)
+            self._clock.wait(self._cond, timeout)
 
     def _request(self, command: Read | Create | Update) -> dict[str, Any] | None:
         transport = self.transport
@@ -283,6 +283,6 @@ class ElectionRunner:
                 now = self._clock.monotonic()
                 if until is None or now < until:
                     wait = None if until is None else until - now
-                    self._cond.wait(wait if wait is None else min(wait, 5.0))
+                    self._clock.wait(self._cond, wait if wait is None else min(wait, 5.0))
                     continue
             self.step(lambda: self.machine.check(self._clock.monotonic()))
