@@ -239,7 +239,7 @@ def plot(results: dict[str, Any], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     colors = {"k8slease": "tab:blue", "clientgo": "tab:green", "official": "tab:orange"}
-    fig, ax = plt.subplots(figsize=(8, 4.5), dpi=110)
+    fig, ax = plt.subplots(figsize=(8, 5.8), dpi=110)
     failover = results.get("failover", {}) if _ok(results.get("failover")) else {}
     for impl in shown(results):
         runs = failover.get(impl, {})
@@ -282,7 +282,7 @@ def plot(results: dict[str, Any], path: Path) -> None:
         fontsize=10,
     )
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(loc="center", bbox_to_anchor=(0.42, 0.5), fontsize=8)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, fontsize=8)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path)
