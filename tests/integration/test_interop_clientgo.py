@@ -30,7 +30,7 @@ TIMING = Timing()
 CLIENTGO_POLL = TIMING.retry_period * 2.2
 CRASH_BOUND = {"clientgo": TIMING.lease_duration + 2 * CLIENTGO_POLL,
                "k8slease": TIMING.lease_duration + TIMING.retry_period}  # fmt: skip
-RELEASE_BOUND = {"clientgo": CLIENTGO_POLL + 0.2, "k8slease": 0.2}
+RELEASE_BOUND = {"clientgo": CLIENTGO_POLL + 0.3, "k8slease": 0.3}
 START_TIMEOUT = 30.0
 
 
