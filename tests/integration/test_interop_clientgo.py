@@ -120,3 +120,46 @@ def test_leadership_moves_between_clientgo_and_k8slease_in_turns(
         check_lease_history(watch.history, {p.identity for p in started})
     finally:
         watch.close()
+
+
+def test_a_mixed_crowd_never_has_two_leaders(
+    peers: tuple[Spawn, list[PeerProcess]], k8s_api_client: Any, k8s_namespace: str
+) -> None:
+    """Two electors of each implementation race for every release and every expiry; whoever
+    wins, there is one leader at a time and the Lease stays valid for both."""
+    spawn, started = peers
+    watch = LeaseWatcher(k8s_api_client, k8s_namespace, "interop")
+    try:
+        crowd = [
+            spawn(kind, f"{kind[:2]}-{i}") for i in (1, 2) for kind in ("k8slease", "clientgo")
+        ]
+        _, record = watch.wait_for(lambda r: r.held, START_TIMEOUT)
+        for serial, how in enumerate(("term", "kill", "term", "kill"), start=3):
+            (leader,) = [p for p in crowd if p.identity == record.holder]
+            leader.wait_for("started_leading", START_TIMEOUT)
+            others = [p for p in crowd if p is not leader]
+            for other in others:
+                other.wait_for(
+                    "new_leader", START_TIMEOUT, where=lambda e, x=leader: e["leader"] == x.identity
+                )
+            at = time.monotonic()
+            gone = leader.kill() if how == "kill" else leader.terminate()
+            _, record = watch.wait_for(
+                lambda r, x=leader: r.held and r.holder != x.identity,
+                TIMING.lease_duration * 3,
+                after=at,
+            )
+            (winner,) = [p for p in others if p.identity == record.holder]
+            took = float(winner.wait_for("started_leading", 5)["time"]) - gone
+            print(f"{how}: {leader.kind} -> {winner.kind} in {took:.3f}s")
+            if how == "term":
+                assert leader.wait_exit() == 0
+                assert took <= RELEASE_BOUND[winner.kind]
+            else:
+                assert took <= CRASH_BOUND[winner.kind]
+            crowd = [*others, spawn(leader.kind, f"{leader.kind[:2]}-{serial}")]
+        terms = [term for peer in started for term in peer.intervals()]
+        assert overlaps(terms) == [], "two leaders at once"
+        check_lease_history(watch.history, {p.identity for p in started})
+    finally:
+        watch.close()
