@@ -6,6 +6,8 @@ prints one line per event on stdout, like ``tests/peers/clientgo``::
     {"event": "started_leading"|"stopped_leading"|"new_leader", "identity": ..., "leader": ...,
      "time": <unix seconds>, "fencing_token": ...}
 
+and ``renewed`` after every successful renew (the response has arrived).
+
 Durations are in seconds. SIGTERM stops the elector, which releases the Lease, and exits 0.
 """
 
@@ -32,6 +34,22 @@ def emit(event: str, identity: str, leader: str, **extra: Any) -> None:
     line = {"event": event, "identity": identity, "leader": leader, "time": time.time(), **extra}
     with _out:
         print(json.dumps(line), flush=True)
+
+
+class RenewReporter:
+    """Elector metrics that report every successful renew as a ``renewed`` line."""
+
+    def __init__(self, identity: str) -> None:
+        self.identity = identity
+
+    def set_leader(self, lease: str, identity: str, leading: bool) -> None:
+        pass
+
+    def renewed(self, lease: str, seconds: float) -> None:
+        emit("renewed", self.identity, self.identity)
+
+    def failed(self, lease: str, op: str, reason: str) -> None:
+        pass
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -73,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         on_stopped_leading=stopped,
         on_new_leader=lambda holder: emit("new_leader", me, holder),
         handle_signals=True,
+        metrics=RenewReporter(me),
     )
     elector.run()  # returns after SIGTERM/SIGINT, once the Lease is released
     return 0

@@ -108,7 +108,7 @@ class PeerProcess:
         self.identity = identity
         self.events: list[Event] = []
         self.ended_at: float | None = None
-        self._cond = threading.Condition()
+        self._cond = threading.Condition(threading.RLock())
         stderr: Any = subprocess.DEVNULL
         if stderr_dir is not None:
             stderr = (stderr_dir / f"{identity}.stderr").open("w")
@@ -158,6 +158,13 @@ class PeerProcess:
                 )
                 self._cond.wait(remaining)
             return hit
+
+    def wait_count(self, event: str, n: int, timeout: float) -> None:
+        """Wait until ``event`` has arrived ``n`` times; fails the test on timeout."""
+        with self._cond:
+            assert self._cond.wait_for(lambda: self.count(event) >= n, timeout), (
+                f"{self.identity}: {event!r} not {n} times within {timeout}s: {self.events}"
+            )
 
     def count(self, event: str) -> int:
         with self._cond:
