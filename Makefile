@@ -5,7 +5,7 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 PYTEST  := $(BIN)/pytest
 
-.PHONY: install test unit integration lint demo bench e2e manifests clean
+.PHONY: install test unit integration lint demo bench e2e manifests peers clean
 
 install: $(STAMP)
 
@@ -40,6 +40,16 @@ e2e: $(STAMP)
 
 manifests: $(STAMP)
 	$(BIN)/python charts/render_manifests.py --write manifests/
+
+# Peers: other implementations that tests and benchmarks run next to k8slease (needs Go).
+PEERS      := build/peers
+CLIENTGO   := tests/peers/clientgo
+peers: $(PEERS)/clientgo-elector
+
+$(PEERS)/clientgo-elector: $(wildcard $(CLIENTGO)/*.go) $(CLIENTGO)/go.mod $(CLIENTGO)/go.sum
+	@command -v go >/dev/null || { echo "make peers: the Go toolchain (go) is not on PATH" >&2; exit 1; }
+	mkdir -p $(PEERS)
+	cd $(CLIENTGO) && go build -mod=readonly -o $(CURDIR)/$@ .
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache build dist

@@ -1,9 +1,10 @@
-"""``python -m benchmarks`` (``make bench``): k8slease and the official client's elector side by
-side on the embedded API server, with the same lease settings.
+"""``python -m benchmarks`` (``make bench``): k8slease, client-go and the official Python client's
+electors side by side on the embedded API server, with the same lease settings.
 
 Prints a table, writes ``benchmarks/results/latest.json`` and ``failover.png``. ``--quick`` takes
 about a minute and a half; the full run about five minutes. The benchmarks of others in this package
-(``bench_apiserver``, ``bench_operator``) are run too unless ``--skip-others``.
+(``bench_apiserver``, ``bench_operator``) are run too unless ``--skip-others``. client-go is built
+with ``make peers`` and left out, with the reason in the results, where Go is missing.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
-from benchmarks import failover, footprint, load, locks, report
+from benchmarks import failover, footprint, load, locks, peer_clientgo, report
 from benchmarks.common import IMPLEMENTATIONS, SETTINGS, quiet_logging
 from benchmarks.replicas import ROOT
 from k8slease.testing.server import APIServer
@@ -55,6 +56,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--skip-others", action="store_true", help="skip bench_apiserver etc.")
     parser.add_argument("--verbose", action="store_true", help="show the replicas' stderr")
     parser.add_argument("--seed", type=int, default=None, help="seed of the pause before signals")
+    parser.add_argument(
+        "--implementations",
+        type=lambda s: tuple(s.split(",")),
+        default=IMPLEMENTATIONS,
+        help=f"comma-separated subset of {','.join(IMPLEMENTATIONS)} (default: all)",
+    )
     tiny = parser.add_argument_group("overrides (for smoke tests)")
     tiny.add_argument("--graceful-trials", type=int)
     tiny.add_argument("--crash-trials", type=int)
@@ -118,11 +125,32 @@ def section(name: str, results: dict[str, Any], fn: Callable[[], Any]) -> None:
     print(f"   {name}: {time.monotonic() - started:.1f} s", flush=True)
 
 
+def available(wanted: tuple[str, ...], meta: dict[str, Any]) -> tuple[str, ...]:
+    """The implementations of ``wanted`` that can run here; why others cannot goes in ``meta``."""
+    unknown = [impl for impl in wanted if impl not in IMPLEMENTATIONS]
+    if unknown:
+        raise SystemExit(f"--implementations: unknown {unknown}; choose from {IMPLEMENTATIONS}")
+    usable = list(wanted)
+    if "clientgo" in wanted:
+        try:
+            peer_clientgo.build()
+            meta["machine"].update(peer_clientgo.versions())
+        except peer_clientgo.Unavailable as exc:
+            usable.remove("clientgo")
+            meta.setdefault("left_out", {})["clientgo"] = str(exc)
+            print(f"client-go left out: {exc}", flush=True)
+    return tuple(usable)
+
+
 def run_failover(
-    server: APIServer, plan: Plan, rng: random.Random, stderr: IO[Any] | None
+    server: APIServer,
+    plan: Plan,
+    impls: tuple[str, ...],
+    rng: random.Random,
+    stderr: IO[Any] | None,
 ) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for impl in IMPLEMENTATIONS:
+    for impl in impls:
         out[impl] = {}
         for kind, trials in (("graceful", plan.graceful_trials), ("crash", plan.crash_trials)):
             if trials > 0:
@@ -149,7 +177,7 @@ def run_others() -> dict[str, Any]:
     return out
 
 
-def add_rss(results: dict[str, Any]) -> None:
+def add_rss(results: dict[str, Any], impls: tuple[str, ...]) -> None:
     """Put the replicas' memory, taken during the graceful failover trials, under footprint."""
     footprint_, failover_ = results["footprint"], results["failover"]
     if "error" in footprint_ or "error" in failover_:
@@ -159,7 +187,7 @@ def add_rss(results: dict[str, Any]) -> None:
             "leader": failover_[impl].get("graceful", {}).get("rss_leader_mb"),
             "candidate": failover_[impl].get("graceful", {}).get("rss_candidate_mb"),
         }
-        for impl in IMPLEMENTATIONS
+        for impl in impls
     }
 
 
@@ -178,17 +206,19 @@ def main(argv: list[str] | None = None) -> int:
             "machine": machine(),
         }
     }
+    impls = available(args.implementations, results["meta"])
+    results["meta"]["implementations"] = list(impls)
     with APIServer(log_size=500_000) as server:
-        section("failover", results, lambda: run_failover(server, plan, rng, stderr))
+        section("failover", results, lambda: run_failover(server, plan, impls, rng, stderr))
         section("api_load", results, lambda: load.measure(
             server, window=plan.load_window, warmup=plan.load_warmup,
-            candidates=plan.candidates, stderr=stderr))  # fmt: skip
+            candidates=plan.candidates, implementations=impls, stderr=stderr))  # fmt: skip
         section("locks", results, lambda: {
             "k8slease": locks.measure(server, jobs=plan.jobs, replicas=plan.replicas,
                                       ticks=plan.lock_ticks, stderr=stderr),
             "official": "n/a (no per-job locks)"})  # fmt: skip
     section("footprint", results, lambda: {"import_s": footprint.import_times(plan.import_runs)})
-    add_rss(results)
+    add_rss(results, impls)
     if not args.skip_others:
         section("others", results, run_others)
     results["targets"] = report.targets(results)

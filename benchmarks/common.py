@@ -13,16 +13,17 @@ from typing import Any
 
 import structlog
 
-IMPLEMENTATIONS = ("k8slease", "official")
+IMPLEMENTATIONS = ("k8slease", "clientgo", "official")
 NAMESPACE = "default"
 
 
 @dataclass(frozen=True)
 class LeaseSettings:
-    """The same election timing for both implementations (seconds).
+    """The same election timing for every implementation (seconds).
 
-    The official client's ``retry_period`` is both its renew period and its candidates' poll
-    period; k8slease's ``renew_interval`` and ``retry_interval`` are set to the same value.
+    client-go's ``RetryPeriod`` and the official client's ``retry_period`` are both their renew
+    period and their candidates' poll period; k8slease's ``renew_interval`` and
+    ``retry_interval`` are set to the same value.
     """
 
     lease_duration: float = 4.0

@@ -1,7 +1,8 @@
 """API requests per minute, by verb, of 1 leader + N candidates in steady state.
 
-Every (implementation, N) group runs at once in its own process (``load_worker``: threads, one
-API client per elector) on its own Lease, against one embedded API server in this process;
+Every (implementation, N) group runs at once on its own Lease: the Python implementations in one
+process each (``load_worker``: threads, one API client per elector), client-go as N + 1 processes
+(``peer_clientgo.Group``), against one embedded API server in this process;
 requests are told apart by Lease name in the server's request log. N = 0 (a leader alone) gives
 the leader's own requests; a candidate's share is ``(group(N) - group(0)) / N``. Watch streams are
 counted when they close (k8slease renews them every 60 s), so open watches are reported too.
@@ -11,8 +12,10 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from typing import IO, Any
+from pathlib import Path
+from typing import IO, Any, Protocol
 
+from benchmarks import peer_clientgo
 from benchmarks.common import IMPLEMENTATIONS, NAMESPACE
 from benchmarks.replicas import Replica
 from k8slease.testing.server import APIServer
@@ -23,6 +26,26 @@ READY_TIMEOUT = 60.0
 
 def lease_name(impl: str, candidates: int) -> str:
     return f"load-{impl}-n{candidates}"
+
+
+class Group(Protocol):
+    """1 leader + N candidates of one implementation, started together."""
+
+    def wait_for(self, event: str, timeout: float) -> float | None: ...
+
+    def close(self, timeout: float = 10.0) -> None: ...
+
+
+def start_group(
+    impl: str, kubeconfig: Path, candidates: int, stderr: IO[Any] | None = None
+) -> Group:
+    """Start the group of ``impl`` with ``candidates`` candidates on its own Lease."""
+    name = lease_name(impl, candidates)
+    if impl == "clientgo":
+        return peer_clientgo.Group(kubeconfig, name, candidates, stderr)
+    args = ["--impl", impl, "--kubeconfig", str(kubeconfig)]
+    args += ["--name", name, "--candidates", str(candidates)]
+    return Replica("load_worker", args, name, stderr)
 
 
 def _open_watches(server: APIServer, name: str) -> int:
@@ -45,16 +68,15 @@ def measure(
     window: float,
     warmup: float,
     candidates: tuple[int, ...] = CANDIDATES,
+    implementations: tuple[str, ...] = IMPLEMENTATIONS,
     stderr: IO[Any] | None = None,
 ) -> dict[str, Any]:
     """Run all groups, count ``window`` seconds of requests after ``warmup``; figures per impl."""
-    groups = [(impl, n) for impl in IMPLEMENTATIONS for n in (0, *candidates)]
-    workers: dict[tuple[str, int], Replica] = {}
+    groups = [(impl, n) for impl in implementations for n in (0, *candidates)]
+    workers: dict[tuple[str, int], Group] = {}
     try:
         for impl, n in groups:
-            args = ["--impl", impl, "--kubeconfig", str(server.kubeconfig)]
-            args += ["--name", lease_name(impl, n), "--candidates", str(n)]
-            workers[(impl, n)] = Replica("load_worker", args, lease_name(impl, n), stderr)
+            workers[(impl, n)] = start_group(impl, server.kubeconfig, n, stderr)
         for key, worker in workers.items():
             if worker.wait_for("ready", READY_TIMEOUT) is None:
                 raise RuntimeError(f"load group {key} did not get ready")
@@ -72,7 +94,7 @@ def measure(
     for request in log:
         by_name.setdefault(request.name or "(collection)", Counter())[request.verb] += 1
     result: dict[str, Any] = {"window_s": round(elapsed, 1), "warmup_s": warmup}
-    for impl in IMPLEMENTATIONS:
+    for impl in implementations:
         leader = by_name.get(lease_name(impl, 0), Counter())
         per_impl: dict[str, Any] = {"leader_alone": _per_minute(leader, elapsed), "groups": {}}
         for n in candidates:

@@ -28,17 +28,27 @@ class Replica:
     """``python -m benchmarks.<module> ARGS...`` in a child process that reports JSON lines.
 
     The first time of each event (``ready``, ``leading``, ``stopped``) is kept; :meth:`wait_for`
-    blocks until one arrives. :meth:`elector` starts one replica of an implementation.
+    blocks until one arrives. :meth:`elector` starts one replica of an implementation;
+    :meth:`command` runs any program whose lines carry ``event`` and ``t`` (or ``time``), with
+    ``aliases`` renaming its events to the harness's.
     """
 
     def __init__(
-        self, module: str, args: list[str], label: str, stderr: IO[Any] | None = None
+        self,
+        module: str,
+        args: list[str],
+        label: str,
+        stderr: IO[Any] | None = None,
+        *,
+        argv: list[str] | None = None,
+        aliases: dict[str, str] | None = None,
     ) -> None:
         self.label = label
+        self._aliases = aliases or {}
         self._events: dict[str, dict[str, Any]] = {}
         self._cond = threading.Condition()
         self.process = subprocess.Popen(
-            [sys.executable, "-m", f"benchmarks.{module}", *args],
+            argv or [sys.executable, "-m", f"benchmarks.{module}", *args],
             stdout=subprocess.PIPE,
             stderr=stderr if stderr is not None else subprocess.DEVNULL,
             text=True,
@@ -53,8 +63,25 @@ class Replica:
         cls, impl: str, kubeconfig: Path, name: str, identity: str, stderr: IO[Any] | None = None
     ) -> Replica:
         """A replica of ``impl`` (``benchmarks.replica_<impl>``) contending for Lease ``name``."""
+        if impl == "clientgo":
+            from benchmarks import peer_clientgo
+
+            return peer_clientgo.elector(kubeconfig, name, identity, stderr)
         args = ["--kubeconfig", str(kubeconfig), "--name", name, "--identity", identity]
         return cls(f"replica_{impl}", args, identity, stderr)
+
+    @classmethod
+    def command(
+        cls,
+        argv: list[str],
+        label: str,
+        stderr: IO[Any] | None = None,
+        *,
+        aliases: dict[str, str] | None = None,
+    ) -> Replica:
+        """Any program ``argv`` that prints the harness's JSON lines (events renamed by
+        ``aliases``)."""
+        return cls("", [], label, stderr, argv=argv, aliases=aliases)
 
     @property
     def pid(self) -> int:
@@ -68,8 +95,13 @@ class Replica:
                 record = json.loads(line)
             except ValueError:
                 continue
+            if not isinstance(record, dict):
+                continue
+            name = str(record.get("event"))
+            record["event"] = self._aliases.get(name, name)
+            record.setdefault("t", record.get("time"))
             with self._cond:
-                self._events.setdefault(str(record.get("event")), record)
+                self._events.setdefault(record["event"], record)
                 self._cond.notify_all()
         with self._cond:
             self._events.setdefault("exited", {"event": "exited", "t": time.time()})

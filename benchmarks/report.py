@@ -9,8 +9,21 @@ from typing import Any
 
 from benchmarks.common import IMPLEMENTATIONS, SETTINGS
 
-LABELS = {"k8slease": "k8slease", "official": "official client (LeaseLock)"}
-Row = tuple[str, str, str]
+LABELS = {
+    "k8slease": "k8slease",
+    "clientgo": "client-go (LeaseLock)",
+    "official": "official Python client (LeaseLock)",
+}
+#: A metric's label, then one cell per implementation shown.
+Row = tuple[str, ...]
+
+
+def shown(results: dict[str, Any]) -> tuple[str, ...]:
+    """The implementations a run measured, in the order of :data:`IMPLEMENTATIONS`."""
+    listed = results.get("meta", {}).get("implementations")
+    if listed is None:  # runs from before client-go took part
+        return tuple(i for i in IMPLEMENTATIONS if i != "clientgo")
+    return tuple(i for i in IMPLEMENTATIONS if i in listed)
 
 
 def _num(value: Any, fmt: str = "{:.3f}") -> str:
@@ -84,86 +97,81 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
     return checks
 
 
-def _failover_rows(failover: dict[str, Any]) -> list[Row]:
+def _failover_rows(failover: dict[str, Any], impls: tuple[str, ...]) -> list[Row]:
     rows: list[Row] = []
     for kind, signal_name in (("graceful", "SIGTERM"), ("crash", "SIGKILL")):
         cells = []
-        for impl in IMPLEMENTATIONS:
+        for impl in impls:
             run = failover.get(impl, {}).get(kind, {})
             failed = f", {run['failures']} failed" if run.get("failures") else ""
             n = int(run.get("n", 0))
             cells.append(f"{_num(run.get('median'))} / {_num(run.get('p95'))} (n={n}{failed})")
-        rows.append((f"{kind} failover ({signal_name}), median / p95 s", cells[0], cells[1]))
+        rows.append((f"{kind} failover ({signal_name}), median / p95 s", *cells))
     ratios = [
         _num(failover.get(impl, {}).get("crash", {}).get("ratio_to_lease_median"), "{:.2f}x")
-        for impl in IMPLEMENTATIONS
+        for impl in impls
     ]
     label = f"crash failover / lease duration ({SETTINGS.lease_duration:g} s), median"
-    rows.append((label, ratios[0], ratios[1]))
+    rows.append((label, *ratios))
     return rows
 
 
-def _load_rows(load: dict[str, Any]) -> list[Row]:
-    ours, theirs = load["k8slease"], load["official"]
+def _load_rows(load: dict[str, Any], impls: tuple[str, ...]) -> list[Row]:
+    parts = [load[impl] for impl in impls]
     rows: list[Row] = [
-        (
-            "API requests/min, leader alone",
-            _rates(ours["leader_alone"]),
-            _rates(theirs["leader_alone"]),
-        )
+        ("API requests/min, leader alone", *(_rates(p["leader_alone"]) for p in parts))
     ]
-    for n in sorted(ours["groups"], key=int):
-        a, b = ours["groups"][n], theirs["groups"][n]
+    for n in sorted(parts[0]["groups"], key=int):
+        groups = [p["groups"][n] for p in parts]
         label = f"API requests/min, 1 leader + {n} candidates"
-        rows.append((label, _rates(a["total_per_min"]), _rates(b["total_per_min"])))
+        rows.append((label, *(_rates(g["total_per_min"]) for g in groups)))
         rows.append(
             (
                 f"  per candidate (N={n}) / open watches",
-                f"{_rates(a['per_candidate_per_min'])} / {a['open_watches']}",
-                f"{_rates(b['per_candidate_per_min'])} / {b['open_watches']}",
+                *(f"{_rates(g['per_candidate_per_min'])} / {g['open_watches']}" for g in groups),
             )
         )
     return rows
 
 
-def _lock_rows(locks: dict[str, Any]) -> list[Row]:
+def _lock_rows(locks: dict[str, Any], others: int) -> list[Row]:
     latency = locks["decision_latency_s"]
     per_tick = {k.split()[0]: round(v, 2) for k, v in locks["requests_per_job_tick"].items()}
     shape = f"{locks['jobs']} jobs x {locks['replicas']} replicas"
     by_code = locks.get("requests_per_job_tick_by_code", {})
     conflicts = round(sum(v for k, v in by_code.items() if k.endswith(" 409")), 2)
+    na = ("n/a",) * others
     return [
         (
             f"lock claim decision p50 / p95 s ({shape})",
             f"{_num(latency['median'])} / {_num(latency['p95'])}",
-            "n/a",
+            *na,
         ),
         (
             "lock claims/s (decisions/s)",
             f"{locks['claims_per_s']:.0f} ({locks['decisions_per_s']:.0f})",
-            "n/a",
+            *na,
         ),
-        ("lock ticks run twice / missed", f"{locks['duplicates']} / {locks['missed']}", "n/a"),
-        ("API requests per job tick (all replicas)", _rates(per_tick), "n/a"),
-        ("  of which conflicts (409, lost races)", f"{conflicts:g}", "n/a"),
+        ("lock ticks run twice / missed", f"{locks['duplicates']} / {locks['missed']}", *na),
+        ("API requests per job tick (all replicas)", _rates(per_tick), *na),
+        ("  of which conflicts (409, lost races)", f"{conflicts:g}", *na),
     ]
 
 
-def _footprint_rows(footprint: dict[str, Any]) -> list[Row]:
+def _footprint_rows(footprint: dict[str, Any], impls: tuple[str, ...]) -> list[Row]:
     imports = footprint.get("import_s", {})
     rss = footprint.get("rss_mb", {})
     memory = [
         f"{_num(rss.get(i, {}).get('leader'), '{:.1f}')} / "
         f"{_num(rss.get(i, {}).get('candidate'), '{:.1f}')}"
-        for i in IMPLEMENTATIONS
+        for i in impls
     ]
     return [
         (
             "import time s (minus interpreter start)",
-            _num(imports.get("k8slease")),
-            _num(imports.get("official")),
+            *(_num(imports.get(i)) if i in imports else "n/a (Go binary)" for i in impls),
         ),
-        ("RSS MiB, idle leader / candidate process", memory[0], memory[1]),
+        ("RSS MiB, idle leader / candidate process", *memory),
     ]
 
 
@@ -173,23 +181,26 @@ def _ok(part: Any) -> bool:
 
 def table(results: dict[str, Any]) -> str:
     """The side-by-side table (Markdown, readable in a terminal) and the target checks."""
+    impls = shown(results)
     rows: list[Row] = []
     if _ok(results.get("failover")):
-        rows += _failover_rows(results["failover"])
+        rows += _failover_rows(results["failover"], impls)
     if _ok(results.get("api_load")):
-        rows += _load_rows(results["api_load"])
+        rows += _load_rows(results["api_load"], impls)
     if _ok(results.get("locks")):
-        rows += _lock_rows(results["locks"]["k8slease"])
+        rows += _lock_rows(results["locks"]["k8slease"], len(impls) - 1)
     if _ok(results.get("footprint")):
-        rows += _footprint_rows(results["footprint"])
-    header: Row = ("metric", LABELS["k8slease"], LABELS["official"])
-    widths = [max(len(row[c]) for row in [header, *rows]) for c in range(3)]
+        rows += _footprint_rows(results["footprint"], impls)
+    header: Row = ("metric", *(LABELS[i] for i in impls))
+    widths = [max(len(row[c]) for row in [header, *rows]) for c in range(len(header))]
 
     def line(row: Row) -> str:
         return "| " + " | ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) + " |"
 
     lines = [line(header), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
     lines += [line(row) for row in rows]
+    for impl, why in results.get("meta", {}).get("left_out", {}).items():
+        lines.append(f"{LABELS.get(impl, impl)}: left out ({why})")
     for name in ("failover", "api_load", "locks", "footprint"):
         part = results.get(name)
         if isinstance(part, dict) and "error" in part:
@@ -227,10 +238,10 @@ def plot(results: dict[str, Any], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    colors = {"k8slease": "tab:blue", "official": "tab:orange"}
-    fig, ax = plt.subplots(figsize=(8, 4.5), dpi=110)
+    colors = {"k8slease": "tab:blue", "clientgo": "tab:green", "official": "tab:orange"}
+    fig, ax = plt.subplots(figsize=(8, 5.8), dpi=110)
     failover = results.get("failover", {}) if _ok(results.get("failover")) else {}
-    for impl in IMPLEMENTATIONS:
+    for impl in shown(results):
         runs = failover.get(impl, {})
         graceful = sorted(runs.get("graceful", {}).get("seconds", []))
         if graceful:
@@ -271,7 +282,7 @@ def plot(results: dict[str, Any], path: Path) -> None:
         fontsize=10,
     )
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(loc="center", bbox_to_anchor=(0.42, 0.5), fontsize=8)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, fontsize=8)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path)

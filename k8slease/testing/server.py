@@ -38,6 +38,11 @@ INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease"
 _NOT_FOUND = StatusError(404, "NotFound", "the server could not find the requested resource", {})
 
 
+#: Wire formats of a real API server that this one does not speak (client-go sends built-in
+#: types as protobuf unless told ``ContentType = "application/json"``).
+_BINARY_MEDIA_TYPES = frozenset({"application/vnd.kubernetes.protobuf", "application/cbor"})
+
+
 def _dumps(obj: Any) -> bytes:
     return json.dumps(obj, separators=(",", ":")).encode()
 
@@ -355,6 +360,9 @@ class APIServer:
         raw = await request.read()
         if not raw:
             return None
+        media = request.headers.get("Content-Type", "").split(";")[0].strip().lower()
+        if media in _BINARY_MEDIA_TYPES:
+            raise st.unsupported_media_type(media, ["application/json", "application/yaml"])
         try:
             return json.loads(raw)
         except ValueError as exc:

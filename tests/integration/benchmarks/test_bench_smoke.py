@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -32,5 +33,10 @@ def test_bench_quick_harness_writes_table_json_and_png(tmp_path: Path) -> None:
     for part in ("failover", "api_load", "locks", "footprint"):
         assert "error" not in results[part], results[part]
     assert results["failover"]["k8slease"]["graceful"]["n"] == 1
+    if shutil.which("go"):
+        assert results["failover"]["clientgo"]["graceful"]["n"] == 1
+        assert "client-go (LeaseLock)" in done.stdout
+    else:
+        assert "Go" in results["meta"]["left_out"]["clientgo"]
     assert results["locks"]["k8slease"]["duplicates"] == 0
     assert (tmp_path / "failover.png").read_bytes().startswith(b"\x89PNG")

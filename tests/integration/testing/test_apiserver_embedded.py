@@ -219,6 +219,23 @@ def test_faults_over_http(k8s_embedded_apiserver: APIServer, coord: Any) -> None
     assert control(server, "POST", "drop-watches?resource=leases") == {"dropped": 0}
 
 
+def test_a_protobuf_body_is_an_unsupported_media_type(k8s_embedded_apiserver: APIServer) -> None:
+    """client-go sends Leases as protobuf by default: it gets a 415 that names the way out, not a
+    decoding error (a real server would accept protobuf; this one speaks JSON and YAML only)."""
+    server = k8s_embedded_apiserver
+    request = urllib.request.Request(
+        f"{server.url}/apis/coordination.k8s.io/v1/namespaces/default/leases",
+        data=b"k8s\x00\n\x1c\n\x16coordination.k8s.io/v1\x12\x05Lease\x12\x98",
+        headers={"Content-Type": "application/vnd.kubernetes.protobuf"},
+        method="POST",
+    )
+    with pytest.raises(urllib.error.HTTPError) as info:
+        urllib.request.urlopen(request, timeout=5)
+    body = json.loads(info.value.read())
+    assert (info.value.code, body["reason"]) == (415, "UnsupportedMediaType")
+    assert "application/json" in body["message"]
+
+
 def test_restart_and_kubeconfig_cleanup() -> None:
     server = APIServer().start()
     first = server.kubeconfig
