@@ -2,7 +2,8 @@
 
 Covers acquire, renew (a single PUT, no GET), conflicts with other writers, graceful takeover
 timing, API errors, malformed Leases and re-candidacy. Waits are on observed Lease changes (a
-watch) or elector events, never fixed sleeps.
+watch) or elector events, never fixed sleeps; deadlines and expiry in the API-error, malformed
+Lease and re-candidacy tests are driven by a fake clock (``FakeClock.run_until``).
 """
 
 from __future__ import annotations
@@ -230,21 +231,23 @@ def test_malformed_lease_is_waited_out_and_repaired(server: APIServer, cleanup: 
 
 
 def test_recandidacy_after_losing_leadership(server: APIServer, cleanup: list[Any]) -> None:
+    clock = FakeClock()
     starts: list[int] = []
     stopped = threading.Event()
     a = elector(
         server,
         cleanup,
         "a",
+        clock=clock,
         on_started_leading=lambda ctx: _record(ctx, starts),
         on_stopped_leading=lambda: stopped.set(),
     )
     a.start()
     assert a.wait_until_leading(5)
     server.faults.add(verbs="update", resource="leases", status=503)
-    assert stopped.wait(3), "renewals failed: it stepped down"
+    assert clock.run_until(stopped.is_set, limit=3.0), "renewals failed: it stepped down"
     server.faults.clear()
-    assert a.wait_until_leading(6), "client-go would stop here; we compete again"
+    assert clock.run_until(lambda: a.is_leader, limit=6.0), "client-go would stop here; we compete"
     assert a.fencing_token == 2
     with starts_changed:
         assert starts_changed.wait_for(lambda: starts[:2] == [1, 2], 3)
