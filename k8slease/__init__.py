@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from k8slease.election.elector import LeaderElector, LeadershipContext
+from k8slease.election.context import LeadershipContext
+from k8slease.election.elector import LeaderElector
 from k8slease.election.timing import ElectionTiming
 from k8slease.errors import (
     AlreadyExists,

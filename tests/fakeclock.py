@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import weakref
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 
@@ -73,3 +74,15 @@ class FakeClock:
 
         with self._lock:
             return self._changed.wait_for(settled, timeout)
+
+    def run_until(self, done: Callable[[], bool], *, limit: float, step: float = 0.05) -> bool:
+        """Advance by ``step`` until ``done()`` or ``limit`` seconds passed; after each step the
+        threads waiting on this clock have acted on the new time (:meth:`settle`) before
+        ``done`` is asked. Returns ``done()``."""
+        self.settle()
+        for _ in range(round(limit / step)):
+            if done():
+                return True
+            self.advance(step)
+            assert self.settle(), "threads did not come back to wait on the clock"
+        return done()

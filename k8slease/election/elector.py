@@ -27,7 +27,6 @@ import structlog
 
 from k8slease.clock import Clock, SystemClock
 from k8slease.election.commands import Phase
-from k8slease.election.context import LeadershipContext
 from k8slease.election.machine import ElectionMachine
 from k8slease.election.runner import ElectionRunner
 from k8slease.election.terms import TermCallbacks
@@ -37,8 +36,6 @@ from k8slease.kube.identity import default_identity, default_namespace
 from k8slease.kube.validate import validate_label_value, validate_lease_name, validate_namespace
 from k8slease.lease.transport import LeaseAPI
 from k8slease.metrics import ElectorMetrics, default_metrics
-
-__all__ = ["LeaderElector", "LeadershipContext"]
 
 _log = structlog.get_logger("k8slease.elector")
 

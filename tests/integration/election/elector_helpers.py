@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
+from k8slease.clock import Clock, SystemClock
 from k8slease.errors import TransportError
 from k8slease.lease.record import LeaseRecord, record_from_lease
 from k8slease.lease.transport import LeaseTransport
@@ -22,7 +22,10 @@ FAST: dict[str, Any] = {
 class LeaseWatcher:
     """Watches one Lease from the test's side and records (monotonic time, record) per change."""
 
-    def __init__(self, api_client: Any, namespace: str, name: str) -> None:
+    def __init__(
+        self, api_client: Any, namespace: str, name: str, *, clock: Clock | None = None
+    ) -> None:
+        self._clock: Clock = clock or SystemClock()
         self._transport = LeaseTransport(api_client, namespace, request_timeout=5)
         self.name = name
         self.cond = threading.Condition()
@@ -43,7 +46,7 @@ class LeaseWatcher:
                     since = event.lease.get("metadata", {}).get("resourceVersion") or since
                     with self.cond:
                         self.history.append(
-                            (time.monotonic(), record_from_lease(event.lease), event.lease)
+                            (self._clock.monotonic(), record_from_lease(event.lease), event.lease)
                         )
                         self.cond.notify_all()
             except TransportError:

@@ -2,7 +2,8 @@
 
 Covers acquire, renew (a single PUT, no GET), conflicts with other writers, graceful takeover
 timing, API errors, malformed Leases and re-candidacy. Waits are on observed Lease changes (a
-watch) or elector events, never fixed sleeps.
+watch) or elector events, never fixed sleeps; deadlines and expiry in the API-error, malformed
+Lease and re-candidacy tests are driven by a fake clock (``FakeClock.run_until``).
 """
 
 from __future__ import annotations
@@ -11,12 +12,13 @@ import re
 import statistics
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import kubernetes
 import pytest
 from elector_helpers import FAST, LeaseWatcher
+from fakeclock import FakeClock
 
 from k8slease import LeaderElector, LeadershipContext
 from k8slease.metrics import NoopMetrics
@@ -52,10 +54,10 @@ def elector(server: APIServer, cleanup: list[Any], identity: str, **kwargs: Any)
     return made
 
 
-def watcher(server: APIServer, cleanup: list[Any]) -> LeaseWatcher:
+def watcher(server: APIServer, cleanup: list[Any], clock: FakeClock | None = None) -> LeaseWatcher:
     client = server.api_client()
     cleanup.append(client)
-    lease_watcher = LeaseWatcher(client, NS, "demo")
+    lease_watcher = LeaseWatcher(client, NS, "demo", clock=clock)
     cleanup.append(lease_watcher)
     return lease_watcher
 
@@ -152,26 +154,37 @@ def test_other_writers_conflict_and_the_leader_acts_on_what_it_reads(
 def test_api_errors_end_leadership_before_anyone_may_take_over_then_it_recovers(
     server: APIServer, cleanup: list[Any]
 ) -> None:
-    watch = watcher(server, cleanup)
+    clock = FakeClock()
+    watch = watcher(server, cleanup, clock=clock)
     stopped_at: list[float] = []
-    stopped = threading.Event()
-
-    def on_stopped() -> None:
-        stopped_at.append(time.monotonic())
-        stopped.set()
-
-    a = elector(server, cleanup, "a", on_stopped_leading=on_stopped)
+    b_saw_a = threading.Event()
+    a = elector(
+        server,
+        cleanup,
+        "a",
+        clock=clock,
+        on_stopped_leading=lambda: stopped_at.append(clock.monotonic()),
+    )
     a.start()
     assert a.wait_until_leading(5)
-    b = elector(server, cleanup, "b").start()
-    last_write = watch.wait_for(lambda r: r.holder == "a", 3, after=time.monotonic())[0]
+    b = elector(
+        server,
+        cleanup,
+        "b",
+        clock=clock,
+        on_new_leader=lambda h: b_saw_a.set() if h == "a" else None,
+    ).start()
+    assert b_saw_a.wait(5), "b has read the Lease before time moves"
+    last_write = watch.wait_for(lambda r: r.holder == "a", 3)[0]
     server.faults.add(verbs=["update", "create", "get"], resource="leases", status=500)
-    assert stopped.wait(3), "the leader stepped down"
-    # renew_deadline (1.5 s) after the last good renew was sent: before anyone may take over (2 s)
-    assert stopped_at[0] - last_write < 2.0
+    assert clock.run_until(lambda: bool(stopped_at), limit=3.0), "the leader stepped down"
+    # renew_deadline (1.5 s) after the last good renew was sent (at most renew_interval before
+    # the faults began): before anyone may take over (2 s)
+    assert 1.5 - 0.5 <= stopped_at[0] - last_write < 2.0
     assert not a.is_leader and not b.is_leader and a.healthy() and b.healthy()
     server.faults.clear()
-    at, record = watch.wait_for(lambda r: r.held and r.fencing_token == 2, 8, after=last_write)
+    assert clock.run_until(lambda: a.is_leader or b.is_leader, limit=8.0)
+    at, record = watch.wait_for(lambda r: r.held and r.fencing_token == 2, 5, after=last_write)
     assert at > stopped_at[0]
     if record.holder == "b":
         assert at - last_write >= 2.0 - 0.05, "b waited leaseDurationSeconds"
@@ -195,12 +208,21 @@ def test_malformed_lease_is_waited_out_and_repaired(server: APIServer, cleanup: 
             "spec": {"holderIdentity": "ghost"},  # held, but no duration
         },
     )
-    watch = watcher(server, cleanup)
+    clock = FakeClock()
+    watch = watcher(server, cleanup, clock=clock)
     watch.wait_for(lambda r: r.holder == "ghost", 3)
-    started = time.monotonic()
-    a = elector(server, cleanup, "a").start()
-    b = elector(server, cleanup, "b").start()
-    at, record = watch.wait_for(lambda r: r.holder in ("a", "b"), 6, after=started)
+    saw_ghost = [threading.Event(), threading.Event()]
+
+    def seen_by(index: int) -> Callable[[str], None]:
+        return lambda holder: saw_ghost[index].set() if holder == "ghost" else None
+
+    started = clock.monotonic()
+    a = elector(server, cleanup, "a", clock=clock, on_new_leader=seen_by(0)).start()
+    b = elector(server, cleanup, "b", clock=clock, on_new_leader=seen_by(1)).start()
+    assert all(seen.wait(5) for seen in saw_ghost), "both read the Lease before time moves"
+    assert not clock.run_until(lambda: a.is_leader or b.is_leader, limit=2.0 - 0.05)
+    assert clock.run_until(lambda: a.is_leader or b.is_leader, limit=1.0)
+    at, record = watch.wait_for(lambda r: r.holder in ("a", "b"), 5, after=started)
     assert at - started >= 2.0 - 0.05, "waited our lease_duration: the record has none"
     assert not record.malformed and record.duration_seconds == 2 and record.fencing_token == 1
     lease = api.read_namespaced_lease("demo", NS)
@@ -209,21 +231,23 @@ def test_malformed_lease_is_waited_out_and_repaired(server: APIServer, cleanup: 
 
 
 def test_recandidacy_after_losing_leadership(server: APIServer, cleanup: list[Any]) -> None:
+    clock = FakeClock()
     starts: list[int] = []
     stopped = threading.Event()
     a = elector(
         server,
         cleanup,
         "a",
+        clock=clock,
         on_started_leading=lambda ctx: _record(ctx, starts),
         on_stopped_leading=lambda: stopped.set(),
     )
     a.start()
     assert a.wait_until_leading(5)
     server.faults.add(verbs="update", resource="leases", status=503)
-    assert stopped.wait(3), "renewals failed: it stepped down"
+    assert clock.run_until(stopped.is_set, limit=3.0), "renewals failed: it stepped down"
     server.faults.clear()
-    assert a.wait_until_leading(6), "client-go would stop here; we compete again"
+    assert clock.run_until(lambda: a.is_leader, limit=6.0), "client-go would stop here; we compete"
     assert a.fencing_token == 2
     with starts_changed:
         assert starts_changed.wait_for(lambda: starts[:2] == [1, 2], 3)

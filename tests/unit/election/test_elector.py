@@ -1,9 +1,9 @@
 """The LeaderElector runner: threads, callbacks, watch, release, health, metrics and signals.
 
-These use an in-memory transport (tests/unit/election/elector_memstore.py); the tests of
-deadlines, expiry and polling drive a fake clock (``drive``), the others need no waiting. The same
-behaviours against the embedded API server are in tests/integration/election/
-test_elector_inprocess.py.
+These use an in-memory transport (tests/unit/election/elector_memstore.py). Deadlines, expiry
+and polling are driven by a fake clock (``FakeClock.run_until``); the other tests need no
+waiting. The same behaviours against the embedded API server are in
+tests/integration/election/test_elector_inprocess.py.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import asyncio
 import os
 import signal
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -187,18 +187,6 @@ def test_failing_callbacks_never_kill_the_elector(
     assert a.wait(5) and holder(store) == ""
 
 
-def drive(clock: FakeClock, done: Callable[[], bool], *, step: float = 0.05, limit: float) -> bool:
-    """Advance ``clock`` by ``step`` until ``done()`` or ``limit`` fake seconds passed; after each
-    step the elector's threads have acted on the new time (``settle``) before ``done`` is asked."""
-    clock.settle()
-    for _ in range(round(limit / step)):
-        if done():
-            return True
-        clock.advance(step)
-        assert clock.settle(), "the elector's threads did not come back to wait on the clock"
-    return done()
-
-
 def test_renew_failures_end_leadership_at_the_deadline_and_it_comes_back(
     store: MemoryLeaseStore, electors: list[LeaderElector]
 ) -> None:
@@ -216,14 +204,14 @@ def test_renew_failures_end_leadership_at_the_deadline_and_it_comes_back(
     assert a.wait_until_leading(5)
     broken_at = clock.monotonic()
     transport.fail_always["update"] = Unavailable("503")
-    assert drive(clock, lambda: bool(stopped_at), limit=3.0)
+    assert clock.run_until(lambda: bool(stopped_at), limit=3.0)
     assert not a.is_leader and a.healthy()
     # renew_deadline (1 s) after the last good send (at most renew_interval before the break),
     # and before anyone else may take over (lease_duration, 2 s)
     assert 1.0 - 0.3 <= stopped_at[0] - broken_at < 2.0
     assert transport.calls.count("update") >= 2, "it kept trying to renew until the deadline"
     del transport.fail_always["update"]
-    assert drive(clock, lambda: a.is_leader, limit=3.0), "a candidate again: it re-acquires"
+    assert clock.run_until(lambda: a.is_leader, limit=3.0), "a candidate again: it re-acquires"
     assert a.fencing_token == 2
 
 
@@ -239,8 +227,8 @@ def test_watch_unavailable_falls_back_to_polling(
     assert store.wait_for(lambda: "get" in t_b.calls, 5), "b has seen the Lease held by a"
     a.stop()  # no release: b must wait the lease out, polling
     stopped = clock.monotonic()
-    assert not drive(clock, lambda: b.is_leader, limit=2 - 0.3 - 0.05)
-    assert drive(clock, lambda: b.is_leader, limit=2.0)
+    assert not clock.run_until(lambda: b.is_leader, limit=2 - 0.3 - 0.05)
+    assert clock.run_until(lambda: b.is_leader, limit=2.0)
     assert clock.monotonic() - stopped >= 2 - 0.3 - 0.01
     assert t_b.calls.count("get") >= 2
 

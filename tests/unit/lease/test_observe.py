@@ -1,0 +1,45 @@
+"""Expiry by observation: how long this process has seen a Lease unchanged."""
+
+from __future__ import annotations
+
+from fakeclock import FakeClock
+
+from k8slease.lease.observe import LeaseObserver, Observations
+from k8slease.names import ANN_FENCING_TOKEN
+
+
+def _lease(renew: str, token: str = "1", rv: str = "1") -> dict[str, object]:
+    return {
+        "metadata": {"name": "x", "resourceVersion": rv, "annotations": {ANN_FENCING_TOKEN: token}},
+        "spec": {"holderIdentity": "a", "leaseDurationSeconds": 10, "renewTime": renew},
+    }
+
+
+def test_observer_restarts_the_timer_only_when_the_record_changes() -> None:
+    observer = LeaseObserver()
+    assert observer.observe(_lease("2026-01-01T00:00:00.000000Z"), 1.0).first_seen_at == 1.0
+    relabelled = _lease("2026-01-01T00:00:00.000000Z", rv="2")
+    assert observer.observe(relabelled, 5.0).first_seen_at == 1.0
+    renewed = observer.observe(_lease("2026-01-01T00:00:02.000000Z", rv="3"), 6.0)
+    assert renewed.first_seen_at == 6.0 and renewed.resource_version == "3"
+    new_token = observer.observe(_lease("2026-01-01T00:00:02.000000Z", token="2", rv="4"), 7.0)
+    assert new_token.first_seen_at == 7.0
+    assert observer.highest_token == 2
+
+
+def test_observer_remembers_a_held_lease_that_disappeared() -> None:
+    observer = LeaseObserver()
+    assert observer.observe(None, 0.0).held_before_absence is None
+    observer.observe(_lease("2026-01-01T00:00:00.000000Z"), 1.0)
+    gone = observer.observe(None, 2.0)
+    assert gone.held_before_absence is not None and gone.held_before_absence.holder == "a"
+    assert observer.observe(None, 3.0).first_seen_at == 2.0
+
+
+def test_observations_report_how_long_unchanged() -> None:
+    clock = FakeClock()
+    observations = Observations(clock)
+    assert observations.see("x", _lease("2026-01-01T00:00:00.000000Z")) == 0.0
+    clock.advance(4.0)
+    assert observations.see("x", _lease("2026-01-01T00:00:00.000000Z", rv="9")) == 4.0
+    assert observations.see("y", None) == 0.0
