@@ -1,9 +1,11 @@
 """``python -m benchmarks`` (``make bench``): k8slease and the official client's elector side by
-side on the embedded API server, with the same lease settings.
+side on the embedded API server, with the same lease settings; with ``--server real`` or
+``both``, failover and API load on a real kube-apiserver too (``ControlPlane``).
 
 Prints a table, writes ``benchmarks/results/latest.json`` and ``failover.png``. ``--quick`` takes
-about a minute and a half; the full run about five minutes. The benchmarks of others in this package
-(``bench_apiserver``, ``bench_operator``) are run too unless ``--skip-others``.
+about a minute and a half; the full run about five minutes (the real server adds about as much
+again). The benchmarks of others in this package (``bench_apiserver``, ``bench_operator``) are run
+too unless ``--skip-others``.
 """
 
 from __future__ import annotations
@@ -24,9 +26,9 @@ from pathlib import Path
 from typing import IO, Any
 
 from benchmarks import failover, footprint, load, locks, report
-from benchmarks.common import IMPLEMENTATIONS, SETTINGS, quiet_logging
+from benchmarks.common import IMPLEMENTATIONS, NAMESPACE, SETTINGS, quiet_logging
 from benchmarks.replicas import ROOT
-from k8slease.testing.server import APIServer
+from benchmarks.targets import SERVERS, EmbeddedTarget, Target, open_target
 
 OTHERS = ("bench_apiserver", "bench_operator")
 
@@ -55,6 +57,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--skip-others", action="store_true", help="skip bench_apiserver etc.")
     parser.add_argument("--verbose", action="store_true", help="show the replicas' stderr")
     parser.add_argument("--seed", type=int, default=None, help="seed of the pause before signals")
+    parser.add_argument(
+        "--server",
+        choices=(*SERVERS, "both"),
+        default="embedded",
+        help="where failover and API load are measured: the embedded API server, a real "
+        "kube-apiserver (ControlPlane, built on first use), or both (default: embedded)",
+    )
     tiny = parser.add_argument_group("overrides (for smoke tests)")
     tiny.add_argument("--graceful-trials", type=int)
     tiny.add_argument("--crash-trials", type=int)
@@ -119,7 +128,7 @@ def section(name: str, results: dict[str, Any], fn: Callable[[], Any]) -> None:
 
 
 def run_failover(
-    server: APIServer, plan: Plan, rng: random.Random, stderr: IO[Any] | None
+    server: Target, plan: Plan, rng: random.Random, stderr: IO[Any] | None
 ) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for impl in IMPLEMENTATIONS:
@@ -130,6 +139,17 @@ def run_failover(
                                           stderr=stderr)  # fmt: skip
                 out[impl][kind] = run.to_json()
     return out
+
+
+def run_real(plan: Plan, rng: random.Random, stderr: IO[Any] | None) -> dict[str, Any]:
+    """Failover and API load on a real kube-apiserver (the control plane is built on first use)."""
+    real: dict[str, Any] = {}
+    with open_target("real", NAMESPACE) as target:
+        section("real failover", real, lambda: run_failover(target, plan, rng, stderr))
+        section("real api_load", real, lambda: load.measure(
+            target, window=plan.load_window, warmup=plan.load_warmup,
+            candidates=plan.candidates, stderr=stderr))  # fmt: skip
+    return {"failover": real["real failover"], "api_load": real["real api_load"]}
 
 
 def run_others() -> dict[str, Any]:
@@ -151,8 +171,8 @@ def run_others() -> dict[str, Any]:
 
 def add_rss(results: dict[str, Any]) -> None:
     """Put the replicas' memory, taken during the graceful failover trials, under footprint."""
-    footprint_, failover_ = results["footprint"], results["failover"]
-    if "error" in footprint_ or "error" in failover_:
+    footprint_, failover_ = results["footprint"], results.get("failover")
+    if failover_ is None or "error" in footprint_ or "error" in failover_:
         return
     footprint_["rss_mb"] = {
         impl: {
@@ -161,6 +181,11 @@ def add_rss(results: dict[str, Any]) -> None:
         }
         for impl in IMPLEMENTATIONS
     }
+
+
+def _has_real(results: dict[str, Any]) -> bool:
+    real = results.get("real")
+    return isinstance(real, dict) and "error" not in real
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -173,31 +198,47 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, Any] = {
         "meta": {
             "mode": "quick" if args.quick else "full",
+            "servers": list(SERVERS if args.server == "both" else (args.server,)),
             "plan": dataclasses.asdict(plan),
             "settings": dataclasses.asdict(SETTINGS),
             "machine": machine(),
         }
     }
-    with APIServer(log_size=500_000) as server:
-        section("failover", results, lambda: run_failover(server, plan, rng, stderr))
-        section("api_load", results, lambda: load.measure(
-            server, window=plan.load_window, warmup=plan.load_warmup,
-            candidates=plan.candidates, stderr=stderr))  # fmt: skip
-        section("locks", results, lambda: {
-            "k8slease": locks.measure(server, jobs=plan.jobs, replicas=plan.replicas,
-                                      ticks=plan.lock_ticks, stderr=stderr),
-            "official": "n/a (no per-job locks)"})  # fmt: skip
+    servers = SERVERS if args.server == "both" else (args.server,)
+    if "embedded" in servers:
+        with open_target("embedded", NAMESPACE) as target:
+            assert isinstance(target, EmbeddedTarget)
+            server = target.server
+            section("failover", results, lambda: run_failover(target, plan, rng, stderr))
+            section("api_load", results, lambda: load.measure(
+                target, window=plan.load_window, warmup=plan.load_warmup,
+                candidates=plan.candidates, stderr=stderr))  # fmt: skip
+            section("locks", results, lambda: {
+                "k8slease": locks.measure(server, jobs=plan.jobs, replicas=plan.replicas,
+                                          ticks=plan.lock_ticks, stderr=stderr),
+                "official": "n/a (no per-job locks)"})  # fmt: skip
+    if "real" in servers:
+        section("real", results, lambda: run_real(plan, rng, stderr))
     section("footprint", results, lambda: {"import_s": footprint.import_times(plan.import_runs)})
     add_rss(results)
     if not args.skip_others:
         section("others", results, run_others)
     results["targets"] = report.targets(results)
+    if _has_real(results):
+        results["real"]["targets"] = report.targets(results["real"])
     results["meta"]["duration_s"] = round(time.monotonic() - started, 1)
     args.out.mkdir(parents=True, exist_ok=True)
     report.write_json(results, args.out / "latest.json")
     report.plot(results, args.out / "failover.png")
     print()
-    print(report.table(results))
+    if "failover" in results or "api_load" in results:
+        print("embedded API server:")
+        print(report.table(results))
+    if _has_real(results):
+        print("\nreal kube-apiserver (ControlPlane):")
+        print(report.table(results["real"]))
+    elif "real" in results:
+        print(f"\nreal kube-apiserver: FAILED ({results['real'].get('error')})")
     print(report.others(results.get("others", {})))
     print(f"\nwrote {args.out / 'latest.json'} and {args.out / 'failover.png'} "
           f"in {results['meta']['duration_s']:.0f} s")  # fmt: skip
