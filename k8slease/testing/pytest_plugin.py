@@ -133,11 +133,14 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """Run every test that uses ``k8s_apiserver`` (directly or through the other fixtures) on
-    each chosen server; ``embedded_only`` tests on the embedded one."""
+    each chosen server; ``embedded_only`` tests on the embedded one, and tests that take
+    ``k8s_real_apiserver`` on the real one."""
     if "k8s_apiserver" not in metafunc.fixturenames:
         return
     servers = metafunc.config.stash[TIERS].servers
-    if metafunc.definition.get_closest_marker("embedded_only") is not None:
+    if "k8s_real_apiserver" in metafunc.fixturenames:
+        servers = (tiers.REAL,)  # k8s_namespace & co. then live on that same real server
+    elif metafunc.definition.get_closest_marker("embedded_only") is not None:
         servers = (tiers.EMBEDDED,)
     metafunc.parametrize("k8s_apiserver", servers, indirect=True, scope="session")
 

@@ -58,6 +58,10 @@ class PKI:
     def service_account_key(self) -> Path:
         return self.directory / "service-account.key"
 
+    @property
+    def service_account_public_key(self) -> Path:
+        return self.directory / "service-account.pub"
+
 
 def _openssl(*args: str, cwd: Path) -> None:
     openssl = shutil.which("openssl")
@@ -113,4 +117,6 @@ def make_pki(directory: Path) -> PKI:
     _sign(pki, pki.admin_key, pki.admin_cert, f"/O={ADMIN_GROUP}/CN={ADMIN_USER}",
           [*leaf, "extendedKeyUsage=clientAuth"])  # fmt: skip
     _new_key(pki.service_account_key)
+    _openssl("pkey", "-in", pki.service_account_key.name, "-pubout",
+             "-out", pki.service_account_public_key.name, cwd=directory)  # fmt: skip
     return pki

@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         try:
             print(
-                f"serving {plane.url} (kubeconfig: {plane.kubeconfig}; "
+                f"serving {plane.url} (kubeconfig: {plane.kubeconfig}; data: {plane.directory}; "
                 f"ready in {plane.start_seconds:.1f} s)",
                 flush=True,
             )
