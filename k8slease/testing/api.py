@@ -198,6 +198,12 @@ class ResourceAPI:
                 f"UID in object meta: {old['metadata']['uid']}",
             )  # fmt: skip
         wanted = new["metadata"].get("resourceVersion")
+        if not wanted and not rt.unconditional_update:
+            raise st.invalid(rt.plural, rt.group, name, [{
+                "reason": "FieldValueInvalid",
+                "message": "Invalid value: 0: must be specified for an update",
+                "field": "metadata.resourceVersion",
+            }])  # fmt: skip
         if wanted and wanted != old["metadata"]["resourceVersion"]:
             raise st.conflict(rt.plural, rt.group, name)
         return 200, self._commit_update(rt, old, new, sub)
@@ -272,16 +278,17 @@ class ResourceAPI:
         pre = options.get("preconditions") or {} if isinstance(options, dict) else {}
         meta = old["metadata"]
         if pre.get("uid") and pre["uid"] != meta["uid"]:
-            raise st.conflict(
-                rt.plural, rt.group, name,
-                f"Precondition failed: UID in precondition: {pre['uid']}, "
-                f"UID in object meta: {meta['uid']}",
+            raise st.precondition_failed(
+                rt.kind, rt.group, name,
+                f"the UID in the precondition ({pre['uid']}) does not match the UID in record "
+                f"({meta['uid']}). The object might have been deleted and then recreated",
             )  # fmt: skip
         if pre.get("resourceVersion") and pre["resourceVersion"] != meta["resourceVersion"]:
-            raise st.conflict(
-                rt.plural, rt.group, name,
-                f"Precondition failed: ResourceVersion in precondition: {pre['resourceVersion']}, "
-                f"ResourceVersion in object meta: {meta['resourceVersion']}",
+            raise st.precondition_failed(
+                rt.kind, rt.group, name,
+                f"the ResourceVersion in the precondition ({pre['resourceVersion']}) does not "
+                f"match the ResourceVersion in record ({meta['resourceVersion']}). The object "
+                "might have been modified",
             )  # fmt: skip
         if meta.get("finalizers"):
             if meta.get("deletionTimestamp"):
@@ -348,6 +355,8 @@ class ResourceAPI:
                 "body is not a JSON object"
             )
         kind = body.get("kind")
+        if rt.custom:
+            self._require_custom_type(rt, body)
         if kind and kind != rt.kind:
             raise st.bad_request(
                 f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
@@ -370,6 +379,21 @@ class ResourceAPI:
         body["kind"] = rt.kind
         body["apiVersion"] = rt.api_version
         return body
+
+    @staticmethod
+    def _require_custom_type(rt: ResourceType, body: JSON) -> None:
+        """A custom resource body names its kind and apiVersion (built-ins default them)."""
+        if not body.get("kind"):
+            shown = json.dumps(body)
+            raise st.bad_request(
+                f"the object provided is unrecognized (must be of type {rt.kind}): Object "
+                f"'Kind' is missing in '{shown}' ({shown[:30]} ...)"
+            )
+        if body.get("apiVersion") != rt.api_version:
+            raise st.bad_request(
+                f"the API version in the data ({body.get('apiVersion') or ''}) does not match "
+                f"the expected API version ({rt.api_version})"
+            )
 
     def _require_namespace(self, namespace: str) -> None:
         if self.store.get("/namespaces", "", namespace) is None:

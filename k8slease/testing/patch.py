@@ -205,6 +205,7 @@ def json_patch(target: Any, operations: Any) -> Any:
                     "Invalid",
                     f"the server rejected our request due to an error in our "
                     f"request: testing value {op.get('path')} failed",
+                    {},
                 )
         else:
             raise bad_request(f"unexpected json patch operation {kind!r}")

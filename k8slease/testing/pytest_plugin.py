@@ -19,8 +19,10 @@ Fixtures:
   (RBAC, TokenRequest); skipped, with the reason, when the real tier is off.
 
 Tests that use the shared fixtures but need the embedded server's own features carry
-``@pytest.mark.embedded_only``. With ``CI`` set and Go present (or ``--k8s-server=real|both``
-given), a real control plane that cannot be built or started is a test error, never a skip.
+``@pytest.mark.embedded_only``; tests of what the real control plane cannot show (no
+controller-manager, a fresh etcd) carry ``@pytest.mark.not_on_control_plane(reason)``.
+With ``CI`` set and Go present (or ``--k8s-server=real|both`` given), a real control plane
+that cannot be built or started is a test error, never a skip.
 
 Real-cluster mode is opt-in: ``--kubeconfig PATH`` (the option pytest-kind defines; we reuse
 it and never redefine it) or the ``K8SLEASE_TEST_KUBECONFIG`` environment variable. A plain
@@ -109,6 +111,11 @@ def pytest_configure(config: pytest.Config) -> None:
         "embedded_only: uses the shared k8s_* fixtures but needs the embedded server's own "
         "features (faults, stats, exact resourceVersions); runs on [embedded] only",
     )
+    config.addinivalue_line(
+        "markers",
+        "not_on_control_plane(reason): the real control plane cannot show this (no controller-"
+        "manager, a fresh etcd); skipped on [real] with the reason, run on the others",
+    )
     try:
         config.stash[TIERS] = tiers.choose(
             config.getoption("k8s_server", default=None),
@@ -143,6 +150,17 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     elif metafunc.definition.get_closest_marker("embedded_only") is not None:
         servers = (tiers.EMBEDDED,)
     metafunc.parametrize("k8s_apiserver", servers, indirect=True, scope="session")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        mark = item.get_closest_marker("not_on_control_plane")
+        callspec = getattr(item, "callspec", None)
+        if mark is None or callspec is None:
+            continue
+        if callspec.params.get("k8s_apiserver") == tiers.REAL:
+            reason = mark.args[0] if mark.args else mark.kwargs.get("reason", "")
+            item.add_marker(pytest.mark.skip(reason=f"not on the real control plane: {reason}"))
 
 
 @pytest.fixture(scope="session")

@@ -56,6 +56,8 @@ def _build(key: str, progress: Progress) -> Binaries:
         f"building kube-apiserver {v.KUBERNETES_VERSION} and etcd {v.ETCD_VERSION} into "
         f"{root / key} (once per machine; minutes on a cold Go cache). Log: {log}"
     )
+    for stale in root.glob(f".{key}.*"):  # left by a build that was killed (we hold the lock)
+        shutil.rmtree(stale, ignore_errors=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=root))
     try:
         with tempfile.TemporaryDirectory(prefix="k8slease-cpbuild-") as work:
