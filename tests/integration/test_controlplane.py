@@ -105,3 +105,20 @@ def test_metrics_count_the_requests_made(
         for name in ("a", "b", "c"):
             leases.create_namespaced_lease(k8s_namespace, {"metadata": {"name": name}})
     assert creates() == before + 3
+
+
+@pytest.mark.usefixtures("k8s_real_apiserver")  # gates on the real tier
+def test_an_audit_log_names_each_object_requested() -> None:
+    with ControlPlane(audit=True) as plane, plane.api_client() as api_client:
+        client.CoreV1Api(api_client).create_namespace({"metadata": {"name": "audited"}})
+        leases = client.CoordinationV1Api(api_client)
+        leases.create_namespaced_lease("audited", {"metadata": {"name": "one"}})
+        leases.read_namespaced_lease("one", "audited")
+        entries = [json.loads(line) for line in plane.audit_log.read_text().splitlines()]
+    ours = [
+        (e["verb"], e["objectRef"].get("name"), e["responseStatus"]["code"])
+        for e in entries
+        if e.get("objectRef", {}).get("resource") == "leases"
+        and e["objectRef"].get("namespace") == "audited"
+    ]
+    assert ours == [("create", "one", 201), ("get", "one", 200)]

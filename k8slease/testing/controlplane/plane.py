@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import http.client
+import json
 import shutil
 import ssl
 import tempfile
@@ -25,6 +26,13 @@ HOST = "127.0.0.1"
 SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"
 #: Only an allocation range for Service IPs: nothing routes to it, nothing listens there.
 SERVICE_CIDR = "10.0.0.0/24"
+#: Every request once, when its response is complete, with its metadata (not bodies).
+AUDIT_POLICY = {
+    "apiVersion": "audit.k8s.io/v1",
+    "kind": "Policy",
+    "omitStages": ["RequestReceived", "ResponseStarted"],
+    "rules": [{"level": "Metadata"}],
+}
 
 
 class ControlPlaneError(RuntimeError):
@@ -46,6 +54,10 @@ class ControlPlane:
     anyone else. There is no controller-manager and no scheduler: deleted namespaces stay
     ``Terminating``, no pods run, nothing is garbage-collected, no token Secrets appear.
 
+    ``audit=True`` writes an audit log (JSON lines, level Metadata: user, verb, objectRef
+    with the object's name, response code) to :attr:`audit_log`, for counting requests per
+    object; ``/metrics`` (:meth:`metrics`) counts per resource and verb only.
+
     The binaries are built on first use (minutes, once per machine; see
     :func:`~.build.ensure_binaries`); ``binaries`` overrides where they come from.
     """
@@ -60,11 +72,13 @@ class ControlPlane:
         binaries: Binaries | None = None,
         start_timeout: float = 90.0,
         progress: Progress = stderr_progress,
+        audit: bool = False,
     ) -> None:
         self.host = HOST
         self.port = port
         self.start_timeout = start_timeout
         self._binaries = binaries
+        self._audit = audit
         self._progress = progress
         self._kubeconfig_path = Path(kubeconfig) if kubeconfig is not None else None
         self._kubeconfig: Path | None = None
@@ -94,6 +108,14 @@ class ControlPlane:
         if self._kubeconfig is None:
             raise RuntimeError("the control plane is not started")
         return self._kubeconfig
+
+    @property
+    def audit_log(self) -> Path:
+        """The audit log (JSON lines; exists once the first request is logged); needs
+        ``audit=True``."""
+        if not self._audit:
+            raise RuntimeError("the audit log is off: create the ControlPlane with audit=True")
+        return self.directory / "audit.log"
 
     @property
     def ca_file(self) -> Path:
@@ -162,9 +184,22 @@ class ControlPlane:
             "--endpoint-reconciler-type=none",
             "--profiling=false",
         ], directory / "kube-apiserver.log")  # fmt: skip
+        if self._audit:
+            apiserver.argv += self._audit_args(directory)
         self._children = [etcd, apiserver]
         for child in self._children:
             child.start()
+
+    @staticmethod
+    def _audit_args(directory: Path) -> list[str]:
+        policy = directory / "audit-policy.json"
+        policy.write_text(json.dumps(AUDIT_POLICY))
+        return [
+            f"--audit-policy-file={policy}",
+            f"--audit-log-path={directory / 'audit.log'}",
+            "--audit-log-format=json",
+            "--audit-log-mode=blocking",
+        ]
 
     def _wait_ready(self, began: float) -> None:
         deadline = began + self.start_timeout
