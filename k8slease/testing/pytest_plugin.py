@@ -189,7 +189,7 @@ def k8s_real_apiserver(request: pytest.FixtureRequest) -> Iterator[ControlPlane]
     chosen = request.config.stash[TIERS]
     if not chosen.real:
         pytest.skip(chosen.real_skipped or tiers.NOT_RUN)
-    plane = ControlPlane()
+    plane = ControlPlane(audit=True)  # tests count their own requests in plane.audit_log
     capture: Any = request.config.pluginmanager.getplugin("capturemanager")
     try:
         if capture is not None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from k8slease.testing import tiers
-from k8slease.testing.controlplane import gomod, metrics, versions
+from k8slease.testing.controlplane import audit, gomod, metrics, versions
 from k8slease.testing.controlplane.gotool import BuildError
 from k8slease.testing.controlplane.kubeconfig import kubeconfig_document
 
@@ -113,3 +113,30 @@ def test_kubeconfig_for_a_token_carries_the_ca_and_no_client_certificate(tmp_pat
     assert "client-certificate-data" not in text and "insecure" not in text
     with pytest.raises(ValueError, match="either token"):
         kubeconfig_document("https://127.0.0.1:1", ca)
+
+
+def test_audit_events_after_an_offset_and_counts_by_namespace(tmp_path: Path) -> None:
+    log = tmp_path / "audit.log"
+
+    def event(verb: str, resource: str, namespace: str, sub: str | None = None) -> str:
+        ref = {"resource": resource, "namespace": namespace, "name": "x"}
+        if sub:
+            ref["subresource"] = sub
+        return json.dumps({"verb": verb, "objectRef": ref}) + "\n"
+
+    log.write_text(event("update", "leases", "a"))
+    since = audit.size(log)
+    log.write_text(
+        log.read_text()
+        + event("update", "leases", "a")
+        + event("update", "leases", "b")
+        + event("patch", "groups", "a", "status")
+        + '{"verb": "upd'  # a line still being written is not read
+    )
+    found = audit.events(log, since)
+    assert len(found) == 3
+    assert audit.count(found, "update", "leases", namespace="a") == 1
+    assert audit.count(found, "update", "leases") == 2
+    assert audit.count(found, "patch", "groups/status") == 1
+    assert audit.count(found, "patch", "groups", subresource="scale") == 0
+    assert audit.events(tmp_path / "missing.log") == [] and audit.size(tmp_path / "x") == 0
