@@ -16,7 +16,7 @@ from typing import Any
 
 import kubernetes
 import pytest
-from elector_helpers import FAST, LeaseWatcher
+from elector_helpers import FAST, LeaseWatcher, server_for_lease
 
 from k8slease import LeaderElector, LeadershipContext
 from k8slease.metrics import NoopMetrics
@@ -28,8 +28,10 @@ NS = "default"
 
 
 @pytest.fixture
-def server(k8s_embedded_apiserver: APIServer) -> APIServer:
-    return k8s_embedded_apiserver
+def server(request: pytest.FixtureRequest, k8s_apiserver: APIServer) -> APIServer:
+    """A fresh embedded server, or the real control plane without the "demo" Lease."""
+    server: APIServer = server_for_lease(request, NS, "demo")
+    return server
 
 
 @pytest.fixture
@@ -66,6 +68,7 @@ def leases_api(server: APIServer, cleanup: list[Any]) -> Any:
     return kubernetes.client.CoordinationV1Api(client)
 
 
+@pytest.mark.embedded_only  # stats or faults
 def test_three_electors_one_leader_client_go_fields_and_single_put_renewals(
     server: APIServer, cleanup: list[Any]
 ) -> None:
@@ -149,6 +152,7 @@ def test_other_writers_conflict_and_the_leader_acts_on_what_it_reads(
     assert record.fencing_token == 2 and record.transitions == 1
 
 
+@pytest.mark.embedded_only  # stats or faults
 def test_api_errors_end_leadership_before_anyone_may_take_over_then_it_recovers(
     server: APIServer, cleanup: list[Any]
 ) -> None:
@@ -208,6 +212,7 @@ def test_malformed_lease_is_waited_out_and_repaired(server: APIServer, cleanup: 
     assert [a.is_leader, b.is_leader].count(True) == 1
 
 
+@pytest.mark.embedded_only  # stats or faults
 def test_recandidacy_after_losing_leadership(server: APIServer, cleanup: list[Any]) -> None:
     starts: list[int] = []
     stopped = threading.Event()
@@ -239,6 +244,7 @@ def _record(ctx: LeadershipContext, starts: list[int]) -> None:
     ctx.lost.wait()
 
 
+@pytest.mark.embedded_only  # stats or faults
 def test_watch_drops_do_not_stop_prompt_takeover(server: APIServer, cleanup: list[Any]) -> None:
     watch = watcher(server, cleanup)
     a = elector(server, cleanup, "a").start()
