@@ -57,9 +57,10 @@ class StatusError(Exception):
             "metadata": {},
             "status": "Failure",
             "message": self.message,
-            "reason": self.reason,
             "code": self.code,
         }
+        if self.reason:
+            status["reason"] = self.reason
         if self.details is not None:
             status["details"] = self.details
         return status

@@ -38,11 +38,13 @@ def _col(name: str, type_: str, description: str, priority: int = 0, fmt: str = 
     }
 
 
-AGE = _col(
-    "Age",
-    "date",
-    "CreationTimestamp is a timestamp representing the server time when this object was created.",
+_AGE_DESCRIPTION = (
+    "CreationTimestamp is a timestamp representing the server time when this object was created."
 )
+#: A CRD's default Age column is a ``date`` (the client renders it); built-in printers render
+#: the age themselves and declare a ``string``.
+AGE = _col("Age", "date", _AGE_DESCRIPTION)
+BUILTIN_AGE = _col("Age", "string", _AGE_DESCRIPTION)
 
 
 def human_duration(seconds: float) -> str:
@@ -165,9 +167,9 @@ def columns_for(rt: ResourceType) -> list[JSON]:
             )
         return cols
     if rt.plural == "leases":
-        return [NAME_COLUMN, _col("Holder", "string", "The holder of the lease"), AGE]
+        return [NAME_COLUMN, _col("Holder", "string", "The holder of the lease"), BUILTIN_AGE]
     if rt.plural == "namespaces":
-        return [NAME_COLUMN, _col("Status", "string", "The status of the namespace"), AGE]
+        return [NAME_COLUMN, _col("Status", "string", "The status of the namespace"), BUILTIN_AGE]
     if rt.plural == "events":
         return [
             _col("Last Seen", "string", "Time since the most recent occurrence"),
@@ -231,7 +233,9 @@ def table(rt: ResourceType, items: list[JSON], list_meta: JSON, include: str = "
         row: JSON = {"cells": cells_for(rt, obj)}
         if include == "Object":
             row["object"] = obj
-        elif include != "None":
+        elif include == "None":
+            row["object"] = None
+        else:
             row["object"] = partial(obj)
         rows.append(row)
     return {
