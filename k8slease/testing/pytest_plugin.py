@@ -15,6 +15,8 @@ Fixtures:
 - ``k8s_crd``: installs CRDs (waiting until they are Established), deletes them afterwards;
 - ``k8s_embedded_apiserver``: a fresh embedded server per test, for faults and stats (it is
   always embedded, whatever the option);
+- ``k8s_fresh_apiserver``: a fresh server of the test's kind (embedded, or a new real control
+  plane with an audit log), for tests that need a server to themselves;
 - ``k8s_real_apiserver`` (session): the real control plane, for tests only it can answer
   (RBAC, TokenRequest); skipped, with the reason, when the real tier is off.
 
@@ -241,6 +243,21 @@ def k8s_namespace(k8s_api_client: Any) -> Iterator[str]:
         except kubernetes.client.ApiException as exc:
             if exc.status != 404:
                 raise
+
+
+@pytest.fixture
+def k8s_fresh_apiserver(k8s_apiserver: Server) -> Iterator[APIServer | ControlPlane]:
+    """A fresh server of this test's kind, for tests that need one to themselves: a new
+    :class:`APIServer` on ``[embedded]``, a new ``ControlPlane(audit=True)`` on ``[real]``
+    (about 6 s to start). Skipped on an opted-in real cluster."""
+    if isinstance(k8s_apiserver, ControlPlane):
+        with ControlPlane(audit=True) as plane:
+            yield plane
+    elif isinstance(k8s_apiserver, APIServer):
+        with APIServer() as server:
+            yield server
+    else:
+        pytest.skip("a fresh server is made only for the embedded and the real control plane")
 
 
 @pytest.fixture
