@@ -185,9 +185,10 @@ def events_about(cluster: Cluster, name: str) -> list[Any]:
 
 def test_elector_leads_as_the_app_account(cluster: Cluster) -> None:
     a = elector(cluster.client_as(APP), cluster.namespace, "works", "replica-a").start()
-    b = elector(cluster.client_as(APP), cluster.namespace, "works", "replica-b").start()
+    b = elector(cluster.client_as(APP), cluster.namespace, "works", "replica-b")
     try:
         assert a.wait_until_leading(10)
+        b.start()
         a.stop(5)  # releases: b takes over (read, update, watch all allowed)
         assert b.wait_until_leading(10)
     finally:
