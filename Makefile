@@ -39,7 +39,7 @@ demo: $(STAMP)
 	$(BIN)/python -m k8slease demo
 
 bench: $(STAMP)
-	$(BIN)/python -m benchmarks
+	$(BIN)/python -m benchmarks --server both
 
 e2e: $(STAMP)
 	$(PYTEST) -q -m kind tests/e2e

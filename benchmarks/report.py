@@ -119,8 +119,8 @@ def _load_rows(load: dict[str, Any]) -> list[Row]:
         rows.append(
             (
                 f"  per candidate (N={n}) / open watches",
-                f"{_rates(a['per_candidate_per_min'])} / {a['open_watches']}",
-                f"{_rates(b['per_candidate_per_min'])} / {b['open_watches']}",
+                f"{_rates(a['per_candidate_per_min'])} / {_num(a['open_watches'], '{}')}",
+                f"{_rates(b['per_candidate_per_min'])} / {_num(b['open_watches'], '{}')}",
             )
         )
     return rows

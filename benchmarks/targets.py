@@ -1,14 +1,10 @@
 """The API servers the benchmarks run on: the embedded ``APIServer`` or a real ``ControlPlane``.
 
-``--server embedded|real|both`` picks them. Both give the replicas a kubeconfig; they differ in
-how the API load is counted:
-
-- embedded: the server's own request log, which names the Lease of every request, so all load
-  groups run at once and are told apart by Lease name;
-- real: kube-apiserver's ``/metrics`` (``apiserver_request_total`` and
-  ``apiserver_longrunning_requests`` for Leases), which has no object names, so the load groups
-  run one after the other and the server's own Lease traffic (its identity Lease, renewed every
-  10 s) is measured first with no replica running and subtracted.
+``--server embedded|real|both`` picks them. Both give the replicas a kubeconfig and count the
+Lease requests of one namespace by Lease name (watches and lists, which name no Lease, count
+as ``(collection)``): the embedded server from its own request log, the real one from its audit
+log (``ControlPlane(audit=True)``). Open watches per Lease are known only to the embedded
+server (the audit log records a watch when it ends).
 """
 
 from __future__ import annotations
@@ -21,18 +17,16 @@ from pathlib import Path
 from typing import Protocol
 
 from k8slease.testing import APIServer, ControlPlane
-from k8slease.testing.controlplane import metrics
+from k8slease.testing.controlplane import audit
 
 SERVERS = ("embedded", "real")
-LEASES = {"group": "coordination.k8s.io", "resource": "leases"}
+LEASES = ("coordination.k8s.io", "leases")
 
 
 class Target(Protocol):
     """What the failover and load benchmarks need of a server."""
 
     name: str
-    #: Whether :meth:`requests` can tell requests apart by Lease name.
-    by_lease_name: bool
 
     @property
     def kubeconfig(self) -> Path: ...
@@ -41,16 +35,15 @@ class Target(Protocol):
         """Start counting requests from now."""
 
     def requests(self) -> dict[str, Counter[str]]:
-        """Lease requests since :meth:`reset`: Lease name (``"*"`` when the target cannot tell)
-        -> verb -> count. Watches count when they end."""
+        """Lease requests in the namespace since :meth:`reset`: Lease name (``(collection)``
+        for lists and watches) -> verb -> count. Watches count when they end."""
 
-    def open_watches(self, name: str) -> int:
-        """Lease watches open now that would see the Lease ``name`` (``"*"``: all)."""
+    def open_watches(self, name: str) -> int | None:
+        """Lease watches open now that would see the Lease ``name``; None if unknown."""
 
 
 class EmbeddedTarget:
     name = "embedded"
-    by_lease_name = True
 
     def __init__(self, server: APIServer, namespace: str) -> None:
         self.server = server
@@ -70,7 +63,7 @@ class EmbeddedTarget:
                 by_name.setdefault(request.name or "(collection)", Counter())[request.verb] += 1
         return by_name
 
-    def open_watches(self, name: str) -> int:
+    def open_watches(self, name: str) -> int | None:
         rt = self.server.registry.find("coordination.k8s.io", "v1", "leases")
         assert rt is not None
         lease = self.server.store.get(rt.key, self.namespace, name)
@@ -79,40 +72,35 @@ class EmbeddedTarget:
         return sum(1 for watcher in self.server.store.watchers(rt.key) if watcher.accepts(lease))
 
 
-def _lease_counts(text: str) -> Counter[str]:
-    counts: Counter[str] = Counter()
-    for labels, value in metrics.samples(text, "apiserver_request_total"):
-        if all(labels.get(k) == v for k, v in LEASES.items()) and not labels.get("subresource"):
-            counts[labels.get("verb", "?").lower()] += int(value)
-    return counts
-
-
 class RealTarget:
     name = "real"
-    by_lease_name = False
 
-    def __init__(self, plane: ControlPlane) -> None:
+    def __init__(self, plane: ControlPlane, namespace: str) -> None:
         self.plane = plane
-        self._since: Counter[str] = Counter()
+        self.namespace = namespace
+        self._since = 0
 
     @property
     def kubeconfig(self) -> Path:
         return self.plane.kubeconfig
 
     def reset(self) -> None:
-        self._since = _lease_counts(self.plane.metrics())
+        self._since = audit.size(self.plane.audit_log)
 
     def requests(self) -> dict[str, Counter[str]]:
-        now = _lease_counts(self.plane.metrics())
-        now.subtract(self._since)
-        return {"*": Counter({verb: n for verb, n in now.items() if n})}
+        by_name: dict[str, Counter[str]] = {}
+        for event in audit.events(self.plane.audit_log, self._since):
+            ref = event.get("objectRef") or {}
+            if (ref.get("apiGroup"), ref.get("resource")) != LEASES or ref.get("subresource"):
+                continue
+            if ref.get("namespace") != self.namespace:
+                continue
+            name = ref.get("name") or "(collection)"
+            by_name.setdefault(name, Counter())[str(event.get("verb"))] += 1
+        return by_name
 
-    def open_watches(self, name: str) -> int:
-        return int(
-            metrics.total(
-                self.plane.metrics(), "apiserver_longrunning_requests", verb="WATCH", **LEASES
-            )
-        )
+    def open_watches(self, name: str) -> int | None:
+        return None
 
 
 @contextmanager
@@ -127,8 +115,8 @@ def open_target(name: str, namespace: str) -> Iterator[Target]:
             yield EmbeddedTarget(server, namespace)
     elif name == "real":
         started = time.monotonic()
-        with ControlPlane() as plane:
+        with ControlPlane(audit=True) as plane:
             print(f"   real control plane ready in {time.monotonic() - started:.1f} s", flush=True)
-            yield RealTarget(plane)
+            yield RealTarget(plane, namespace)
     else:
         raise ValueError(f"--server: unknown server {name!r}; expected one of {SERVERS}")
