@@ -105,8 +105,11 @@ class OperatorRun:
 
 
 @contextmanager
-def operator_run(kubeconfig: Path, namespace: str, log: Path) -> Iterator[OperatorRun]:
-    """The operator watching ``namespace`` as ``kubeconfig``'s identity; stopped afterwards."""
+def operator_run(
+    kubeconfig: Path, namespace: str, log: Path, *, all_namespaces: bool = False
+) -> Iterator[OperatorRun]:
+    """The operator watching ``namespace`` (or, with ``all_namespaces``, every namespace; the
+    tests then look at ``namespace``) as ``kubeconfig``'s identity; stopped afterwards."""
     env = dict(os.environ, **FAST_ENV)
     env.pop("KUBERNETES_SERVICE_HOST", None)
     with log.open("wb") as out:
@@ -118,8 +121,7 @@ def operator_run(kubeconfig: Path, namespace: str, log: Path) -> Iterator[Operat
                 "operator",
                 "--kubeconfig",
                 str(kubeconfig),
-                "--namespace",
-                namespace,
+                *(["--all-namespaces"] if all_namespaces else ["--namespace", namespace]),
             ],
             cwd=REPO,
             env=env,

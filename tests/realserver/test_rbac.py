@@ -61,6 +61,11 @@ class Cluster:
     def operator_account(self) -> str:
         return f"{self.fullname}-operator"
 
+    @property
+    def cluster_wide_account(self) -> str:
+        """The operator account of the chart installed with operator.clusterWide=true."""
+        return f"{self.fullname}-cw-operator"
+
     def client_as(self, service_account: str) -> Any:
         token = request_token(self.admin, self.namespace, service_account)
         client = self.server.api_client(token=token)
@@ -69,22 +74,28 @@ class Cluster:
 
     def kubeconfig_as(self, service_account: str) -> Path:
         token = request_token(self.admin, self.namespace, service_account)
-        path = self.tmp / f"{service_account}-{uuid.uuid4().hex[:6]}.kubeconfig"
-        path: Path = self.server.kubeconfig_for_token(token, path)
-        return path
+        target = self.tmp / f"{service_account}-{uuid.uuid4().hex[:6]}.kubeconfig"
+        written: Path = self.server.kubeconfig_for_token(token, target)
+        return written
 
     def account_without(self, component: str, group: str, resource: str, verb: str) -> str:
-        """A new ServiceAccount bound to ``component``'s Role minus one verb; returns its name,
-        once the authorizer refuses that verb and allows the rest."""
+        """A new ServiceAccount bound to ``component``'s Role (or ClusterRole) minus one verb;
+        returns its name once the authorizer refuses that verb and allows the rest."""
         role = self.roles[component]
+        cluster_scoped = role["kind"] == "ClusterRole"
         name = f"{component}-no-{verb}-{resource.replace('/', '-')}"[:50] + uuid.uuid4().hex[:5]
         variant = without(role, group, resource, verb)
-        variant["metadata"] = {"name": name, "namespace": self.namespace}
+        where = {} if cluster_scoped else {"namespace": self.namespace}
+        variant["metadata"] = {"name": name, **where}
         binding = {
             "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "RoleBinding",
-            "metadata": {"name": name, "namespace": self.namespace},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+            "kind": "ClusterRoleBinding" if cluster_scoped else "RoleBinding",
+            "metadata": {"name": name, **where},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": role["kind"],
+                "name": name,
+            },
             "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": self.namespace}],
         }
         account = {
@@ -94,18 +105,14 @@ class Cluster:
         }
         create_all(self.rest, [account, variant, binding])
         user = service_account_user(self.namespace, name)
+        scope = "" if cluster_scoped else self.namespace
         kept_group, kept_resource, kept_verb = sorted(grants(variant))[0]
         resource_name, _, sub = kept_resource.partition("/")
         wait_for_access(
-            self.admin,
-            user,
-            Access(kept_verb, resource_name, kept_group, self.namespace, sub),
-            True,
+            self.admin, user, Access(kept_verb, resource_name, kept_group, scope, sub), True
         )
         resource_name, _, sub = resource.partition("/")
-        wait_for_access(
-            self.admin, user, Access(verb, resource_name, group, self.namespace, sub), False
-        )
+        wait_for_access(self.admin, user, Access(verb, resource_name, group, scope, sub), False)
         return name
 
 
@@ -136,6 +143,11 @@ def cluster(k8s_real_apiserver: Any, tmp_path_factory: pytest.TempPathFactory) -
         if o["kind"] == "Role"
     }
     assert set(roles) == {"elector", "operator"}
+    wide = chart_rbac(namespace, {"fullnameOverride": f"{fullname}-cw",
+                                  "operator": {"clusterWide": True}})  # fmt: skip
+    wide = [o for o in wide if o["metadata"]["labels"]["app.kubernetes.io/component"] == "operator"]
+    create_all(rest, wide)
+    (roles["operator-cluster-wide"],) = [o for o in wide if o["kind"] == "ClusterRole"]
     state = Cluster(
         k8s_real_apiserver,
         admin,
@@ -146,11 +158,13 @@ def cluster(k8s_real_apiserver: Any, tmp_path_factory: pytest.TempPathFactory) -
         roles,
         tmp_path_factory.mktemp("rbac"),
     )
-    for component, account in (("elector", APP), ("operator", state.operator_account)):
+    for component, account in (("elector", APP), ("operator", state.operator_account),
+                               ("operator-cluster-wide", state.cluster_wide_account)):  # fmt: skip
         kept = sorted(grants(roles[component]))[0]
         user = service_account_user(namespace, account)
         resource, _, sub = kept[1].partition("/")
-        wait_for_access(admin, user, Access(kept[2], resource, kept[0], namespace, sub), True)
+        scope = "" if roles[component]["kind"] == "ClusterRole" else namespace
+        wait_for_access(admin, user, Access(kept[2], resource, kept[0], scope, sub), True)
     yield state
     for client in state.clients:
         client.close()
@@ -450,6 +464,49 @@ OPERATOR_NEEDS: dict[tuple[str, str, str], tuple[str, OperatorCheck]] = {
 
 def test_every_operator_grant_has_a_check(cluster: Cluster) -> None:
     assert grants(cluster.roles["operator"]) == set(OPERATOR_NEEDS)
+
+
+#: What the cluster-wide operator's ClusterRole grants beyond the namespaced Role's rules (which
+#: it shares, and which the checks above cover). (It granted CRD get too: nothing needs it.)
+CLUSTER_WIDE_NEEDS: dict[tuple[str, str, str], tuple[str, OperatorCheck]] = {
+    ("apiextensions.k8s.io", "customresourcedefinitions", "list"): (
+        "kopf cannot list CRDs: it retries for a minute, then never notices the CRD change",
+        _operator_refused(r"GET \S+/customresourcedefinitions -> APIForbiddenError")),
+    ("apiextensions.k8s.io", "customresourcedefinitions", "watch"): (
+        "kopf cannot watch CRDs: it never notices the CRD change",
+        _operator_refused(
+            r"GET \S+/customresourcedefinitions\?watch=true\S* -> APIForbiddenError")),
+}  # fmt: skip
+
+
+def test_cluster_wide_operator_works_as_its_account(cluster: Cluster) -> None:
+    log = cluster.tmp / "operator-cluster-wide.log"
+    kubeconfig = cluster.kubeconfig_as(cluster.cluster_wide_account)
+    with operator_run(kubeconfig, cluster.namespace, log, all_namespaces=True) as run:
+        stop = _lease_leader(cluster, "wide")
+        try:
+            status = run.wait_status(cluster.admin, "wide", lambda s: s.get("leader"))
+            assert status["leader"]
+        finally:
+            stop()
+        run.assert_no_forbidden()
+
+
+def test_every_cluster_wide_grant_has_a_check(cluster: Cluster) -> None:
+    extra = grants(cluster.roles["operator-cluster-wide"]) - grants(cluster.roles["operator"])
+    assert extra == set(CLUSTER_WIDE_NEEDS)
+
+
+@pytest.mark.parametrize("grant", sorted(CLUSTER_WIDE_NEEDS), ids=lambda g: f"{g[1]}-{g[2]}")
+def test_cluster_role_without_a_verb_breaks_something(
+    cluster: Cluster, grant: tuple[str, str, str]
+) -> None:
+    account = cluster.account_without("operator-cluster-wide", *grant)
+    _, check = CLUSTER_WIDE_NEEDS[grant]
+    log = cluster.tmp / f"operator-{account}.log"
+    kubeconfig = cluster.kubeconfig_as(account)
+    with operator_run(kubeconfig, cluster.namespace, log, all_namespaces=True) as run:
+        check(cluster, run)
 
 
 @pytest.mark.parametrize("grant", sorted(OPERATOR_NEEDS), ids=lambda g: f"{g[1]}-{g[2]}")

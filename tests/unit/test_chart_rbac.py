@@ -27,7 +27,7 @@ OPERATOR_GRANTS = {
 }
 #: Only with operator.clusterWide=true: kopf watches the CRD to notice it changing.
 CLUSTER_WIDE_EXTRA = {
-    ("apiextensions.k8s.io", "customresourcedefinitions"): {"get", "list", "watch"},
+    ("apiextensions.k8s.io", "customresourcedefinitions"): {"list", "watch"},
 }
 
 VALUE_SETS: dict[str, dict[str, Any]] = {
