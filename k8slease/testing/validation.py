@@ -356,6 +356,13 @@ def validate_crd(obj: JSON) -> list[JSON]:
                 + ": must have exactly one version marked as storage version",
             )
         )
+        if not any(v.get("storage") for v in versions):
+            causes.append(
+                cause(
+                    "status.storedVersions",
+                    "Invalid value: null: must have at least one stored version",
+                )
+            )
     if names.get("plural") and spec.get("group"):
         expected = f"{names['plural']}.{spec['group']}"
         if obj["metadata"].get("name") != expected:
