@@ -529,6 +529,52 @@ def namespaces_and_events(s: Session) -> None:
     )
 
 
+def pagination(s: Session) -> None:
+    for index in range(5):
+        s.request(f"create-{index}", "POST", leases(s), lease(f"p{index}"))
+    _, first = s.request("page-1", "GET", leases(s), query={"limit": "2"})
+    token = first["metadata"]["continue"]
+    _, second = s.request("page-2", "GET", leases(s), query={"limit": "2", "continue": token})
+    s.request(
+        "page-3", "GET", leases(s), query={"limit": "2", "continue": second["metadata"]["continue"]}
+    )
+    s.request("bad-token", "GET", leases(s), query={"limit": "2", "continue": "not-a-token"})
+    s.request("limit-zero", "GET", leases(s), query={"limit": "0"})
+
+
+def definitions(s: Session) -> None:
+    """CustomResourceDefinitions the server refuses, and the Tables of CRDs and Events."""
+    crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+    bad = widget_crd()
+    bad["metadata"]["name"] = "wrong.diff.k8slease.io"
+    s.request("crd-name-mismatch", "POST", crds, bad)
+    no_storage = widget_crd()
+    no_storage["metadata"]["name"] = "gadgets.diff.k8slease.io"
+    no_storage["spec"]["names"] = {"plural": "gadgets", "kind": "Gadget"}
+    no_storage["spec"]["versions"][0]["storage"] = False
+    s.request("crd-no-storage-version", "POST", crds, no_storage)
+    s.request("crd-table", "GET", f"{crds}/widgets.diff.k8slease.io", accept=TABLE)
+    s.request(
+        "event",
+        "POST",
+        f"/api/v1/namespaces/{s.ns}/events",
+        {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": "e1"},
+            "involvedObject": {"kind": "Lease", "name": "x", "namespace": s.ns},
+            "reason": "Elected",
+            "message": "a won",
+            "type": "Normal",
+            "firstTimestamp": "2024-01-02T03:04:05Z",
+            "lastTimestamp": "2024-01-02T03:04:05Z",
+            "count": 1,
+            "source": {"component": "diff"},
+        },
+    )
+    s.request("events-table", "GET", f"/api/v1/namespaces/{s.ns}/events", accept=TABLE)
+
+
 SEQUENCES: dict[str, Sequence] = {
     "lease_crud": lease_crud,
     "conflicts": conflicts,
@@ -541,4 +587,6 @@ SEQUENCES: dict[str, Sequence] = {
     "dry_run": dry_run,
     "field_validation": field_validation,
     "namespaces_and_events": namespaces_and_events,
+    "pagination": pagination,
+    "definitions": definitions,
 }
