@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import pytest
 
 from k8slease.testing import tiers
-from k8slease.testing.controlplane import audit, gomod, metrics, versions
+from k8slease.testing.controlplane import audit, build, cache, gomod, metrics, versions
 from k8slease.testing.controlplane.gotool import BuildError
 from k8slease.testing.controlplane.kubeconfig import kubeconfig_document
 
@@ -140,3 +141,37 @@ def test_audit_events_after_an_offset_and_counts_by_namespace(tmp_path: Path) ->
     assert audit.count(found, "patch", "groups/status") == 1
     assert audit.count(found, "patch", "groups", subresource="scale") == 0
     assert audit.events(tmp_path / "missing.log") == [] and audit.size(tmp_path / "x") == 0
+
+
+def test_cached_binaries_are_used_without_go(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))  # no go
+    with pytest.raises(BuildError, match="Go is not installed"):
+        build.ensure_binaries(progress=lambda line: None)
+    directory = tmp_path / "k8slease" / "controlplane" / versions.cache_key()
+    directory.mkdir(parents=True)
+    for name in ("kube-apiserver", "etcd"):
+        (directory / name).write_text("#!/bin/sh\n")
+        (directory / name).chmod(0o755)
+    assert build.ensure_binaries(progress=lambda line: None).directory == directory
+
+
+def test_a_second_builder_waits_for_the_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    waited, entered = threading.Event(), threading.Event()
+
+    def second() -> None:
+        with cache.build_lock("k", waited.set):
+            entered.set()
+
+    with cache.build_lock("k", lambda: pytest.fail("the first builder must not wait")):
+        thread = threading.Thread(target=second)
+        thread.start()
+        assert waited.wait(10)
+        assert not entered.is_set()
+    thread.join(10)
+    assert entered.is_set()
