@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import http.client
 import json
 import shutil
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING
 from .build import Progress, ensure_binaries, stderr_progress
 from .cache import Binaries
 from .certs import PKI, make_pki
+from .gotool import tail
 from .kubeconfig import kubeconfig_document, write_document
 from .processes import Child, free_port
 
@@ -212,8 +214,6 @@ class ControlPlane:
                 return
             if time.monotonic() > deadline:
                 log = self._children[-1].log
-                from .gotool import tail
-
                 raise ControlPlaneError(
                     f"kube-apiserver was not ready within {self.start_timeout:.0f} s; last "
                     f"lines of {log}:\n{tail(log)}"
@@ -273,7 +273,8 @@ class ControlPlane:
             raise ValueError("token must be a non-empty string")
         target = Path(path) if path is not None else None
         if target is None:
-            target = self.directory / "kubeconfigs" / f"token-{abs(hash(token)):x}.kubeconfig"
+            digest = hashlib.sha256(token.encode()).hexdigest()[:16]
+            target = self.directory / "kubeconfigs" / f"token-{digest}.kubeconfig"
         document = kubeconfig_document(self.url, self._require_pki().ca_cert, token=token)
         return write_document(document, target)
 
