@@ -3,7 +3,7 @@
 structural schema (Established and NamesAccepted, no NonStructuralSchema condition).
 
 There is no controller-manager: Deployments are stored but start no pods, which is all this
-checks. Namespaces are not finalized on deletion, so every install uses names of its own.
+checks. The module runs on a control plane of its own, as it deletes and creates the CRD.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import pytest
 import render_manifests as rm
 from rest import Rest
 
+from k8slease.testing import ControlPlane
 from k8slease.testing.pytest_plugin import wait_established
 
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
@@ -42,8 +43,17 @@ VALUE_SETS: dict[str, dict[str, Any]] = {
 
 
 @pytest.fixture(scope="module")
-def rest(k8s_real_apiserver: Any) -> Iterator[Rest]:
-    client = k8s_real_apiserver.api_client()
+def plane(k8s_real_apiserver: Any) -> Iterator[ControlPlane]:
+    """A control plane of this module's own (the session's one only decides whether the real
+    tier runs): these tests delete and create the chart's CRD, which the operator tests on the
+    session's server rely on."""
+    with ControlPlane() as own:
+        yield own
+
+
+@pytest.fixture(scope="module")
+def rest(plane: ControlPlane) -> Iterator[Rest]:
+    client = plane.api_client()
     try:
         yield Rest(client)
     finally:
