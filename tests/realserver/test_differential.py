@@ -34,6 +34,9 @@ KNOWN: dict[str, dict[str, str]] = {
         "re-list paths can be tested on demand.",
     },
 }
+#: Known differences that come and go with the real server's state: after many Lease writes
+#: (a full test session) its watch cache has moved past resourceVersion 1 and it answers 410 too.
+STATE_DEPENDENT = {("gone", "watch-too-old")}
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +94,8 @@ def test_embedded_server_answers_like_kube_apiserver(
     found = differences(ours, theirs)
     known = KNOWN.get(name, {})
     unexplained = {label: lines for label, lines in found.items() if label not in known}
-    stale = sorted(set(known) - set(found))
+    stale = sorted(label for label in set(known) - set(found)
+                   if (name, label) not in STATE_DEPENDENT)  # fmt: skip
     fidelity_tally["sequences"] += 1
     fidelity_tally["pairs"] += len(ours)
     fidelity_tally["differences"] += len(found)
