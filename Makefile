@@ -4,8 +4,10 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 PYTEST  := $(BIN)/pytest
+# Where Go exists, `make test` first builds (once per machine, cached) the real control plane.
+GO      := $(shell command -v go 2>/dev/null)
 
-.PHONY: install test unit integration lint demo bench e2e manifests peers clean
+.PHONY: install test unit integration lint demo bench e2e manifests peers controlplane clean
 
 install: $(STAMP)
 
@@ -20,8 +22,12 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check k8slease tests benchmarks examples charts/render_manifests.py
 	$(BIN)/mypy
 
-test: $(STAMP) lint
+test: $(STAMP) lint $(if $(GO),controlplane)
 	$(PYTEST) -q
+
+# etcd + kube-apiserver built from upstream into ~/.cache/k8slease/controlplane (minutes, once).
+controlplane: $(STAMP)
+	$(BIN)/python -m k8slease controlplane --build-only
 
 unit: $(STAMP)
 	$(PYTEST) -q tests/unit tests/chart
@@ -33,7 +39,7 @@ demo: $(STAMP)
 	$(BIN)/python -m k8slease demo
 
 bench: $(STAMP)
-	$(BIN)/python -m benchmarks
+	$(BIN)/python -m benchmarks --server both
 
 e2e: $(STAMP)
 	$(PYTEST) -q -m kind tests/e2e

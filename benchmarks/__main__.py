@@ -1,10 +1,12 @@
 """``python -m benchmarks`` (``make bench``): k8slease, client-go and the official Python client's
-electors side by side on the embedded API server, with the same lease settings.
+electors side by side on the embedded API server, with the same lease settings; with ``--server
+real`` or ``both``, failover and API load on a real kube-apiserver too (``ControlPlane``).
 
 Prints a table, writes ``benchmarks/results/latest.json`` and ``failover.png``. ``--quick`` takes
-about a minute and a half; the full run about five minutes. The benchmarks of others in this package
-(``bench_apiserver``, ``bench_operator``) are run too unless ``--skip-others``. client-go is built
-with ``make peers`` and left out, with the reason in the results, where Go is missing.
+about a minute and a half; the full run about five minutes (the real server adds about as much
+again). The benchmarks of others in this package (``bench_apiserver``, ``bench_operator``) are run
+too unless ``--skip-others``. client-go is built with ``make peers`` and left out, with the reason
+in the results, where Go is missing.
 """
 
 from __future__ import annotations
@@ -25,9 +27,9 @@ from pathlib import Path
 from typing import IO, Any
 
 from benchmarks import failover, footprint, load, locks, peer_clientgo, report
-from benchmarks.common import IMPLEMENTATIONS, SETTINGS, quiet_logging
+from benchmarks.common import IMPLEMENTATIONS, NAMESPACE, SETTINGS, quiet_logging
 from benchmarks.replicas import ROOT
-from k8slease.testing.server import APIServer
+from benchmarks.targets import SERVERS, EmbeddedTarget, Target, open_target
 
 OTHERS = ("bench_apiserver", "bench_operator")
 
@@ -61,6 +63,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         type=lambda s: tuple(s.split(",")),
         default=IMPLEMENTATIONS,
         help=f"comma-separated subset of {','.join(IMPLEMENTATIONS)} (default: all)",
+    )
+    parser.add_argument(
+        "--server",
+        choices=(*SERVERS, "both"),
+        default="embedded",
+        help="where failover and API load are measured: the embedded API server, a real "
+        "kube-apiserver (ControlPlane, built on first use), or both (default: embedded)",
     )
     tiny = parser.add_argument_group("overrides (for smoke tests)")
     tiny.add_argument("--graceful-trials", type=int)
@@ -143,7 +152,7 @@ def available(wanted: tuple[str, ...], meta: dict[str, Any]) -> tuple[str, ...]:
 
 
 def run_failover(
-    server: APIServer,
+    server: Target,
     plan: Plan,
     impls: tuple[str, ...],
     rng: random.Random,
@@ -158,6 +167,19 @@ def run_failover(
                                           stderr=stderr)  # fmt: skip
                 out[impl][kind] = run.to_json()
     return out
+
+
+def run_real(
+    plan: Plan, impls: tuple[str, ...], rng: random.Random, stderr: IO[Any] | None
+) -> dict[str, Any]:
+    """Failover and API load on a real kube-apiserver (the control plane is built on first use)."""
+    real: dict[str, Any] = {}
+    with open_target("real", NAMESPACE) as target:
+        section("real failover", real, lambda: run_failover(target, plan, impls, rng, stderr))
+        section("real api_load", real, lambda: load.measure(
+            target, window=plan.load_window, warmup=plan.load_warmup,
+            candidates=plan.candidates, implementations=impls, stderr=stderr))  # fmt: skip
+    return {"failover": real["real failover"], "api_load": real["real api_load"]}
 
 
 def run_others() -> dict[str, Any]:
@@ -179,8 +201,8 @@ def run_others() -> dict[str, Any]:
 
 def add_rss(results: dict[str, Any], impls: tuple[str, ...]) -> None:
     """Put the replicas' memory, taken during the graceful failover trials, under footprint."""
-    footprint_, failover_ = results["footprint"], results["failover"]
-    if "error" in footprint_ or "error" in failover_:
+    footprint_, failover_ = results["footprint"], results.get("failover")
+    if failover_ is None or "error" in footprint_ or "error" in failover_:
         return
     footprint_["rss_mb"] = {
         impl: {
@@ -189,6 +211,11 @@ def add_rss(results: dict[str, Any], impls: tuple[str, ...]) -> None:
         }
         for impl in impls
     }
+
+
+def _has_real(results: dict[str, Any]) -> bool:
+    real = results.get("real")
+    return isinstance(real, dict) and "error" not in real
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -201,6 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, Any] = {
         "meta": {
             "mode": "quick" if args.quick else "full",
+            "servers": list(SERVERS if args.server == "both" else (args.server,)),
             "plan": dataclasses.asdict(plan),
             "settings": dataclasses.asdict(SETTINGS),
             "machine": machine(),
@@ -208,26 +236,41 @@ def main(argv: list[str] | None = None) -> int:
     }
     impls = available(args.implementations, results["meta"])
     results["meta"]["implementations"] = list(impls)
-    with APIServer(log_size=500_000) as server:
-        section("failover", results, lambda: run_failover(server, plan, impls, rng, stderr))
-        section("api_load", results, lambda: load.measure(
-            server, window=plan.load_window, warmup=plan.load_warmup,
-            candidates=plan.candidates, implementations=impls, stderr=stderr))  # fmt: skip
-        section("locks", results, lambda: {
-            "k8slease": locks.measure(server, jobs=plan.jobs, replicas=plan.replicas,
-                                      ticks=plan.lock_ticks, stderr=stderr),
-            "official": "n/a (no per-job locks)"})  # fmt: skip
+    servers = SERVERS if args.server == "both" else (args.server,)
+    if "embedded" in servers:
+        with open_target("embedded", NAMESPACE) as target:
+            assert isinstance(target, EmbeddedTarget)
+            server = target.server
+            section("failover", results, lambda: run_failover(target, plan, impls, rng, stderr))
+            section("api_load", results, lambda: load.measure(
+                target, window=plan.load_window, warmup=plan.load_warmup,
+                candidates=plan.candidates, implementations=impls, stderr=stderr))  # fmt: skip
+            section("locks", results, lambda: {
+                "k8slease": locks.measure(server, jobs=plan.jobs, replicas=plan.replicas,
+                                          ticks=plan.lock_ticks, stderr=stderr),
+                "official": "n/a (no per-job locks)"})  # fmt: skip
+    if "real" in servers:
+        section("real", results, lambda: run_real(plan, impls, rng, stderr))
     section("footprint", results, lambda: {"import_s": footprint.import_times(plan.import_runs)})
     add_rss(results, impls)
     if not args.skip_others:
         section("others", results, run_others)
     results["targets"] = report.targets(results)
+    if _has_real(results):
+        results["real"]["targets"] = report.targets(results["real"])
     results["meta"]["duration_s"] = round(time.monotonic() - started, 1)
     args.out.mkdir(parents=True, exist_ok=True)
     report.write_json(results, args.out / "latest.json")
     report.plot(results, args.out / "failover.png")
     print()
-    print(report.table(results))
+    if "failover" in results or "api_load" in results:
+        print("embedded API server:")
+        print(report.table(results))
+    if _has_real(results):
+        print("\nreal kube-apiserver (ControlPlane):")
+        print(report.table(results["real"]))
+    elif "real" in results:
+        print(f"\nreal kube-apiserver: FAILED ({results['real'].get('error')})")
     print(report.others(results.get("others", {})))
     print(f"\nwrote {args.out / 'latest.json'} and {args.out / 'failover.png'} "
           f"in {results['meta']['duration_s']:.0f} s")  # fmt: skip

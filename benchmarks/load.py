@@ -2,9 +2,9 @@
 
 Every (implementation, N) group runs at once on its own Lease: the Python implementations in one
 process each (``load_worker``: threads, one API client per elector), client-go as N + 1 processes
-(``peer_clientgo.Group``), against one embedded API server in this process;
-requests are told apart by Lease name in the server's request log. N = 0 (a leader alone) gives
-the leader's own requests; a candidate's share is ``(group(N) - group(0)) / N``. Watch streams are
+(``peer_clientgo.Group``), against one API server (a ``benchmarks.targets`` target); requests are
+told apart by Lease name in its request log (embedded) or audit log (real). N = 0 (a leader
+alone) gives the leader's own requests; a candidate's share is ``(group(N) - group(0)) / N``. Watch streams are
 counted when they close (k8slease renews them every 60 s), so open watches are reported too.
 """
 
@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import IO, Any, Protocol
 
 from benchmarks import peer_clientgo
-from benchmarks.common import IMPLEMENTATIONS, NAMESPACE
+from benchmarks.common import IMPLEMENTATIONS
 from benchmarks.replicas import Replica
-from k8slease.testing.server import APIServer
+from benchmarks.targets import Target
 
 CANDIDATES = (2, 10, 50)
 READY_TIMEOUT = 60.0
@@ -48,22 +48,12 @@ def start_group(
     return Replica("load_worker", args, name, stderr)
 
 
-def _open_watches(server: APIServer, name: str) -> int:
-    """Open watches whose filter accepts the Lease ``name``."""
-    rt = server.registry.find("coordination.k8s.io", "v1", "leases")
-    assert rt is not None
-    lease = server.store.get(rt.key, NAMESPACE, name)
-    if lease is None:
-        return 0
-    return sum(1 for watcher in server.store.watchers(rt.key) if watcher.accepts(lease))
-
-
 def _per_minute(counts: Counter[str], seconds: float) -> dict[str, float]:
     return {verb: round(n * 60.0 / seconds, 1) for verb, n in sorted(counts.items())}
 
 
 def measure(
-    server: APIServer,
+    server: Target,
     *,
     window: float,
     warmup: float,
@@ -81,18 +71,15 @@ def measure(
             if worker.wait_for("ready", READY_TIMEOUT) is None:
                 raise RuntimeError(f"load group {key} did not get ready")
         time.sleep(warmup)
-        server.stats.reset()
+        server.reset()
         started = time.monotonic()
         time.sleep(window)
         elapsed = time.monotonic() - started
-        log = server.stats.requests()
-        watches = {key: _open_watches(server, lease_name(*key)) for key in workers}
+        by_name = server.requests()
+        watches = {key: server.open_watches(lease_name(*key)) for key in workers}
     finally:
         for worker in workers.values():
             worker.close(timeout=5)
-    by_name: dict[str, Counter[str]] = {}
-    for request in log:
-        by_name.setdefault(request.name or "(collection)", Counter())[request.verb] += 1
     result: dict[str, Any] = {"window_s": round(elapsed, 1), "warmup_s": warmup}
     for impl in implementations:
         leader = by_name.get(lease_name(impl, 0), Counter())

@@ -128,7 +128,10 @@ def _load_rows(load: dict[str, Any], impls: tuple[str, ...]) -> list[Row]:
         rows.append(
             (
                 f"  per candidate (N={n}) / open watches",
-                *(f"{_rates(g['per_candidate_per_min'])} / {g['open_watches']}" for g in groups),
+                *(
+                    f"{_rates(g['per_candidate_per_min'])} / {_num(g['open_watches'], '{}')}"
+                    for g in groups
+                ),
             )
         )
     return rows

@@ -13,6 +13,10 @@ from collections.abc import Sequence
 #: subcommand -> (module with ``main(argv) -> int``, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "apiserver": ("k8slease.testing.serve", "serve the embedded Kubernetes API server"),
+    "controlplane": (
+        "k8slease.testing.controlplane.serve",
+        "run a real etcd + kube-apiserver (built from upstream) on 127.0.0.1",
+    ),
     "operator": ("k8slease.operator.run", "run the ScheduledJobGroup operator"),
     "demo": (
         "k8slease.cli.demo",
@@ -24,7 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 def _usage() -> str:
     lines = ["usage: k8slease COMMAND [options]", "", "commands:"]
-    lines += [f"  {name:<10} {help_}" for name, (_, help_) in COMMANDS.items()]
+    lines += [f"  {name:<12} {help_}" for name, (_, help_) in COMMANDS.items()]
     lines.append("")
     lines.append("Run 'k8slease COMMAND --help' for a command's options.")
     return "\n".join(lines)

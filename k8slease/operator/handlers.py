@@ -35,6 +35,11 @@ def configure_kopf(settings: kopf.OperatorSettings, ops: OperatorSettings) -> No
     settings.posting.enabled = False
     if ops.standalone:
         settings.peering.standalone = True
+    if not ops.all_namespaces:
+        # Watching named namespaces needs no cluster-scoped access, and the chart's Role grants
+        # none: without this, kopf lists Namespaces and CRDs cluster-wide at startup and retries
+        # each 403 with back-off for about a minute before it starts watching.
+        settings.scanning.disabled = True
     settings.watching.label_selectors[LEASES] = LABEL_GROUP
     settings.watching.server_timeout = 300
     settings.watching.client_timeout = 330

@@ -22,10 +22,14 @@ from .resources import Registry, ResourceType, types_from_crd
 from .selectors import Predicate
 from .store import Store
 from .validation import (
+    decode_lease_types,
     normalize_micro_times,
     prune_lease,
+    prune_metadata,
     status_error_if,
+    validate_core_event,
     validate_crd,
+    validate_labels_and_annotations,
     validate_lease,
     validate_name,
 )
@@ -70,19 +74,40 @@ class ResourceAPI:
     """Implements each verb; raises :class:`~.status.StatusError` for every failure."""
 
     def __init__(
-        self, store: Store, registry: Registry, dry_run: bool = False, strict: bool = False
+        self,
+        store: Store,
+        registry: Registry,
+        dry_run: bool = False,
+        strict: bool = False,
+        warn: bool = False,
+        duplicates: tuple[str, ...] = (),
     ) -> None:
         self.store = store
         self.registry = registry
         self.dry_run = dry_run
         self.strict = strict
+        self.warn = warn
+        #: Paths of fields the request body had twice (the last one counts).
+        self.duplicates = duplicates
+        #: Warnings for the response's ``Warning`` headers (``fieldValidation=Warn``).
+        self.warnings: list[str] = []
 
-    def variant(self, dry_run: bool = False, strict: bool = False) -> ResourceAPI:
+    def variant(
+        self,
+        dry_run: bool = False,
+        strict: bool = False,
+        warn: bool = False,
+        duplicates: tuple[str, ...] = (),
+    ) -> ResourceAPI:
         """The same API for one request's options: ``dryRun=All`` (everything but the
-        commit) and ``fieldValidation=Strict`` (unknown fields are an error, not dropped)."""
-        if not dry_run and not strict:
+        commit), ``fieldValidation=Strict`` (unknown and duplicate fields are an error) or
+        ``Warn`` (the default: they are dropped, with a warning each)."""
+        if not dry_run and not strict and not warn:
             return self
-        return ResourceAPI(self.store, self.registry, dry_run=dry_run, strict=strict)
+        return ResourceAPI(
+            self.store, self.registry, dry_run=dry_run, strict=strict, warn=warn,
+            duplicates=duplicates,
+        )  # fmt: skip
 
     def _commit(self, resource: str, event_type: str, obj: JSON) -> JSON:
         if self.dry_run:
@@ -134,6 +159,14 @@ class ResourceAPI:
         return items, meta
 
     # --- create ----------------------------------------------------------------------------
+
+    @staticmethod
+    def list_item(rt: ResourceType, obj: JSON) -> JSON:
+        """An object as an item of a list: built-in lists (typed) carry no kind/apiVersion in
+        their items, custom resource lists (unstructured) do."""
+        if rt.custom:
+            return obj
+        return {k: v for k, v in obj.items() if k not in ("kind", "apiVersion")}
 
     def create(self, rt: ResourceType, namespace: str, body: Any) -> JSON:
         """Create an object (409 AlreadyExists when taken, 422 Invalid when invalid)."""
@@ -198,6 +231,12 @@ class ResourceAPI:
                 f"UID in object meta: {old['metadata']['uid']}",
             )  # fmt: skip
         wanted = new["metadata"].get("resourceVersion")
+        if not wanted and not rt.unconditional_update:
+            raise st.invalid(rt.plural, rt.group, name, [{
+                "reason": "FieldValueInvalid",
+                "message": "Invalid value: 0: must be specified for an update",
+                "field": "metadata.resourceVersion",
+            }])  # fmt: skip
         if wanted and wanted != old["metadata"]["resourceVersion"]:
             raise st.conflict(rt.plural, rt.group, name)
         return 200, self._commit_update(rt, old, new, sub)
@@ -219,7 +258,14 @@ class ResourceAPI:
         patched["metadata"]["name"] = name
         if rt.namespaced:
             patched["metadata"]["namespace"] = namespace
-        return self._commit_update(rt, old, patched, sub)
+        shown = json.dumps(patched, separators=(",", ":"))
+        try:
+            return self._commit_update(rt, old, patched, sub)
+        except st.StatusError as error:
+            marker = f"cannot be handled as a {rt.kind}: "
+            if error.code == 400 and marker in error.message:
+                raise st.patch_invalid(shown, error.message.split(marker, 1)[1]) from None
+            raise
 
     def _commit_update(self, rt: ResourceType, old: JSON, new: JSON, sub: str) -> JSON:
         old_meta = old["metadata"]
@@ -272,16 +318,17 @@ class ResourceAPI:
         pre = options.get("preconditions") or {} if isinstance(options, dict) else {}
         meta = old["metadata"]
         if pre.get("uid") and pre["uid"] != meta["uid"]:
-            raise st.conflict(
-                rt.plural, rt.group, name,
-                f"Precondition failed: UID in precondition: {pre['uid']}, "
-                f"UID in object meta: {meta['uid']}",
+            raise st.precondition_failed(
+                rt.kind, rt.group, name,
+                f"the UID in the precondition ({pre['uid']}) does not match the UID in record "
+                f"({meta['uid']}). The object might have been deleted and then recreated",
             )  # fmt: skip
         if pre.get("resourceVersion") and pre["resourceVersion"] != meta["resourceVersion"]:
-            raise st.conflict(
-                rt.plural, rt.group, name,
-                f"Precondition failed: ResourceVersion in precondition: {pre['resourceVersion']}, "
-                f"ResourceVersion in object meta: {meta['resourceVersion']}",
+            raise st.precondition_failed(
+                rt.kind, rt.group, name,
+                f"the ResourceVersion in the precondition ({pre['resourceVersion']}) does not "
+                f"match the ResourceVersion in record ({meta['resourceVersion']}). The object "
+                "might have been modified",
             )  # fmt: skip
         if meta.get("finalizers"):
             if meta.get("deletionTimestamp"):
@@ -309,7 +356,8 @@ class ResourceAPI:
             if accepts(obj):
                 meta = obj["metadata"]
                 _, shown = self.delete(rt, meta.get("namespace", ""), meta["name"], None)
-                deleted.append(view(rt, obj) if shown.get("kind") == "Status" else shown)
+                item = view(rt, obj) if shown.get("kind") == "Status" else shown
+                deleted.append(self.list_item(rt, item))
         return {
             "kind": rt.list_kind,
             "apiVersion": rt.api_version,
@@ -348,6 +396,15 @@ class ResourceAPI:
                 "body is not a JSON object"
             )
         kind = body.get("kind")
+        if rt.custom:
+            self._require_custom_type(rt, body)
+        version = body.get("apiVersion")
+        if not rt.custom and version and version != rt.api_version:
+            raise st.bad_request(
+                f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: no kind '
+                f'"{rt.kind}" is registered for version "{version}" in scheme '
+                '"pkg/runtime/scheme.go:111"'
+            )
         if kind and kind != rt.kind:
             raise st.bad_request(
                 f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
@@ -371,6 +428,21 @@ class ResourceAPI:
         body["apiVersion"] = rt.api_version
         return body
 
+    @staticmethod
+    def _require_custom_type(rt: ResourceType, body: JSON) -> None:
+        """A custom resource body names its kind and apiVersion (built-ins default them)."""
+        if not body.get("kind"):
+            shown = json.dumps(body)
+            raise st.bad_request(
+                f"the object provided is unrecognized (must be of type {rt.kind}): Object "
+                f"'Kind' is missing in '{shown}' ({shown[:30]} ...)"
+            )
+        if body.get("apiVersion") != rt.api_version:
+            raise st.bad_request(
+                f"the API version in the data ({body.get('apiVersion') or ''}) does not match "
+                f"the expected API version ({rt.api_version})"
+            )
+
     def _require_namespace(self, namespace: str) -> None:
         if self.store.get("/namespaces", "", namespace) is None:
             raise st.not_found("namespaces", "", namespace)
@@ -380,21 +452,35 @@ class ResourceAPI:
         causes = validate_name(
             meta.get("name"), dns_label=rt.plural == "namespaces" and not rt.group
         )
-        removed: list[str] = []
-        normalize_micro_times(obj, group=rt.group, plural=rt.plural, kind=rt.kind)
+        order = list(obj)
+        removed: list[str] = prune_metadata(obj)
         if rt.plural == "leases":
-            removed = prune_lease(obj)
+            decode_lease_types(obj)
+        normalize_micro_times(obj, group=rt.group, plural=rt.plural, kind=rt.kind)
+        causes += validate_labels_and_annotations(obj)
+        if rt.plural == "leases":
+            removed += prune_lease(obj)
             causes += validate_lease(obj)
         elif self._is_crd(rt):
             causes += validate_crd(obj)
         elif rt.custom:
             causes += rt.validator.apply(obj, removed)
-        if removed and self.strict:
-            unknown = ", ".join(f'unknown field "{path}"' for path in removed)
+        elif rt.plural == "events" and not rt.group:
+            for key, empty in (("eventTime", None), ("reportingComponent", ""),
+                               ("reportingInstance", "")):  # fmt: skip
+                obj.setdefault(key, empty)
+            causes += validate_core_event(obj)
+        top = {key: index for index, key in enumerate(order)}
+        removed.sort(key=lambda path: top.get(path.split(".")[0], len(top)))
+        problems = [f'duplicate field "{p}"' for p in self.duplicates]
+        problems += [f'unknown field "{p}"' for p in removed]
+        if problems and self.strict:
             raise st.bad_request(
                 f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
-                f"strict decoding error: {unknown}"
+                f"strict decoding error: {', '.join(problems)}"
             )
+        if self.warn:
+            self.warnings = problems
         error = status_error_if(causes, rt.kind, rt.group, meta.get("name") or "")
         if error is not None:
             raise error

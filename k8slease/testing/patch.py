@@ -205,6 +205,7 @@ def json_patch(target: Any, operations: Any) -> Any:
                     "Invalid",
                     f"the server rejected our request due to an error in our "
                     f"request: testing value {op.get('path')} failed",
+                    {},
                 )
         else:
             raise bad_request(f"unexpected json patch operation {kind!r}")
@@ -231,4 +232,7 @@ def apply_patch(content_type: str, target: JSON, patch: Any, builtin: bool) -> A
     accepted = [JSON_PATCH, MERGE, APPLY]
     if builtin:
         accepted.insert(2, STRATEGIC)
-    raise unsupported_media_type(media, accepted)
+    error = unsupported_media_type(media, accepted)
+    if media not in (STRATEGIC, APPLY):
+        error.details = {}  # a media type that is no patch at all: the real answer has details
+    raise error

@@ -1,16 +1,30 @@
-"""pytest fixtures for the embedded API server (and for a real cluster, unchanged tests).
+"""pytest fixtures for the embedded API server, the real control plane and a real cluster.
 
 Enable in your ``conftest.py`` with ``pytest_plugins = ["k8slease.testing.pytest_plugin"]``
 (k8slease's own test suite loads it through its ``pytest11`` entry point).
 
 Fixtures:
 
-- ``k8s_apiserver`` (session): the target cluster, an :class:`APIServer` by default;
+- ``k8s_apiserver`` (session): the target server. Parametrized over ``--k8s-server``:
+  ``embedded`` (an :class:`APIServer`), ``real`` (a :class:`ControlPlane`: etcd and
+  kube-apiserver built from upstream) or ``both`` (test ids end in ``[embedded]``/``[real]``).
+  The default is ``both`` where Go or cached binaries exist, else ``embedded``;
 - ``k8s_api_client``: a ``kubernetes.client.ApiClient`` for it, closed after the test;
-- ``k8s_namespace``: a fresh namespace for the test, deleted afterwards;
+- ``k8s_namespace``: a fresh namespace for the test, deleted afterwards (not waited for: the
+  real control plane has no namespace controller, a deleted namespace stays Terminating);
 - ``k8s_crd``: installs CRDs (waiting until they are Established), deletes them afterwards;
 - ``k8s_embedded_apiserver``: a fresh embedded server per test, for faults and stats (it is
-  always embedded, even in real-cluster mode).
+  always embedded, whatever the option);
+- ``k8s_fresh_apiserver``: a fresh server of the test's kind (embedded, or a new real control
+  plane with an audit log), for tests that need a server to themselves;
+- ``k8s_real_apiserver`` (session): the real control plane, for tests only it can answer
+  (RBAC, TokenRequest); skipped, with the reason, when the real tier is off.
+
+Tests that use the shared fixtures but need the embedded server's own features carry
+``@pytest.mark.embedded_only``; tests of what the real control plane cannot show (no
+controller-manager, a fresh etcd) carry ``@pytest.mark.not_on_control_plane(reason)``.
+With ``CI`` set and Go present (or ``--k8s-server=real|both`` given), a real control plane
+that cannot be built or started is a test error, never a skip.
 
 Real-cluster mode is opt-in: ``--kubeconfig PATH`` (the option pytest-kind defines; we reuse
 it and never redefine it) or the ``K8SLEASE_TEST_KUBECONFIG`` environment variable. A plain
@@ -28,9 +42,14 @@ from typing import Any
 
 import pytest
 
+from . import tiers
+from .controlplane import BuildError, ControlPlane, ControlPlaneError, cached, go_available
+from .controlplane.cache import cache_root
+from .controlplane.certs import CertificateError
 from .server import APIServer
 
 ENV_KUBECONFIG = "K8SLEASE_TEST_KUBECONFIG"
+TIERS = pytest.StashKey[tiers.Tiers]()
 
 
 class ExternalCluster:
@@ -55,6 +74,9 @@ class ExternalCluster:
         return kubernetes.client.ApiClient(self._configuration)
 
 
+Server = APIServer | ControlPlane | ExternalCluster
+
+
 def real_cluster_kubeconfig(config: pytest.Config) -> str | None:
     """The kubeconfig of an opted-in real cluster, or None to use the embedded server."""
     try:
@@ -64,19 +86,131 @@ def real_cluster_kubeconfig(config: pytest.Config) -> str | None:
     return option or os.environ.get(ENV_KUBECONFIG) or None
 
 
-@pytest.fixture(scope="session")
-def k8s_apiserver(request: pytest.FixtureRequest) -> Iterator[APIServer | ExternalCluster]:
-    """The API server tests talk to: embedded, or a real cluster when opted in."""
-    kubeconfig = real_cluster_kubeconfig(request.config)
-    if kubeconfig:
-        yield ExternalCluster(kubeconfig)
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.getgroup("k8slease").addoption(
+        "--k8s-server",
+        choices=tiers.CHOICES,
+        default=None,
+        help="API server(s) the k8s_* fixtures use: the embedded one, the real control plane "
+        "(etcd + kube-apiserver built from upstream), or both (default: both where Go or "
+        "cached binaries exist, else embedded)",
+    )
+
+
+def _real_possible() -> str | None:
+    """None when the real control plane can run here, else why not."""
+    if cached() is not None or go_available():
+        return None
+    return (
+        f"{tiers.NOT_RUN}: Go is not on PATH and no binaries are "
+        f"cached in {cache_root()} (install Go >= 1.26, see docs/testing.md)"
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "embedded_only: uses the shared k8s_* fixtures but needs the embedded server's own "
+        "features (faults, stats, exact resourceVersions); runs on [embedded] only",
+    )
+    config.addinivalue_line(
+        "markers",
+        "not_on_control_plane(reason): the real control plane cannot show this (no controller-"
+        "manager, a fresh etcd); skipped on [real] with the reason, run on the others",
+    )
+    try:
+        config.stash[TIERS] = tiers.choose(
+            config.getoption("k8s_server", default=None),
+            real_cluster_kubeconfig(config),
+            _real_possible(),
+        )
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from exc
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    chosen = config.stash[TIERS]
+    line = f"k8slease API servers: {', '.join(chosen.servers)}"
+    return line + (f" ({chosen.real_skipped})" if chosen.real_skipped else "")
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    chosen = terminalreporter.config.stash.get(TIERS, None)
+    if chosen is not None and chosen.real_skipped and tiers.EXTERNAL not in chosen.servers:
+        terminalreporter.write_line(f"k8slease: {chosen.real_skipped}", yellow=True)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Run every test that uses ``k8s_apiserver`` (directly or through the other fixtures) on
+    each chosen server; ``embedded_only`` tests on the embedded one, and tests that take
+    ``k8s_real_apiserver`` on the real one."""
+    if "k8s_apiserver" not in metafunc.fixturenames:
         return
-    with APIServer() as server:
-        yield server
+    servers = metafunc.config.stash[TIERS].servers
+    if "k8s_real_apiserver" in metafunc.fixturenames:
+        servers = (tiers.REAL,)  # k8s_namespace & co. then live on that same real server
+    elif metafunc.definition.get_closest_marker("embedded_only") is not None:
+        servers = (tiers.EMBEDDED,)
+    metafunc.parametrize("k8s_apiserver", servers, indirect=True, scope="session")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        mark = item.get_closest_marker("not_on_control_plane")
+        callspec = getattr(item, "callspec", None)
+        if mark is None or callspec is None:
+            continue
+        if callspec.params.get("k8s_apiserver") == tiers.REAL:
+            reason = mark.args[0] if mark.args else mark.kwargs.get("reason", "")
+            item.add_marker(pytest.mark.skip(reason=f"not on the real control plane: {reason}"))
+
+
+@pytest.fixture(scope="session")
+def k8s_apiserver(request: pytest.FixtureRequest) -> Iterator[Server]:
+    """The API server tests talk to: embedded, the real control plane, or an opted-in cluster."""
+    kind = getattr(request, "param", tiers.EMBEDDED)
+    if kind == tiers.EXTERNAL:
+        kubeconfig = real_cluster_kubeconfig(request.config)
+        assert kubeconfig is not None
+        yield ExternalCluster(kubeconfig)
+    elif kind == tiers.REAL:
+        yield request.getfixturevalue("k8s_real_apiserver")
+    else:
+        with APIServer() as server:
+            yield server
+
+
+@pytest.fixture(scope="session")
+def k8s_real_apiserver(request: pytest.FixtureRequest) -> Iterator[ControlPlane]:
+    """The real control plane (etcd + kube-apiserver), started once per session.
+
+    Skipped with the reason when the real tier is off; when it is on but cannot be built or
+    started, the test errors if the tier is required (``CI``, or ``--k8s-server`` given) and
+    is skipped with the cause otherwise. Building (first use per machine) prints progress.
+    """
+    chosen = request.config.stash[TIERS]
+    if not chosen.real:
+        pytest.skip(chosen.real_skipped or tiers.NOT_RUN)
+    plane = ControlPlane(audit=True)  # tests count their own requests in plane.audit_log
+    capture: Any = request.config.pluginmanager.getplugin("capturemanager")
+    try:
+        if capture is not None:
+            with capture.global_and_fixture_disabled():
+                plane.start()  # a first build prints progress for minutes: let it show
+        else:
+            plane.start()
+    except (BuildError, ControlPlaneError, CertificateError) as exc:
+        if chosen.real_required:
+            raise
+        pytest.skip(f"the real control plane could not start: {exc}")
+    try:
+        yield plane
+    finally:
+        plane.stop()
 
 
 @pytest.fixture
-def k8s_api_client(k8s_apiserver: APIServer | ExternalCluster) -> Iterator[Any]:
+def k8s_api_client(k8s_apiserver: Server) -> Iterator[Any]:
     """A ``kubernetes.client.ApiClient`` for ``k8s_apiserver``; faults are cleared after."""
     client = k8s_apiserver.api_client()
     try:
@@ -89,7 +223,11 @@ def k8s_api_client(k8s_apiserver: APIServer | ExternalCluster) -> Iterator[Any]:
 
 @pytest.fixture
 def k8s_namespace(k8s_api_client: Any) -> Iterator[str]:
-    """A fresh namespace for one test, deleted (with its contents) afterwards."""
+    """A fresh namespace for one test, deleted (with its contents) afterwards.
+
+    The deletion is not waited for: on the real control plane (no namespace controller) the
+    namespace stays Terminating, which no other test notices (names are unique).
+    """
     import kubernetes.client
 
     core = kubernetes.client.CoreV1Api(k8s_api_client)
@@ -105,6 +243,21 @@ def k8s_namespace(k8s_api_client: Any) -> Iterator[str]:
         except kubernetes.client.ApiException as exc:
             if exc.status != 404:
                 raise
+
+
+@pytest.fixture
+def k8s_fresh_apiserver(k8s_apiserver: Server) -> Iterator[APIServer | ControlPlane]:
+    """A fresh server of this test's kind, for tests that need one to themselves: a new
+    :class:`APIServer` on ``[embedded]``, a new ``ControlPlane(audit=True)`` on ``[real]``
+    (about 6 s to start). Skipped on an opted-in real cluster."""
+    if isinstance(k8s_apiserver, ControlPlane):
+        with ControlPlane(audit=True) as plane:
+            yield plane
+    elif isinstance(k8s_apiserver, APIServer):
+        with APIServer() as server:
+            yield server
+    else:
+        pytest.skip("a fresh server is made only for the embedded and the real control plane")
 
 
 @pytest.fixture
@@ -159,3 +312,30 @@ def k8s_crd(k8s_api_client: Any) -> Iterator[Callable[[dict[str, Any]], dict[str
         except kubernetes.client.ApiException as exc:
             if exc.status != 404:
                 raise
+        wait_deleted(k8s_api_client, name)
+
+
+def wait_deleted(api_client: Any, name: str, timeout: float = 60.0) -> None:
+    """Block until the CRD ``name`` is gone (a real server first removes its custom
+    resources, behind a finalizer), so the next test can create it again."""
+    import kubernetes.client
+    import kubernetes.watch
+
+    ext = kubernetes.client.ApiextensionsV1Api(api_client)
+    try:
+        crd: Any = ext.read_custom_resource_definition(name)
+    except kubernetes.client.ApiException as exc:
+        if exc.status == 404:
+            return
+        raise
+    watch: Any = kubernetes.watch.Watch()  # type: ignore[no-untyped-call]
+    for event in watch.stream(
+        ext.list_custom_resource_definition,
+        field_selector=f"metadata.name={name}",
+        resource_version=crd.metadata.resource_version,
+        timeout_seconds=int(timeout),
+    ):
+        if event["type"] == "DELETED":
+            watch.stop()
+            return
+    raise TimeoutError(f"CRD {name} not deleted within {timeout} s")

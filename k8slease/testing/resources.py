@@ -53,6 +53,8 @@ class ResourceType:
     custom: bool = False
     tracks_generation: bool = False
     allow_create_on_update: bool = False
+    #: PUT without ``metadata.resourceVersion`` allowed (False: 422, as for Leases, CRDs, CRs).
+    unconditional_update: bool = True
     schema: JSON | None = None
     printer_columns: list[JSON] = field(default_factory=list)
     field_selectors: frozenset[str] = NAME_FIELDS
@@ -99,11 +101,15 @@ def builtin_types() -> list[ResourceType]:
             "events.k8s.io", "v1", "events", "event", "Event", True, ("ev",),
             allow_create_on_update=True, field_selectors=EVENT_FIELDS, shared_storage="/events",
         ),
-        ResourceType("coordination.k8s.io", "v1", "leases", "lease", "Lease", True),
+        ResourceType(
+            "coordination.k8s.io", "v1", "leases", "lease", "Lease", True,
+            allow_create_on_update=True, unconditional_update=False,
+        ),
         ResourceType(
             "apiextensions.k8s.io", "v1", "customresourcedefinitions",
             "customresourcedefinition", "CustomResourceDefinition", False, ("crd", "crds"),
             categories=("api-extensions",), status_subresource=True, tracks_generation=True,
+            unconditional_update=False,
         ),
         # Stored as given (no validation, no controllers acting on them), so that a chart's
         # manifests can be applied whole.
@@ -155,6 +161,7 @@ def types_from_crd(crd: JSON) -> list[ResourceType]:
                 status_subresource="status" in subresources,
                 custom=True,
                 tracks_generation=True,
+                unconditional_update=False,
                 schema=schema,
                 printer_columns=list(columns),
             )

@@ -22,6 +22,7 @@ from . import discovery
 from . import status as st
 from .api import ResourceAPI, view
 from .faults import Faults, Request, Stats
+from .jsonbody import parse_with_duplicates
 from .kubeconfig import write_kubeconfig
 from .resources import Registry, ResourceType
 from .selectors import Predicate, combine, field_selector, label_selector
@@ -61,6 +62,16 @@ def _error_response(error: StatusError) -> web.Response:
 
 def _flag(value: str | None) -> bool:
     return value in ("true", "1", "True")
+
+
+#: The options object the real server decodes a write's query into (named in its errors).
+_OPTIONS = {
+    "create": "CreateOptions",
+    "update": "UpdateOptions",
+    "patch": "PatchOptions",
+    "delete": "DeleteOptions",
+    "deletecollection": "DeleteOptions",
+}
 
 
 class _Route:
@@ -356,6 +367,16 @@ class APIServer:
             raise st.method_not_allowed()
         return _Route(rt, namespace, name, sub, verb)
 
+    async def _body_and_duplicates(self, request: web.Request) -> tuple[Any, tuple[str, ...]]:
+        """The request body and the paths of the fields it has twice (JSON bodies only)."""
+        raw = await request.read()
+        if raw:
+            try:
+                return parse_with_duplicates(raw)
+            except ValueError:
+                pass  # not JSON: _body explains (or reads YAML)
+        return await self._body(request), ()
+
     async def _body(self, request: web.Request) -> Any:
         raw = await request.read()
         if not raw:
@@ -405,35 +426,48 @@ class APIServer:
                 return _json_response(
                     table(rt, items, meta, query.get("includeObject", "Metadata"))
                 )
+            if rt.custom:
+                meta.setdefault("continue", "")
             return _json_response(
                 {
                     "kind": rt.list_kind,
                     "apiVersion": rt.api_version,
                     "metadata": meta,
-                    "items": items,
+                    "items": [api.list_item(rt, item) for item in items],
                 }
             )
-        body = await self._body(request)
+        body, duplicates = await self._body_and_duplicates(request)
+        options = _OPTIONS[verb]
         dry_run = query.get("dryRun")
         if dry_run and dry_run != "All":
-            raise st.bad_request(f'Invalid dryRun value "{dry_run}": supported values: "All"')
-        validation = query.get("fieldValidation", "")
-        if validation not in ("", "Ignore", "Warn", "Strict"):
-            raise st.bad_request(
-                f'fieldValidation: Unsupported value: "{validation}": supported values: '
-                '"Ignore", "Strict", "Warn"'
+            raise st.invalid_option(
+                options, "dryRun", f'Unsupported value: ["{dry_run}"]: supported values: "All"'
             )
-        api = api.variant(dry_run=bool(dry_run), strict=validation == "Strict")
+        validation = query.get("fieldValidation", "") if verb != "delete" else ""
+        if validation not in ("", "Ignore", "Warn", "Strict"):
+            raise st.invalid_option(
+                options, "fieldValidation",
+                f'Unsupported value: "{validation}": supported values: "", "Ignore", "Strict", '
+                '"Warn"',
+            )  # fmt: skip
+        api = api.variant(
+            dry_run=bool(dry_run), strict=validation == "Strict",
+            warn=validation in ("", "Warn") and verb != "delete", duplicates=duplicates,
+        )  # fmt: skip
         if verb == "create":
-            return _json_response(api.create(rt, namespace, body), 201)
-        if verb == "update":
+            response = _json_response(api.create(rt, namespace, body), 201)
+        elif verb == "update":
             code, obj = api.update(rt, namespace, route.name, route.sub, body)
-            return _json_response(obj, code)
-        if verb == "patch":
+            response = _json_response(obj, code)
+        elif verb == "patch":
             ctype = request.headers.get("Content-Type", "application/json")
-            return _json_response(api.patch(rt, namespace, route.name, route.sub, ctype, body))
-        code, obj = api.delete(rt, namespace, route.name, body)
-        return _json_response(obj, code)
+            response = _json_response(api.patch(rt, namespace, route.name, route.sub, ctype, body))
+        else:
+            code, obj = api.delete(rt, namespace, route.name, body)
+            response = _json_response(obj, code)
+        for warning in api.warnings:
+            response.headers.add("Warning", f"299 - {json.dumps(warning)}")
+        return response
 
     def _discovery(self, request: web.Request, path: str) -> web.Response:
         if request.method != "GET":
@@ -508,7 +542,11 @@ class APIServer:
             try:
                 since = int(rv_param)
             except ValueError:
-                raise st.bad_request(f"invalid resource version: {rv_param!r}") from None
+                # What kube-apiserver answers here (a list answers 400 BadRequest instead).
+                raise st.StatusError(
+                    500, "", f'resourceVersion: Invalid value: "{rv_param}": strconv.ParseUint: '
+                    f'parsing "{rv_param}": invalid syntax',
+                ) from None  # fmt: skip
             try:
                 initial = self.store.watch(watcher, since)
             except ExpiredError as exc:

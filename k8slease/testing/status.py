@@ -7,6 +7,7 @@ Every failure the embedded server answers is a :class:`StatusError` carrying the
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 JSON = dict[str, Any]
@@ -56,16 +57,18 @@ class StatusError(Exception):
             "metadata": {},
             "status": "Failure",
             "message": self.message,
-            "reason": self.reason,
             "code": self.code,
         }
+        if self.reason:
+            status["reason"] = self.reason
         if self.details is not None:
             status["details"] = self.details
         return status
 
 
 def _details(name: str, group: str, kind: str) -> JSON:
-    details: JSON = {"name": name, "kind": kind}
+    details: JSON = {"name": name} if name else {}
+    details["kind"] = kind
     if group:
         details["group"] = group
     return details
@@ -109,6 +112,17 @@ def conflict(plural: str, group: str, name: str, why: str | None = None) -> Stat
     )
 
 
+def precondition_failed(kind: str, group: str, name: str, why: str) -> StatusError:
+    """409 Conflict for a failed delete precondition; the real server names the *kind* here
+    (``Lease.coordination.k8s.io``), not the resource."""
+    return StatusError(
+        409,
+        "Conflict",
+        f'Operation cannot be fulfilled on {_qualified(kind, group)} "{name}": {why}',
+        _details(name, group, kind),
+    )
+
+
 def invalid(kind: str, group: str, name: str, causes: list[JSON]) -> StatusError:
     """422 Invalid with one cause per offending field, message formatted like the real one."""
     parts = [
@@ -119,6 +133,26 @@ def invalid(kind: str, group: str, name: str, causes: list[JSON]) -> StatusError
     details["causes"] = causes
     qualified = f"{kind}.{group}" if group else kind
     return StatusError(422, "Invalid", f'{qualified} "{name}" is invalid: {summary}', details)
+
+
+def invalid_option(options_kind: str, field: str, message: str) -> StatusError:
+    """422 for a bad query option (``dryRun``, ``fieldValidation``): the real server validates
+    the request's ``CreateOptions``/``UpdateOptions``/``PatchOptions``/``DeleteOptions``."""
+    return invalid(options_kind, "meta.k8s.io", "", [
+        {"reason": "FieldValueNotSupported", "message": message, "field": field}
+    ])  # fmt: skip
+
+
+def patch_invalid(patched: str, why: str) -> StatusError:
+    """422 for a patch whose result cannot be decoded (a malformed time, a field Strict field
+    validation refuses): the real server reports the patched object as an invalid ``patch``."""
+    message = f"Invalid value: {json.dumps(patched)}: {why}"
+    return StatusError(
+        422,
+        "Invalid",
+        f' "" is invalid: patch: {message}',
+        {"causes": [{"reason": "FieldValueInvalid", "message": message, "field": "patch"}]},
+    )
 
 
 def bad_request(message: str, details: JSON | None = None) -> StatusError:
@@ -140,7 +174,6 @@ def unsupported_media_type(content_type: str, accepted: list[str]) -> StatusErro
         "UnsupportedMediaType",
         f"the body of the request was in an unknown format - accepted media types include: "
         f"{', '.join(accepted)}",
-        {},
     )
 
 

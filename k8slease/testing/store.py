@@ -12,7 +12,7 @@ import asyncio
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 JSON = dict[str, Any]
@@ -26,6 +26,25 @@ class Event:
     type: str
     resource: str
     obj: JSON
+    #: The object before a MODIFIED change (for watches with a selector).
+    old: JSON | None = None
+
+    def seen_by(self, accepts: Callable[[JSON], bool]) -> Event | None:
+        """This change as a watch with filter ``accepts`` sees it, as kube-apiserver's watch
+        cache shows it: an object that starts to match is ADDED, one that stops matching is
+        DELETED (with its previous content at the new resourceVersion), None if neither
+        version matches."""
+        now = accepts(self.obj)
+        if self.type != "MODIFIED" or self.old is None:
+            return self if now else None
+        before = accepts(self.old)
+        if now:
+            return self if before else replace(self, type="ADDED")
+        if not before:
+            return None
+        gone = dict(self.old)
+        gone["metadata"] = {**self.old["metadata"], "resourceVersion": str(self.rv)}
+        return replace(self, type="DELETED", obj=gone)
 
 
 @dataclass(eq=False)
@@ -91,18 +110,20 @@ class Store:
             meta = obj["metadata"]
             key = (meta.get("namespace", ""), meta["name"])
             bucket = self._objects.setdefault(resource, {})
+            previous = bucket.get(key)
             if event_type == "DELETED":
                 bucket.pop(key, None)
             else:
                 bucket[key] = obj
-            event = Event(self._rv, event_type, resource, obj)
+            event = Event(self._rv, event_type, resource, obj, previous)
             if len(self._history) == self._history.maxlen:
                 self._compacted = self._history[0].rv
             self._history.append(event)
             watchers = [w for w in self._watchers if w.resource == resource]
         for watcher in watchers:
-            if watcher.accepts(obj):
-                watcher.queue.put_nowait(event)
+            seen = event.seen_by(watcher.accepts)
+            if seen is not None:
+                watcher.queue.put_nowait(seen)
         return obj
 
     def watch(self, watcher: Watcher, since: int | None) -> list[Event]:
@@ -116,11 +137,12 @@ class Store:
                 raise ExpiredError(f"too old resource version: {since} ({self._compacted + 1})")
             backlog: list[Event] = []
             if since is not None:
-                backlog = [
-                    e
+                seen = (
+                    e.seen_by(watcher.accepts)
                     for e in self._history
-                    if e.rv > since and e.resource == watcher.resource and watcher.accepts(e.obj)
-                ]
+                    if e.rv > since and e.resource == watcher.resource
+                )
+                backlog = [e for e in seen if e is not None]
             self._watchers.add(watcher)
             return backlog
 

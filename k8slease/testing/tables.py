@@ -38,11 +38,13 @@ def _col(name: str, type_: str, description: str, priority: int = 0, fmt: str = 
     }
 
 
-AGE = _col(
-    "Age",
-    "date",
-    "CreationTimestamp is a timestamp representing the server time when this object was created.",
+_AGE_DESCRIPTION = (
+    "CreationTimestamp is a timestamp representing the server time when this object was created."
 )
+#: A CRD's default Age column is a ``date`` (the client renders it); built-in printers render
+#: the age themselves and declare a ``string``.
+AGE = _col("Age", "date", _AGE_DESCRIPTION)
+BUILTIN_AGE = _col("Age", "string", _AGE_DESCRIPTION)
 
 
 def human_duration(seconds: float) -> str:
@@ -144,6 +146,32 @@ def _event_last_seen(obj: JSON) -> str:
     return age(stamp)
 
 
+def _event_first_seen(obj: JSON) -> str:
+    stamp = (
+        obj.get("firstTimestamp")
+        or obj.get("eventTime")
+        or obj["metadata"].get("creationTimestamp")
+    )
+    return age(stamp)
+
+
+def _event_source(obj: JSON) -> str:
+    source = obj.get("source") or {}
+    component = source.get("component") or obj.get("reportingComponent") or ""
+    instance = source.get("host") or obj.get("reportingInstance") or ""
+    return f"{component}, {instance}" if instance else component
+
+
+def _crd_versions(obj: JSON) -> str:
+    versions = (obj.get("spec") or {}).get("versions") or []
+    return ",".join(v.get("name", "") + ("(storage)" if v.get("storage") else "") for v in versions)
+
+
+def _crd_established(obj: JSON) -> bool:
+    conditions = (obj.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
+
+
 def columns_for(rt: ResourceType) -> list[JSON]:
     """Column definitions for a resource's Table."""
     if rt.custom:
@@ -165,18 +193,34 @@ def columns_for(rt: ResourceType) -> list[JSON]:
             )
         return cols
     if rt.plural == "leases":
-        return [NAME_COLUMN, _col("Holder", "string", "The holder of the lease"), AGE]
+        return [NAME_COLUMN, _col("Holder", "string", "The holder of the lease"), BUILTIN_AGE]
     if rt.plural == "namespaces":
-        return [NAME_COLUMN, _col("Status", "string", "The status of the namespace"), AGE]
+        return [NAME_COLUMN, _col("Status", "string", "The status of the namespace"), BUILTIN_AGE]
     if rt.plural == "events":
         return [
             _col("Last Seen", "string", "Time since the most recent occurrence"),
             _col("Type", "string", "Type of this event (Normal, Warning)"),
             _col("Reason", "string", "Short, machine understandable string"),
             _col("Object", "string", "The object this Event is about"),
+            _col("Subobject", "string", "The part of the object this Event is about", 1),
+            _col("Source", "string", "The component and host that reported the Event", 1),
             _col(
                 "Message", "string", "A human-readable description of the status of this operation."
             ),
+            _col("First Seen", "string", "Time since the first occurrence", 1),
+            _col("Count", "string", "How many times this Event occurred", 1),
+            {**NAME_COLUMN, "priority": 1},
+        ]
+    if rt.plural == "customresourcedefinitions":
+        return [
+            NAME_COLUMN,
+            _col("Scope", "string", "Namespaced or Cluster"),
+            _col("Versions", "string", "The versions served, the storage version marked"),
+            _col("Created At", "date", "Time when this object was created"),
+            _col("Group", "string", "The API group", 1),
+            _col("Kind", "string", "The kind", 1),
+            _col("ShortNames", "string", "The short names", 1),
+            _col("Established", "boolean", "Whether the CRD is served", 1),
         ]
     return [NAME_COLUMN, _col("Created At", "date", "Time when this object was created")]
 
@@ -210,7 +254,25 @@ def cells_for(rt: ResourceType, obj: JSON) -> list[Any]:
             obj.get("type", ""),
             obj.get("reason", ""),
             _event_object(obj),
+            (obj.get("involvedObject") or obj.get("regarding") or {}).get("fieldPath", ""),
+            _event_source(obj),
             obj.get("message") or obj.get("note") or "",
+            _event_first_seen(obj),
+            obj.get("count") or 1,
+            name,
+        ]
+    if rt.plural == "customresourcedefinitions":
+        spec = obj.get("spec") or {}
+        names = spec.get("names") or {}
+        return [
+            name,
+            spec.get("scope", ""),
+            _crd_versions(obj),
+            meta.get("creationTimestamp"),
+            spec.get("group", ""),
+            names.get("kind", ""),
+            ",".join(names.get("shortNames") or []),
+            _crd_established(obj),
         ]
     return [name, meta.get("creationTimestamp")]
 
@@ -231,7 +293,9 @@ def table(rt: ResourceType, items: list[JSON], list_meta: JSON, include: str = "
         row: JSON = {"cells": cells_for(rt, obj)}
         if include == "Object":
             row["object"] = obj
-        elif include != "None":
+        elif include == "None":
+            row["object"] = None
+        else:
             row["object"] = partial(obj)
         rows.append(row)
     return {

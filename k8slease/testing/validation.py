@@ -133,8 +133,7 @@ def normalize_micro_times(obj: JSON, *, group: str, plural: str, kind: str) -> N
         except ValueError as exc:
             raise bad_request(
                 f'{kind} in version "v1" cannot be handled as a {kind}: '
-                f"{go_name}: unmarshalerDecoder: {exc}",
-                {"causes": [cause(".".join(path), str(exc))]},
+                f"{go_name}: unmarshalerDecoder: {exc}"
             ) from None
 
 
@@ -142,6 +141,143 @@ LEASE_SPEC_FIELDS = frozenset(
     {"holderIdentity", "leaseDurationSeconds", "acquireTime", "renewTime", "leaseTransitions",
      "strategy", "preferredHolder"}
 )  # fmt: skip
+
+
+#: Lease spec fields the real server decodes as integers (Go int32) and as strings.
+_LEASE_INTS = ("leaseDurationSeconds", "leaseTransitions")
+_LEASE_STRINGS = ("holderIdentity", "strategy", "preferredHolder")
+
+
+def decode_lease_types(obj: JSON) -> None:
+    """400 BadRequest for a Lease spec field of the wrong JSON type: the real server fails while
+    decoding the body into its Go struct, before any validation."""
+    spec = obj.get("spec")
+    if spec is None:
+        return
+    problem = None
+    if not isinstance(spec, dict):
+        problem = f"cannot unmarshal {_json_type(spec)} into Go struct field Lease.spec"
+    else:
+        for key in (*_LEASE_INTS, *_LEASE_STRINGS):
+            value = spec.get(key)
+            wanted = "int32" if key in _LEASE_INTS else "string"
+            if value is None or _decodes_as(value, wanted):
+                continue
+            problem = (
+                f"json: cannot unmarshal {_json_type(value)} into Go struct field "
+                f"LeaseSpec.spec.{key} of type {wanted}"
+            )
+            break
+    if problem:
+        raise bad_request(f'Lease in version "v1" cannot be handled as a Lease: {problem}')
+
+
+def _decodes_as(value: Any, go_type: str) -> bool:
+    if go_type == "int32":
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, str)
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+#: The fields of ObjectMeta; any other ``metadata`` field is unknown (dropped, or refused by
+#: Strict field validation).
+OBJECT_META_FIELDS = frozenset(
+    {"name", "generateName", "namespace", "selfLink", "uid", "resourceVersion", "generation",
+     "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "labels",
+     "annotations", "ownerReferences", "finalizers", "managedFields"}
+)  # fmt: skip
+
+
+def prune_metadata(obj: JSON) -> list[str]:
+    """Drop ``metadata`` fields ObjectMeta does not have; returns their paths."""
+    meta = obj.get("metadata") or {}
+    unknown = [key for key in meta if key not in OBJECT_META_FIELDS]
+    for key in unknown:
+        del meta[key]
+    return [f"metadata.{key}" for key in unknown]
+
+
+_QUALIFIED_NAME = r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+_QUALIFIED_NAME_RE = re.compile(_QUALIFIED_NAME)
+_LABEL_VALUE_RE = re.compile(f"({_QUALIFIED_NAME})?")
+_QUALIFIED_NAME_MSG = (
+    "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and "
+    "end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex "
+    f"used for validation is '{_QUALIFIED_NAME}')"
+)
+_LABEL_VALUE_MSG = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or "
+    "'.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or "
+    f"'my_value',  or '12345', regex used for validation is '({_QUALIFIED_NAME})?')"
+)
+
+
+def _qualified_name_problem(key: str) -> str | None:
+    prefix, slash, name = key.rpartition("/")
+    if slash and (not prefix or len(prefix) > 253 or not _SUBDOMAIN_RE.fullmatch(prefix)):
+        return "prefix part " + _SUBDOMAIN_MSG
+    if not name or len(name) > 63:
+        return "name part must be non-empty and no more than 63 characters"
+    if not _QUALIFIED_NAME_RE.fullmatch(name):
+        return _QUALIFIED_NAME_MSG
+    return None
+
+
+def validate_labels_and_annotations(obj: JSON) -> list[JSON]:
+    """Causes for label keys and values, and annotation keys, that the real server refuses."""
+    meta = obj.get("metadata") or {}
+    causes: list[JSON] = []
+    labels = meta.get("labels") or {}
+    if isinstance(labels, dict):
+        for key, value in labels.items():
+            problem = _qualified_name_problem(str(key))
+            if problem:
+                causes.append(
+                    cause("metadata.labels", f"Invalid value: {go_value(key)}: {problem}")
+                )
+            valid = isinstance(value, str) and len(value) <= 63
+            if not valid or not _LABEL_VALUE_RE.fullmatch(value):
+                message = f"Invalid value: {go_value(value)}: {_LABEL_VALUE_MSG}"
+                causes.append(cause("metadata.labels", message))
+    annotations = meta.get("annotations") or {}
+    if isinstance(annotations, dict):
+        for key in annotations:
+            problem = _qualified_name_problem(str(key))
+            if problem:
+                causes.append(
+                    cause("metadata.annotations", f"Invalid value: {go_value(key)}: {problem}")
+                )
+    return causes
+
+
+def validate_core_event(obj: JSON) -> list[JSON]:
+    """Causes for a core/v1 Event whose involvedObject is in another namespace than it."""
+    namespace = (obj.get("metadata") or {}).get("namespace") or ""
+    involved = obj.get("involvedObject") or {}
+    involved_ns = involved.get("namespace") or "" if isinstance(involved, dict) else ""
+    if not involved_ns:
+        bad = namespace not in ("", "default")
+    else:
+        bad = bool(namespace) and involved_ns != namespace
+    if bad:
+        return [
+            cause(
+                "involvedObject.namespace",
+                f"Invalid value: {go_value(involved_ns)}: does not match event.namespace",
+            )
+        ]
+    return []
 
 
 def prune_lease(obj: JSON) -> list[str]:
@@ -220,6 +356,13 @@ def validate_crd(obj: JSON) -> list[JSON]:
                 + ": must have exactly one version marked as storage version",
             )
         )
+        if not any(v.get("storage") for v in versions):
+            causes.append(
+                cause(
+                    "status.storedVersions",
+                    "Invalid value: null: must have at least one stored version",
+                )
+            )
     if names.get("plural") and spec.get("group"):
         expected = f"{names['plural']}.{spec['group']}"
         if obj["metadata"].get("name") != expected:

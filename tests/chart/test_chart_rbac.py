@@ -14,19 +14,20 @@ CLUSTER_SCOPED_RBAC = {"ClusterRole", "ClusterRoleBinding"}
 
 #: (apiGroup, resource) -> verbs: the whole of what an app replica may do.
 ELECTOR_GRANTS = {
-    ("coordination.k8s.io", "leases"): {"get", "list", "watch", "create", "update", "patch"},
+    ("coordination.k8s.io", "leases"): {"get", "list", "watch", "create", "update"},
     ("", "events"): {"create"},
 }
 #: The whole of what the operator may do in a namespace it watches. It never writes Leases.
+#: (tests/realserver/test_rbac.py shows on a real server that each of these verbs is needed.)
 OPERATOR_GRANTS = {
-    ("k8slease.io", "scheduledjobgroups"): {"get", "list", "watch", "create", "update", "patch"},
-    ("k8slease.io", "scheduledjobgroups/status"): {"get", "update", "patch"},
-    ("coordination.k8s.io", "leases"): {"get", "list", "watch"},
+    ("k8slease.io", "scheduledjobgroups"): {"list", "watch", "create"},
+    ("k8slease.io", "scheduledjobgroups/status"): {"patch"},
+    ("coordination.k8s.io", "leases"): {"list", "watch"},
     ("", "events"): {"create"},
 }
 #: Only with operator.clusterWide=true: kopf watches the CRD to notice it changing.
 CLUSTER_WIDE_EXTRA = {
-    ("apiextensions.k8s.io", "customresourcedefinitions"): {"get", "list", "watch"},
+    ("apiextensions.k8s.io", "customresourcedefinitions"): {"list", "watch"},
 }
 
 VALUE_SETS: dict[str, dict[str, Any]] = {

@@ -112,20 +112,22 @@ users who bind it themselves; the example app's ServiceAccount is added when it 
 {{- end -}}
 
 {{/*
-What the operator may do, and nothing more: read the Leases it reports on (it never writes them),
-manage ScheduledJobGroups and their status, and post Events. Shared by the namespaced Role and
+What the operator may do, and nothing more: list and watch the Leases it reports on (it never
+writes them) and the ScheduledJobGroups, create a group for Leases that have none, merge-patch
+their status, and post Events. Each verb is needed: tests/realserver/test_rbac.py removes each
+one in turn on a real kube-apiserver and shows what breaks. Shared by the namespaced Role and
 the cluster-wide ClusterRole.
 */}}
 {{- define "k8slease.operator.rules" -}}
 - apiGroups: ["k8slease.io"]
   resources: ["scheduledjobgroups"]
-  verbs: ["get", "list", "watch", "create", "update", "patch"]
+  verbs: ["list", "watch", "create"]
 - apiGroups: ["k8slease.io"]
   resources: ["scheduledjobgroups/status"]
-  verbs: ["get", "update", "patch"]
+  verbs: ["patch"]
 - apiGroups: ["coordination.k8s.io"]
   resources: ["leases"]
-  verbs: ["get", "list", "watch"]
+  verbs: ["list", "watch"]
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create"]

@@ -7,7 +7,9 @@ import re
 import shutil
 import subprocess
 import sys
+import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,10 +18,15 @@ REPO = Path(__file__).resolve().parents[3]
 
 @pytest.mark.slow
 @pytest.mark.parametrize("use_kubectl", [True, False], ids=["kubectl", "k8slease-status"])
-def test_the_demo_runs_the_whole_story_and_exits_zero(use_kubectl: bool) -> None:
+def test_the_demo_runs_the_whole_story_and_exits_zero(
+    use_kubectl: bool, k8s_apiserver: Any
+) -> None:
     if use_kubectl and shutil.which("kubectl") is None:
         pytest.skip("kubectl is not on PATH")
     command = [sys.executable, "-m", "k8slease", "demo", "--quick"]
+    if not k8s_apiserver.embedded:  # embedded: the demo starts its own server, as `make demo`
+        namespace = f"demo-{uuid.uuid4().hex[:6]}"
+        command += ["--kubeconfig", str(k8s_apiserver.kubeconfig), "--namespace", namespace]
     if not use_kubectl:
         command.append("--no-kubectl")
     result = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=240)

@@ -6,6 +6,9 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+from kubernetes import client
+
 from k8slease.clock import Clock, SystemClock
 from k8slease.errors import TransportError
 from k8slease.lease.record import LeaseRecord, record_from_lease
@@ -80,3 +83,18 @@ class LeaseWatcher:
             result = found()
             assert result is not None
             return result
+
+
+def server_for_lease(request: pytest.FixtureRequest, namespace: str, name: str) -> Any:
+    """The test's server: a fresh embedded one per test, or the session's real control plane
+    with the Lease ``namespace/name`` deleted first (so the test starts without it)."""
+    shared = request.getfixturevalue("k8s_apiserver")
+    if shared.embedded:
+        return request.getfixturevalue("k8s_embedded_apiserver")
+    with shared.api_client() as api_client:
+        try:
+            client.CoordinationV1Api(api_client).delete_namespaced_lease(name, namespace)
+        except client.ApiException as exc:
+            if exc.status != 404:
+                raise
+    return shared

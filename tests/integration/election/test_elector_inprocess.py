@@ -17,7 +17,7 @@ from typing import Any
 
 import kubernetes
 import pytest
-from elector_helpers import FAST, LeaseWatcher
+from elector_helpers import FAST, LeaseWatcher, server_for_lease
 from fakeclock import FakeClock
 
 from k8slease import LeaderElector, LeadershipContext
@@ -30,8 +30,10 @@ NS = "default"
 
 
 @pytest.fixture
-def server(k8s_embedded_apiserver: APIServer) -> APIServer:
-    return k8s_embedded_apiserver
+def server(request: pytest.FixtureRequest, k8s_apiserver: APIServer) -> APIServer:
+    """A fresh embedded server, or the real control plane without the "demo" Lease."""
+    server: APIServer = server_for_lease(request, NS, "demo")
+    return server
 
 
 @pytest.fixture
@@ -68,6 +70,7 @@ def leases_api(server: APIServer, cleanup: list[Any]) -> Any:
     return kubernetes.client.CoordinationV1Api(client)
 
 
+@pytest.mark.embedded_only  # stats or faults
 def test_three_electors_one_leader_client_go_fields_and_single_put_renewals(
     server: APIServer, cleanup: list[Any]
 ) -> None:
@@ -151,6 +154,7 @@ def test_other_writers_conflict_and_the_leader_acts_on_what_it_reads(
     assert record.fencing_token == 2 and record.transitions == 1
 
 
+@pytest.mark.embedded_only  # stats or faults
 def test_api_errors_end_leadership_before_anyone_may_take_over_then_it_recovers(
     server: APIServer, cleanup: list[Any]
 ) -> None:
@@ -227,9 +231,12 @@ def test_malformed_lease_is_waited_out_and_repaired(server: APIServer, cleanup: 
     assert not record.malformed and record.duration_seconds == 2 and record.fencing_token == 1
     lease = api.read_namespaced_lease("demo", NS)
     assert lease.metadata.labels["owner"] == "someone"
-    assert [a.is_leader, b.is_leader].count(True) == 1
+    winner, loser = (a, b) if record.holder == "a" else (b, a)
+    # the watch can show the write before the winner has read its own PUT's answer
+    assert winner.wait_until_leading(5) and not loser.is_leader
 
 
+@pytest.mark.embedded_only  # stats or faults
 def test_recandidacy_after_losing_leadership(server: APIServer, cleanup: list[Any]) -> None:
     clock = FakeClock()
     starts: list[int] = []
@@ -263,6 +270,7 @@ def _record(ctx: LeadershipContext, starts: list[int]) -> None:
     ctx.lost.wait()
 
 
+@pytest.mark.embedded_only  # stats or faults
 def test_watch_drops_do_not_stop_prompt_takeover(server: APIServer, cleanup: list[Any]) -> None:
     watch = watcher(server, cleanup)
     a = elector(server, cleanup, "a").start()

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from elector_helpers import LeaseWatcher
+from elector_helpers import LeaseWatcher, server_for_lease
 
 from k8slease.testing.server import APIServer
 
@@ -57,9 +57,11 @@ def spawn(server: APIServer, identity: str) -> subprocess.Popen[bytes]:
 
 
 def test_sigkill_and_sigterm_failover_across_processes(
-    k8s_embedded_apiserver: APIServer, processes: dict[str, subprocess.Popen[bytes]]
+    request: pytest.FixtureRequest,
+    k8s_apiserver: APIServer,
+    processes: dict[str, subprocess.Popen[bytes]],
 ) -> None:
-    server = k8s_embedded_apiserver
+    server = server_for_lease(request, "default", "demo")
     client = server.api_client()
     watch = LeaseWatcher(client, "default", "demo")
     try:

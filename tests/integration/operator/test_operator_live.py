@@ -1,4 +1,4 @@
-"""The real operator (``python -m k8slease operator``) against the embedded API server, with real
+"""The real operator (``python -m k8slease operator``) against each API server, with real
 electors and job locks: failover history, job runs, missing runs, auto-creation, malformed input
 and kubectl's view of it all."""
 
@@ -48,13 +48,13 @@ FAST = {"lease_duration": 2, "renew_interval": 0.3, "renew_deadline": 1.2, "retr
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[APIServer]:
-    with APIServer() as srv:
-        api = srv.api_client()
-        install_crd(api)
-        client.CoreV1Api(api).create_namespace({"metadata": {"name": NS}})
-        api.close()
-        yield srv
+def server(k8s_apiserver: APIServer) -> Iterator[APIServer]:
+    """The session's server (embedded, then the real control plane), with the CRD and ``NS``."""
+    api = k8s_apiserver.api_client()
+    install_crd(api)
+    client.CoreV1Api(api).create_namespace({"metadata": {"name": NS}})
+    api.close()
+    yield k8s_apiserver
 
 
 @pytest.fixture(scope="module")

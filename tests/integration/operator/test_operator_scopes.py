@@ -15,9 +15,9 @@ FAST = {"lease_duration": 2.0, "renew_interval": 0.5, "renew_deadline": 1.5}
 
 
 def test_all_namespaces_keeps_groups_in_every_namespace(
-    k8s_embedded_apiserver: APIServer, tmp_path: Path
+    k8s_fresh_apiserver: APIServer, tmp_path: Path
 ) -> None:
-    server = k8s_embedded_apiserver
+    server = k8s_fresh_apiserver  # to itself: the operator sees every namespace
     api = server.api_client()
     install_crd(api)
     core = client.CoreV1Api(api)

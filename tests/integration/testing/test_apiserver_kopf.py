@@ -1,4 +1,4 @@
-"""kopf runs an operator against the embedded server: discovery, list+watch, merge patches
+"""kopf runs an operator against each API server: discovery, list+watch, merge patches
 of the object and of ``/status``, finalizers on deletion, and core Events."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from kubernetes import client, watch
 
 from k8slease.operator.crd import wait_established
 from k8slease.testing import APIServer
+from k8slease.testing.controlplane import audit
 
 GROUP = "kopf.k8slease.io"
 
@@ -70,8 +71,9 @@ def build_operator(server: APIServer) -> kopf.OperatorRegistry:
     registry = kopf.OperatorRegistry()
 
     @kopf.on.login(registry=registry)
-    def login(**_: Any) -> kopf.ConnectionInfo:
-        return kopf.ConnectionInfo(server=server.url, insecure=True, default_namespace="default")
+    def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
+        info: kopf.ConnectionInfo | None = kopf.login_with_kubeconfig(**kwargs)  # $KUBECONFIG
+        return info
 
     @kopf.on.create(GROUP, "v1", "gadgets", registry=registry)
     def created(spec: Any, body: Any, patch: Any, **_: Any) -> None:
@@ -85,8 +87,11 @@ def build_operator(server: APIServer) -> kopf.OperatorRegistry:
     return registry
 
 
-def test_kopf_operator_runs_against_the_embedded_server(k8s_embedded_apiserver: APIServer) -> None:
-    server = k8s_embedded_apiserver
+def test_kopf_operator_runs_against_the_server(
+    k8s_fresh_apiserver: APIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = k8s_fresh_apiserver
+    monkeypatch.setenv("KUBECONFIG", str(server.kubeconfig))  # TLS and credentials, as users do
     settings = kopf.OperatorSettings()
     settings.peering.standalone = True
     settings.watching.server_timeout = 10
@@ -138,4 +143,7 @@ def test_kopf_operator_runs_against_the_embedded_server(k8s_embedded_apiserver: 
             assert info.value.status == 404
     assert runner.exit_code == 0, runner.output
     assert runner.exception is None
-    assert server.stats.count("patch", f"gadgets.{GROUP}") >= 2
+    if server.embedded:
+        assert server.stats.count("patch", f"gadgets.{GROUP}") >= 2
+    else:
+        assert audit.count(audit.events(server.audit_log), "patch", "gadgets") >= 2

@@ -1,0 +1,139 @@
+"""Building ``kube-apiserver`` and ``etcd`` from their upstream Go modules, once per machine.
+
+:func:`ensure_binaries` returns the cached binaries, building them first when they are missing:
+each in its own throw-away wrapper module (see :mod:`.gomod`), with ``go mod tidy`` then
+``go build``. A cold build (empty module and build caches) takes many minutes on two cores;
+progress lines go to ``progress`` (stderr by default) with the elapsed time.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from . import versions as v
+from .cache import ETCD, KUBE_APISERVER, Binaries, build_lock, cache_root, cached
+from .gomod import module_gomod, parse_gomod, staging_replacements, wrapper_gomod
+from .gotool import BuildError, find_go, run_go
+
+Progress = Callable[[str], None]
+
+
+def stderr_progress(line: str) -> None:
+    """The default progress sink: one flushed line on stderr."""
+    print(f"k8slease controlplane: {line}", file=sys.stderr, flush=True)
+
+
+def ensure_binaries(progress: Progress = stderr_progress) -> Binaries:
+    """The pinned ``kube-apiserver`` and ``etcd``, built into the user cache if missing.
+
+    Raises :class:`~.gotool.BuildError` (Go missing, proxy unreachable, compile failure with
+    the log's last lines) when they are not cached and cannot be built.
+    """
+    key = v.cache_key()
+    found = cached(key)
+    if found is not None:
+        return found
+    find_go()  # fail fast and clearly before taking the lock
+    with build_lock(key, lambda: progress("another process is building; waiting for it")):
+        found = cached(key)
+        if found is not None:
+            return found
+        return _build(key, progress)
+
+
+def _build(key: str, progress: Progress) -> Binaries:
+    root = cache_root()
+    log = root / f"{key}-build.log"
+    log.write_text("")
+    started = time.monotonic()
+    progress(
+        f"building kube-apiserver {v.KUBERNETES_VERSION} and etcd {v.ETCD_VERSION} into "
+        f"{root / key} (once per machine; minutes on a cold Go cache). Log: {log}"
+    )
+    for stale in root.glob(f".{key}.*"):  # left by a build that was killed (we hold the lock)
+        shutil.rmtree(stale, ignore_errors=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=root))
+    try:
+        with tempfile.TemporaryDirectory(prefix="k8slease-cpbuild-") as work:
+            _build_kube_apiserver(Path(work) / "kube", staging, log, progress, started)
+            _build_etcd(Path(work) / "etcd", staging, log, progress, started)
+        (staging / "versions.json").write_text(
+            json.dumps({"kubernetes": v.KUBERNETES_VERSION, "etcd": v.ETCD_VERSION}) + "\n"
+        )
+        staging.chmod(0o755)
+        staging.rename(root / key)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    progress(f"[{time.monotonic() - started:6.0f}s] built; cached in {root / key}")
+    binaries = cached(key)
+    if binaries is None:
+        raise BuildError(f"the build finished but {root / key} is incomplete; log: {log}")
+    return binaries
+
+
+def _build_kube_apiserver(
+    work: Path, out: Path, log: Path, progress: Progress, started: float
+) -> None:
+    what = f"kube-apiserver {v.KUBERNETES_VERSION}"
+    progress(f"[{time.monotonic() - started:6.0f}s] {what}: reading k8s.io/kubernetes's go.mod")
+    gomod = parse_gomod(module_gomod(v.KUBERNETES_MODULE, v.KUBERNETES_VERSION))
+    text = wrapper_gomod(
+        go_version=gomod["Go"],
+        require=(v.KUBERNETES_MODULE, v.KUBERNETES_VERSION),
+        tool=v.KUBE_APISERVER_PACKAGE,
+        replacements=staging_replacements(gomod, v.staging_version()),
+    )
+    work.mkdir(parents=True)
+    (work / "go.mod").write_text(text)
+    run = _runner(work, log, what, progress, started)
+    run(["mod", "tidy"])
+    run(["build", "-v", "-ldflags", _version_ldflags(), "-o", str(out / KUBE_APISERVER),
+         v.KUBE_APISERVER_PACKAGE])  # fmt: skip
+
+
+def _build_etcd(work: Path, out: Path, log: Path, progress: Progress, started: float) -> None:
+    what = f"etcd {v.ETCD_VERSION}"
+    gomod = parse_gomod(module_gomod(v.ETCD_MODULE, v.ETCD_VERSION))
+    work.mkdir(parents=True)
+    (work / "go.mod").write_text(
+        wrapper_gomod(
+            go_version=gomod["Go"],
+            require=(v.ETCD_MODULE, v.ETCD_VERSION),
+            tool=v.ETCD_PACKAGE,
+        )
+    )
+    run = _runner(work, log, what, progress, started)
+    run(["mod", "tidy"])
+    run(["build", "-v", "-o", str(out / ETCD), v.ETCD_PACKAGE])
+
+
+def _runner(
+    work: Path, log: Path, what: str, progress: Progress, started: float
+) -> Callable[[list[str]], None]:
+    def run(args: list[str]) -> None:
+        run_go(args, cwd=work, log=log, what=what, progress=progress, started=started)
+
+    return run
+
+
+def _version_ldflags() -> str:
+    """Stamp the release into the binary, as Kubernetes' own build does (``/version``)."""
+    major, minor = v.KUBERNETES_VERSION[1:].split(".")[:2]
+    stamps = {
+        "gitVersion": v.KUBERNETES_VERSION,
+        "gitMajor": major,
+        "gitMinor": minor,
+        "gitTreeState": "clean",
+    }
+    flags = [
+        f"-X {package}.{name}={value}"
+        for package in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version")
+        for name, value in stamps.items()
+    ]
+    return " ".join(flags)

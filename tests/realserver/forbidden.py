@@ -1,0 +1,60 @@
+"""Which of k8slease's own requests the API server refused with 403, as they happen.
+
+Every request k8slease makes goes through :func:`k8slease.rawapi.send` (Leases, watches,
+Events); :func:`record_forbidden` wraps it for one test, so a test can wait for "the elector's
+watch was refused" instead of guessing from timing.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import k8slease.rawapi
+import k8slease.transport
+import pytest
+
+from k8slease.errors import Forbidden
+
+
+class ForbiddenCalls:
+    """(verb, path) of every request answered 403, with a way to wait for one."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self.calls: list[tuple[str, str]] = []
+
+    def add(self, verb: str, path: str) -> None:
+        with self._cond:
+            self.calls.append((verb, path))
+            self._cond.notify_all()
+
+    def wait(self, verb: str, path_part: str, timeout: float = 15.0) -> tuple[str, str]:
+        """The first refused ``verb`` whose path contains ``path_part``; fails after timeout."""
+
+        def found() -> tuple[str, str] | None:
+            return next((c for c in self.calls if c[0] == verb and path_part in c[1]), None)
+
+        with self._cond:
+            self._cond.wait_for(lambda: found() is not None, timeout)
+            call = found()
+        assert call is not None, f"no {verb} of {path_part} was refused; refused: {self.calls}"
+        return call
+
+
+def record_forbidden(monkeypatch: pytest.MonkeyPatch) -> ForbiddenCalls:
+    """Record k8slease's refused requests for the rest of the test."""
+    calls = ForbiddenCalls()
+    original: Callable[..., Any] = k8slease.rawapi.send
+
+    def send(api_client: Any, verb: str, method: str, path: str, **kwargs: Any) -> Any:
+        try:
+            return original(api_client, verb, method, path, **kwargs)
+        except Forbidden:
+            calls.add(verb, path)
+            raise
+
+    monkeypatch.setattr(k8slease.rawapi, "send", send)
+    monkeypatch.setattr(k8slease.transport, "send", send)
+    return calls

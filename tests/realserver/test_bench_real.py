@@ -1,0 +1,38 @@
+"""``make bench`` measures failover and API load on the real control plane too (tiny run)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+TINY = [
+    "--skip-others", "--graceful-trials", "1", "--crash-trials", "0", "--load-window", "3",
+    "--load-warmup", "1", "--candidates", "2", "--jobs", "5", "--lock-ticks", "1",
+    "--import-runs", "1",
+]  # fmt: skip
+
+
+@pytest.mark.slow
+def test_bench_runs_failover_and_load_on_the_real_server(
+    k8s_real_apiserver: Any, tmp_path: Path
+) -> None:
+    """(The fixture only decides whether the real tier runs; the bench starts its own.)"""
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks", "--quick", "--server", "real",
+         "--out", str(tmp_path), *TINY],
+        cwd=ROOT, capture_output=True, text=True, timeout=240,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "real kube-apiserver (ControlPlane):" in done.stdout
+    real = json.loads((tmp_path / "latest.json").read_text())["real"]
+    assert "error" not in real, real
+    assert real["failover"]["k8slease"]["graceful"]["n"] == 1
+    load = real["api_load"]["k8slease"]
+    assert load["leader_alone"].get("update", 0) > 0, "the audit log counted the renewals"
+    assert load["groups"]["2"]["open_watches"] is None
