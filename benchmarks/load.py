@@ -4,8 +4,9 @@ Every (implementation, N) group runs at once on its own Lease: the Python implem
 process each (``load_worker``: threads, one API client per elector), client-go as N + 1 processes
 (``peer_clientgo.Group``), against one API server (a ``benchmarks.targets`` target); requests are
 told apart by Lease name in its request log (embedded) or audit log (real). N = 0 (a leader
-alone) gives the leader's own requests; a candidate's share is ``(group(N) - group(0)) / N``. Watch streams are
-counted when they close (k8slease renews them every 60 s), so open watches are reported too.
+alone) gives the leader's own requests; a candidate's share is ``(group(N) - group(0)) / N``.
+Watch streams are counted when they close (k8slease renews them every 60 s), so open watches are
+reported too.
 """
 
 from __future__ import annotations
