@@ -1,6 +1,6 @@
 """Which of k8slease's own requests the API server refused with 403, as they happen.
 
-Every request k8slease makes goes through :func:`k8slease.rawapi.send` (Leases, watches,
+Every request k8slease makes goes through :func:`k8slease.kube.rawapi.send` (Leases, watches,
 Events); :func:`record_forbidden` wraps it for one test, so a test can wait for "the elector's
 watch was refused" instead of guessing from timing.
 """
@@ -11,8 +11,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-import k8slease.rawapi
-import k8slease.transport
+import k8slease.kube.rawapi
+import k8slease.lease.transport
 import pytest
 
 from k8slease.errors import Forbidden
@@ -46,7 +46,7 @@ class ForbiddenCalls:
 def record_forbidden(monkeypatch: pytest.MonkeyPatch) -> ForbiddenCalls:
     """Record k8slease's refused requests for the rest of the test."""
     calls = ForbiddenCalls()
-    original: Callable[..., Any] = k8slease.rawapi.send
+    original: Callable[..., Any] = k8slease.kube.rawapi.send
 
     def send(api_client: Any, verb: str, method: str, path: str, **kwargs: Any) -> Any:
         try:
@@ -55,6 +55,6 @@ def record_forbidden(monkeypatch: pytest.MonkeyPatch) -> ForbiddenCalls:
             calls.add(verb, path)
             raise
 
-    monkeypatch.setattr(k8slease.rawapi, "send", send)
-    monkeypatch.setattr(k8slease.transport, "send", send)
+    monkeypatch.setattr(k8slease.kube.rawapi, "send", send)
+    monkeypatch.setattr(k8slease.lease.transport, "send", send)
     return calls

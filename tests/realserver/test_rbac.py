@@ -27,7 +27,7 @@ from accounts import (
     without,
 )
 from forbidden import ForbiddenCalls, record_forbidden
-from k8slease.transport import LeaseTransport
+from k8slease.lease.transport import LeaseTransport
 from kubernetes.client.exceptions import ApiException
 from operator_runs import OperatorRun, operator_run
 from rest import Rest
