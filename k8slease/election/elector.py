@@ -5,8 +5,9 @@ The public face of an election: it validates the options and wires the pure
 :mod:`k8slease.election.decide` for the safety model) to the threads of
 :class:`~k8slease.election.runner.ElectionRunner` (loop, watch, watchdog) and to
 :class:`~k8slease.election.terms.TermCallbacks`, which runs ``on_started_leading(ctx)`` in a work
-thread; if that returns or raises while this replica still leads, the elector releases the Lease
-rather than lead with nothing running.
+thread. As in client-go, returning from it does not end leadership; with
+``release_on_return=True`` it is the leader's work, and when it returns or raises while this
+replica still leads, the elector releases the Lease rather than lead with nothing running.
 
 Leadership is re-entered after it is lost: a replica that stepped down is a candidate again.
 Transitions are logged as structlog events (``leader.started``, ``leader.stopped``,
@@ -57,8 +58,11 @@ class LeaderElector:
     * ``retry_interval`` [5.0] candidates' poll period while no watch works (jittered);
     * ``api_client`` [loaded in-cluster, else from the kubeconfig, at start];
     * ``release_on_stop`` [True] give the Lease back on stop so a candidate takes over at once;
-    * ``on_started_leading(ctx)`` runs in its own thread while leading (may block; should return
-      when ``ctx.lost`` is set); a coroutine function is run as a task and cancelled on loss;
+    * ``on_started_leading(ctx)`` is called in its own thread when a term starts (it may block or
+      return at once: returning does not end leadership, as in client-go); a coroutine function
+      is run as a task and cancelled on loss;
+    * ``release_on_return`` [False] treat ``on_started_leading`` as the leader's work: when it
+      returns or raises while still leading, step down and release the Lease;
     * ``on_stopped_leading(ctx)`` runs when leadership ends, only after a matching start;
     * ``on_new_leader(identity)`` when the observed holder changes (``""``: nobody);
     * ``group`` [the Lease name] the ``k8slease.io/group`` label of a Lease it creates;
@@ -82,6 +86,7 @@ class LeaderElector:
         retry_interval: float = 5.0,
         api_client: Any = None,
         release_on_stop: bool = True,
+        release_on_return: bool = False,
         on_started_leading: Callable[..., Any] | None = None,
         on_stopped_leading: Callable[..., Any] | None = None,
         on_new_leader: Callable[[str], Any] | None = None,
@@ -116,6 +121,7 @@ class LeaderElector:
             if callback is not None and not callable(callback):
                 raise ConfigError(f"{label} must be callable, got {callback!r}")
         self.release_on_stop = bool(release_on_stop)
+        self.release_on_return = bool(release_on_return)
         #: the callbacks (settable until start, as ``wrap`` does)
         self.on_started_leading = on_started_leading
         self.on_stopped_leading = on_stopped_leading

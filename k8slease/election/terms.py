@@ -3,9 +3,10 @@
 :class:`TermCallbacks` receives the events an
 :class:`~k8slease.election.machine.ElectionMachine` produced (from the runner, with its dispatch
 lock held) and turns them into a :class:`~k8slease.election.context.LeadershipContext`, the
-``on_started_leading`` work thread, ``on_stopped_leading`` and ``on_new_leader``. If the work
-returns or raises while the term lasts, the term is ended (``abdicate``) rather than lead with
-nothing running.
+``on_started_leading`` work thread, ``on_stopped_leading`` and ``on_new_leader``. As in client-go,
+``on_started_leading`` is a notification: returning (or raising, which is logged) does not end the
+term. With ``release_on_return`` the callback is the leader's work instead, and the term is ended
+(``abdicate``) when it returns or raises rather than lead with nothing running.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ class ElectionCallbacks(Protocol):
     identity: str
     on_started_leading: Callable[..., Any] | None
     on_stopped_leading: Callable[..., Any] | None
-    on_new_leader: Callable[[str], Any] | None
+    on_new_leader: Callable[..., Any] | None
+    release_on_return: bool
 
 
 class TermCallbacks:
@@ -157,6 +159,9 @@ class TermCallbacks:
             self._log.exception("leader.callback_failed", callback="on_started_leading")
             why = f"on_started_leading raised {type(exc).__name__}: {exc}"
         if ctx.lost.is_set():
+            return
+        if not self.callbacks.release_on_return:
+            self._log.debug("leader.callback_returned", term=ctx.term, note="still leading")
             return
         self._log.warning("leader.work_ended", term=ctx.term, reason=why)
         self._abdicate(ctx.term, why)

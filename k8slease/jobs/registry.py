@@ -419,6 +419,7 @@ class Jobs:
             api_client=api_client,
             on_started_leading=self._on_started_leading,
             on_stopped_leading=self._on_stopped_leading,
+            release_on_return=True,
             lease_duration=self.election.lease_duration,
             renew_interval=self.election.renew_interval,
             renew_deadline=self.election.renew_deadline,

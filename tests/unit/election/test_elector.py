@@ -143,7 +143,38 @@ def test_one_of_three_leads_and_callbacks_come_in_order(
         ]
 
 
-def test_work_that_returns_releases_the_lease_and_leadership_moves(
+@pytest.mark.parametrize("with_ctx", [True, False], ids=["ctx", "no-arg"])
+def test_a_returning_callback_is_a_notification_and_leadership_stays(
+    store: MemoryLeaseStore, electors: list[LeaderElector], with_ctx: bool
+) -> None:
+    """client-go's convention: on_started_leading returning does not end the term."""
+    clock = FakeClock()
+    started: list[str] = []
+    seen: list[str] = []
+
+    def notify_ctx(ctx: LeadershipContext) -> None:
+        started.append(ctx.identity)
+
+    def notify() -> None:
+        started.append("called")
+
+    a = make(
+        store,
+        electors,
+        "a",
+        clock=clock,
+        on_started_leading=notify_ctx if with_ctx else notify,
+        on_new_leader=(lambda who: seen.append(who)) if with_ctx else (lambda: seen.append("?")),
+    ).start()
+    assert a.wait_until_leading(5)
+    b = make(store, electors, "b", clock=clock).start()
+    # five lease durations: a returning callback must not make it step down and retake
+    assert not drive(clock, lambda: not a.is_leader or b.is_leader, limit=10.0)
+    assert a.is_leader and a.fencing_token == 1 and len(started) == 1
+    assert seen and seen[0] in ("a", "?")
+
+
+def test_work_that_returns_releases_the_lease_when_asked(
     store: MemoryLeaseStore, electors: list[LeaderElector]
 ) -> None:
     stops: list[int] = []
@@ -151,6 +182,7 @@ def test_work_that_returns_releases_the_lease_and_leadership_moves(
         store,
         electors,
         "a",
+        release_on_return=True,
         on_started_leading=lambda ctx: None,
         on_stopped_leading=lambda ctx: stops.append(ctx.fencing_token),
     ).start()
@@ -161,7 +193,7 @@ def test_work_that_returns_releases_the_lease_and_leadership_moves(
     assert not a.is_leader
 
 
-def test_work_that_raises_is_logged_and_released(
+def test_work_that_raises_is_logged_and_released_when_asked(
     store: MemoryLeaseStore, electors: list[LeaderElector]
 ) -> None:
     def boom(ctx: LeadershipContext) -> None:
@@ -169,7 +201,12 @@ def test_work_that_raises_is_logged_and_released(
 
     stopped = threading.Event()
     make(
-        store, electors, "a", on_started_leading=boom, on_stopped_leading=lambda: stopped.set()
+        store,
+        electors,
+        "a",
+        release_on_return=True,
+        on_started_leading=boom,
+        on_stopped_leading=lambda: stopped.set(),
     ).start()
     assert stopped.wait(5)
     assert store.wait_for(lambda: holder(store) == "", 5)
