@@ -24,8 +24,6 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
-import structlog
-
 from k8slease.clock import Clock, SystemClock
 from k8slease.election.commands import Phase
 from k8slease.election.context import LeadershipContext
@@ -37,11 +35,12 @@ from k8slease.errors import ConfigError
 from k8slease.kube.identity import default_identity, default_namespace
 from k8slease.kube.validate import validate_label_value, validate_lease_name, validate_namespace
 from k8slease.lease.transport import LeaseAPI
+from k8slease.logs import get_logger
 from k8slease.metrics import ElectorMetrics, default_metrics
 
 __all__ = ["LeaderElector", "LeadershipContext"]
 
-_log = structlog.get_logger("k8slease.elector")
+_log = get_logger("k8slease.elector")
 
 
 class LeaderElector:

@@ -21,8 +21,6 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from structlog.typing import FilteringBoundLogger
-
 from k8slease.clock import Clock
 from k8slease.election.commands import Create, Done, Event, Phase, Purpose, Read, Update, Wait
 from k8slease.election.machine import ElectionMachine
@@ -32,6 +30,7 @@ from k8slease.kube.backoff import backoff_delay
 from k8slease.kube.complaints import RepeatedErrors
 from k8slease.lease.meta import resource_version
 from k8slease.lease.transport import LeaseAPI
+from k8slease.logs import Logger
 from k8slease.metrics import ElectorMetrics
 
 R = TypeVar("R")
@@ -60,7 +59,7 @@ class ElectionRunner:
         clock: Clock,
         metrics: ElectorMetrics,
         rng: random.Random,
-        log: FilteringBoundLogger,
+        log: Logger,
         on_events: Callable[[list[Event]], None],
         may_release: Callable[[], bool],
         own_threads: set[int],

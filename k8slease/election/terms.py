@@ -18,12 +18,11 @@ import threading
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from structlog.typing import FilteringBoundLogger
-
 from k8slease.callbacks import accepts_argument, run_cancellable
 from k8slease.clock import Clock
 from k8slease.election.commands import Event, NewLeader, Released, StartedLeading, StoppedLeading
 from k8slease.election.context import LeadershipContext
+from k8slease.logs import Logger
 from k8slease.metrics import ElectorMetrics
 
 
@@ -48,7 +47,7 @@ class TermCallbacks:
         callbacks: ElectionCallbacks,
         clock: Clock,
         metrics: ElectorMetrics,
-        log: FilteringBoundLogger,
+        log: Logger,
         own_threads: set[int],
         abdicate: Callable[[int, str], None],
     ) -> None:

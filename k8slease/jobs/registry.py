@@ -32,7 +32,6 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, tzinfo
 from typing import Any, TypeVar, Unpack
 
-import structlog
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.schedulers.base import STATE_STOPPED, BaseScheduler
@@ -59,10 +58,11 @@ from k8slease.kube.validate import validate_lease_name
 from k8slease.lease.informer import LeaseInformer
 from k8slease.lease.observe import Observations
 from k8slease.lease.transport import LeaseTransport
+from k8slease.logs import get_logger
 from k8slease.metrics import JobMetrics, default_job_metrics
 from k8slease.names import LABEL_GROUP, LABEL_ROLE, ROLE_JOB
 
-log = structlog.get_logger("k8slease.jobs")
+log = get_logger("k8slease.jobs")
 
 F = TypeVar("F", bound=Callable[..., Any])
 

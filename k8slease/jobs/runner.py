@@ -16,8 +16,6 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
-import structlog
-
 from k8slease.callbacks import cancellable
 from k8slease.clock import Clock, SystemClock
 from k8slease.errors import TransportError
@@ -26,9 +24,10 @@ from k8slease.jobs.lock import Grant, JobLock
 from k8slease.jobs.lockrules import Verdict
 from k8slease.jobs.spec import JobSpec, Mode
 from k8slease.lease.jobrecord import Outcome
+from k8slease.logs import get_logger
 from k8slease.metrics import JobMetrics, NoopJobMetrics
 
-log = structlog.get_logger("k8slease.jobs")
+log = get_logger("k8slease.jobs")
 
 
 @dataclass

@@ -12,9 +12,9 @@ import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-import structlog
+from k8slease.logs import get_logger
 
-log = structlog.get_logger("k8slease.health")
+log = get_logger("k8slease.health")
 
 
 class HealthServer:

@@ -13,14 +13,13 @@ import random
 import threading
 from dataclasses import KW_ONLY, dataclass, field
 
-import structlog
-
 from k8slease.errors import TransportError
 from k8slease.lease.meta import lease_name_of, resource_version
 from k8slease.lease.observe import Observations
 from k8slease.lease.transport import LeaseTransport
+from k8slease.logs import get_logger
 
-log = structlog.get_logger("k8slease.informer")
+log = get_logger("k8slease.informer")
 
 
 @dataclass(eq=False)
