@@ -21,7 +21,6 @@ import random
 import signal
 import threading
 from collections.abc import Callable
-from types import FrameType
 from typing import Any
 
 from k8slease.clock import Clock, SystemClock
@@ -33,6 +32,7 @@ from k8slease.election.terms import TermCallbacks
 from k8slease.election.timing import ElectionTiming
 from k8slease.errors import ConfigError
 from k8slease.kube.identity import default_identity, default_namespace
+from k8slease.kube.signals import GracefulSignals
 from k8slease.kube.validate import validate_label_value, validate_lease_name, validate_namespace
 from k8slease.lease.transport import LeaseAPI
 from k8slease.logs import get_logger
@@ -66,7 +66,11 @@ class LeaderElector:
     * ``on_new_leader(identity)`` when the observed holder changes (``""``: nobody);
     * ``group`` [the Lease name] the ``k8slease.io/group`` label of a Lease it creates;
     * ``request_timeout`` [``min(10, renew_deadline / 3)``] bound of every HTTP request;
-    * ``handle_signals`` [False] on ``start``/``run``, make SIGTERM and SIGINT stop gracefully;
+    * ``handle_signals`` [True] on ``start`` (so also ``with``) and ``run``, from the main thread:
+      SIGTERM and SIGINT stop the elector (a leader releases the Lease, waiting at most
+      ``renew_deadline``), then the signal goes on to the handler that was there before (the
+      default SIGTERM action ends the process; SIGINT raises ``KeyboardInterrupt``); pass
+      ``False`` to keep your own handling;
     * ``clock``, ``metrics``, ``transport``, ``rng`` for tests and custom integrations.
 
     Callbacks that take no argument are called without one. Exceptions they raise are logged and
@@ -91,7 +95,7 @@ class LeaderElector:
         on_new_leader: Callable[[str], Any] | None = None,
         group: str | None = None,
         request_timeout: float | None = None,
-        handle_signals: bool = False,
+        handle_signals: bool = True,
         clock: Clock | None = None,
         metrics: ElectorMetrics | None = None,
         transport: LeaseAPI | None = None,
@@ -125,7 +129,7 @@ class LeaderElector:
         self.on_started_leading = on_started_leading
         self.on_stopped_leading = on_stopped_leading
         self.on_new_leader = on_new_leader
-        self.handle_signals = handle_signals
+        self.handle_signals = bool(handle_signals)
         self._api_client = api_client
         self._clock: Clock = clock or SystemClock()
         metrics = metrics if metrics is not None else default_metrics()
@@ -158,7 +162,9 @@ class LeaderElector:
         )
         self._running = False
         self._thread: threading.Thread | None = None
-        self._previous_handlers: dict[int, Any] = {}
+        self._signals = GracefulSignals(
+            lambda: self.stop(timeout=self.timing.renew_deadline), what=f"elector {self.name}"
+        )
 
     # -- state ---------------------------------------------------------------------------------
 
@@ -274,9 +280,9 @@ class LeaderElector:
     def install_signal_handlers(
         self, signals: tuple[signal.Signals, ...] = (signal.SIGTERM, signal.SIGINT)
     ) -> None:
-        """Make ``signals`` stop the elector gracefully (release included). Main thread only."""
-        for signum in signals:
-            self._previous_handlers[int(signum)] = signal.signal(signum, self._on_signal)
+        """Make ``signals`` stop the elector gracefully (release included), then reach the
+        previous handler. Main thread only (elsewhere nothing is installed)."""
+        self._signals.install(signals)
 
     def __enter__(self) -> LeaderElector:
         return self.start()
@@ -298,8 +304,8 @@ class LeaderElector:
             self._runner.transport = LeaseTransport(
                 api_client, self.namespace, request_timeout=self.timing.timeout
             )
-        if self.handle_signals and threading.current_thread() is threading.main_thread():
-            self.install_signal_handlers()
+        if self.handle_signals:
+            self._signals.install()
         self._running = True
         self._log.info(
             "elector.starting",
@@ -307,10 +313,6 @@ class LeaderElector:
             renew_interval=self.timing.renew_interval,
             renew_deadline=self.timing.renew_deadline,
         )
-
-    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
-        # A signal handler must not take locks the interrupted code may hold: hand off.
-        threading.Thread(target=self.request_stop, name="k8slease-signal", daemon=True).start()
 
     def _run_guarded(self) -> None:
         try:
@@ -321,11 +323,7 @@ class LeaderElector:
             self._runner.finished.set()
 
     def _restore_signal_handlers(self) -> None:
-        if threading.current_thread() is not threading.main_thread():
-            return
-        for signum, handler in self._previous_handlers.items():
-            signal.signal(signum, handler)
-        self._previous_handlers.clear()
+        self._signals.restore()
 
     def _abdicate(self, term: int, why: str) -> None:
         runner = self._runner

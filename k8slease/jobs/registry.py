@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import math
-import signal
 import threading
 import types
 from collections.abc import Callable, Mapping
@@ -54,6 +53,7 @@ from k8slease.jobs.spec import JobOptions, JobSpec, Mode, job_name_from
 from k8slease.kube.apiclient import default_api_client
 from k8slease.kube.events import EventRecorder
 from k8slease.kube.identity import default_identity, default_namespace
+from k8slease.kube.signals import GracefulSignals
 from k8slease.kube.validate import validate_lease_name
 from k8slease.lease.informer import LeaseInformer
 from k8slease.lease.observe import Observations
@@ -84,6 +84,10 @@ class Jobs:
     registered. ``request_timeout`` (seconds, default 10) bounds each lock call. ``metrics``
     receives run and skip counts (default: Prometheus when prometheus-client is installed).
     ``clock`` (wall and monotonic time) is used by the locks, the runners and the election.
+    ``handle_signals`` (default True, as for :class:`~k8slease.LeaderElector`): on ``start`` (so
+    also ``run``, ``with`` and ``async with``) from the main thread, SIGTERM and SIGINT stop the
+    jobs (the group Lease is released) and then reach the handler that was there before (the
+    default SIGTERM action ends the process; SIGINT raises ``KeyboardInterrupt``).
     """
 
     def __init__(
@@ -99,6 +103,7 @@ class Jobs:
         restart_delay: float = 5.0,
         clock: Clock | None = None,
         metrics: JobMetrics | None = None,
+        handle_signals: bool = True,
     ) -> None:
         self.group = validate_lease_name(group)
         if "." in group:
@@ -129,6 +134,9 @@ class Jobs:
         self._singletons: list[SingletonRun] = []
         self._leading: threading.Event | None = None
         self._stopped = threading.Event()
+        self._stop_finished = threading.Event()
+        self.handle_signals = bool(handle_signals)
+        self._signals = GracefulSignals(self.stop, what=f"jobs {group}")
         self._started = False
         self._lock = threading.RLock()
         self._log = log.bind(group=group, identity=self.identity)
@@ -254,6 +262,8 @@ class Jobs:
             if self._started:
                 return
             self._started = True
+        if self.handle_signals:
+            self._signals.install()
         self._loop = _running_loop()
         api_client = self._api_client or default_api_client()
         transport = LeaseTransport(api_client, self.namespace, request_timeout=self.request_timeout)
@@ -328,9 +338,19 @@ class Jobs:
         """Stop: step down (releasing the group Lease), stop singletons and the scheduler."""
         with self._lock:
             if not self._started or self._stopped.is_set():
+                if not self._started:
+                    self._stop_finished.set()
                 self._stopped.set()
                 return
             self._stopped.set()
+        try:
+            self._stop_parts()
+        finally:
+            self._signals.restore()
+            self._stop_finished.set()
+        self._log.info("jobs.stopped")
+
+    def _stop_parts(self) -> None:
         if self._elector is not None:
             self._elector.stop()
         if self._informer is not None:
@@ -345,15 +365,17 @@ class Jobs:
                 for spec in self._specs.values():
                     if scheduler.get_job(self._job_id(spec.name)) is not None:
                         scheduler.remove_job(self._job_id(spec.name))
-        self._log.info("jobs.stopped")
 
-    def run(self, *, handle_signals: bool = True) -> None:
-        """Start and block until :meth:`stop` (or SIGTERM/SIGINT when ``handle_signals``)."""
-        if handle_signals and threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGTERM, signal.SIGINT):
-                signal.signal(sig, lambda *_: threading.Thread(target=self.stop).start())
+    def run(self, *, handle_signals: bool | None = None) -> None:
+        """Start and block until :meth:`stop` has finished (or a handled signal stopped it).
+
+        ``handle_signals`` overrides the constructor's option for this run.
+        """
+        if handle_signals is not None:
+            self.handle_signals = bool(handle_signals)
         self.start()
         self._stopped.wait()
+        self._stop_finished.wait()
 
     def __enter__(self) -> Jobs:
         self.start()
@@ -420,6 +442,7 @@ class Jobs:
             on_started_leading=self._on_started_leading,
             on_stopped_leading=self._on_stopped_leading,
             release_on_return=True,
+            handle_signals=False,  # Jobs handles them: its stop stops the elector
             lease_duration=self.election.lease_duration,
             renew_interval=self.election.renew_interval,
             renew_deadline=self.election.renew_deadline,

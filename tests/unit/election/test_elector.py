@@ -353,19 +353,36 @@ def test_prometheus_metrics_are_recorded(
     )
 
 
-def test_sigterm_stops_gracefully_with_release(
+def test_sigterm_releases_then_reaches_the_previous_handler(
     store: MemoryLeaseStore, electors: list[LeaderElector]
 ) -> None:
-    previous = signal.getsignal(signal.SIGTERM)
-    a = make(store, electors, "a", handle_signals=True).start()
+    """The default (handle_signals=True): release first, then the handler that was there."""
+    reached: list[tuple[int, str]] = []
+    previous = signal.signal(
+        signal.SIGTERM, lambda signum, frame: reached.append((signum, holder(store)))
+    )
     try:
+        a = make(store, electors, "a").start()
         assert a.wait_until_leading(5)
         os.kill(os.getpid(), signal.SIGTERM)
-        assert a.wait(5)
-        assert holder(store) == ""
+        assert a.wait(5) and a._signals.handled.wait(5)
+        assert store.wait_for(lambda: bool(reached), 5)
+        assert reached == [(signal.SIGTERM, "")], "the previous handler ran after the release"
+        assert signal.getsignal(signal.SIGTERM) is not None
     finally:
-        a.stop()
-        assert signal.getsignal(signal.SIGTERM) is previous
+        signal.signal(signal.SIGTERM, previous)
+
+
+def test_no_handlers_outside_the_main_thread_or_when_asked_not_to(
+    store: MemoryLeaseStore, electors: list[LeaderElector]
+) -> None:
+    before = signal.getsignal(signal.SIGTERM)
+    make(store, electors, "a", handle_signals=False).start()
+    assert signal.getsignal(signal.SIGTERM) == before
+    started = threading.Thread(target=make(store, electors, "b").start)
+    started.start()
+    started.join(5)
+    assert signal.getsignal(signal.SIGTERM) == before
 
 
 def test_asyncio_integration_runs_coroutines_on_the_loop_and_cancels_them(
