@@ -301,11 +301,12 @@ class Jobs:
                 metrics=self._metrics,
                 clock=self._clock,
             )
-        scheduler = self._scheduler or BackgroundScheduler(timezone=UTC)
+        scheduler = self._scheduler or self._default_scheduler()
         self._scheduler = scheduler
+        on_loop = isinstance(scheduler, AsyncIOScheduler)
         executor = (
             TickAsyncIOExecutor()
-            if isinstance(scheduler, AsyncIOScheduler)
+            if on_loop
             else TickThreadPoolExecutor(max_workers=max(4, len(self._specs) + 2))
         )
         scheduler.add_executor(executor, alias=EXECUTOR_ALIAS)
@@ -313,7 +314,7 @@ class Jobs:
             if spec.trigger is None:
                 continue
             scheduler.add_job(
-                self.runners[spec.name].bind(),
+                self.runners[spec.name].bind(on_loop=on_loop),
                 trigger=spec.trigger,
                 id=self._job_id(spec.name),
                 name=spec.name,
@@ -333,6 +334,13 @@ class Jobs:
         self._catch_up([s for s in self._specs.values() if s.mode is Mode.ONCE_PER_TICK])
         if any(spec.mode is Mode.LEADER for spec in self._specs.values()):
             self._start_election(api_client)
+
+    def _default_scheduler(self) -> BaseScheduler:
+        """In UTC: an ``AsyncIOScheduler`` on the running loop (``async with jobs``, or ``start``
+        from a coroutine), else a ``BackgroundScheduler``."""
+        if self._loop is not None:
+            return AsyncIOScheduler(event_loop=self._loop, timezone=UTC)
+        return BackgroundScheduler(timezone=UTC)
 
     def stop(self) -> None:
         """Stop: step down (releasing the group Lease), stop singletons and the scheduler."""

@@ -223,8 +223,20 @@ class TickRunner:
         self._log.warning("job.tick_unknown", hint="add k8slease jobs through Jobs, not by hand")
         return self._clock.now().replace(microsecond=0)
 
-    def bind(self) -> Callable[..., Any]:
-        """The callable registered with APScheduler: takes the tick as ``k8slease_tick``."""
+    def bind(self, *, on_loop: bool = True) -> Callable[..., Any]:
+        """The callable registered with APScheduler: takes the tick as ``k8slease_tick``.
+
+        A coroutine job is a coroutine function for an asyncio scheduler (``on_loop``); for a
+        thread scheduler it is a function that runs the coroutine in a loop of its own.
+        """
+        if self.spec.is_coroutine and not on_loop:
+
+            def fire_in_thread(*, k8slease_tick: datetime | None = None) -> str | None:
+                tick = k8slease_tick or self._untold_tick()
+                return asyncio.run(self.run_tick_async(tick))
+
+            fire_in_thread.__name__ = self.spec.name
+            return fire_in_thread
         if self.spec.is_coroutine:
 
             async def fire_async(*, k8slease_tick: datetime | None = None) -> str | None:
