@@ -103,7 +103,7 @@ class TermCallbacks:
             who.name, who.namespace, who.identity, event.fencing_token, event.term
         )
         self._ctx = ctx
-        self._metrics.set_leader(self.lease_name, self.identity, True)
+        self._metrics.set_leader(self.lease_name, True)
         self._log.info(
             "leader.started",
             term=event.term,
@@ -130,7 +130,7 @@ class TermCallbacks:
         if ctx is not None:
             ctx.mark_lost()
         self._notify_listeners(False)
-        self._metrics.set_leader(self.lease_name, self.identity, False)
+        self._metrics.set_leader(self.lease_name, False)
         self._log.info(
             "leader.stopped",
             term=event.term,

@@ -339,8 +339,9 @@ def test_prometheus_metrics_are_recorded(
     registry = CollectorRegistry()
     a = make(store, electors, "a", metrics=PrometheusMetrics(registry)).start()
     assert a.wait_until_leading(5)
-    labels = {"lease": "demo", "identity": "a"}
+    labels = {"lease": "demo"}  # stable: no per-process identity label
     assert registry.get_sample_value("k8slease_is_leader", labels) == 1.0
+    assert registry.get_sample_value("leader_election_master_status", {"name": "demo"}) == 1.0
     assert store.wait_for(lambda: len(store.writes) >= 3, 5)
     assert (registry.get_sample_value("k8slease_renew_seconds_count", {"lease": "demo"}) or 0) >= 1
     a.stop()
