@@ -76,20 +76,20 @@ class Jobs:
 
     ``group`` names the group's leader Lease and prefixes each job's lock Lease. ``namespace``
     defaults to ``POD_NAMESPACE``, then the in-cluster namespace, then ``default``. ``identity``
-    defaults to ``POD_NAME`` (or the hostname) plus a random suffix. ``scheduler`` is an
-    APScheduler ``BackgroundScheduler`` or ``AsyncIOScheduler`` of yours (default: one in UTC
-    that ``Jobs`` owns: an ``AsyncIOScheduler`` on the running loop when started from a coroutine,
-    as ``async with jobs`` does, else a ``BackgroundScheduler``; ``async def`` jobs run on the
-    loop, or with a thread scheduler in a loop of their own per run). ``api_client`` defaults to the in-cluster
-    configuration, else the kubeconfig. ``election`` (an :class:`~k8slease.ElectionTiming`;
-    default 60/20/40 s) times the group's leader election, used only when a LEADER job is
-    registered. ``request_timeout`` (seconds, default 10) bounds each lock call. ``metrics``
-    receives run and skip counts (default: Prometheus when prometheus-client is installed).
-    ``clock`` (wall and monotonic time) is used by the locks, the runners and the election.
-    ``handle_signals`` (default True, as for :class:`~k8slease.LeaderElector`): on ``start`` (so
-    also ``run``, ``with`` and ``async with``) from the main thread, SIGTERM and SIGINT stop the
-    jobs (the group Lease is released) and then reach the handler that was there before (the
-    default SIGTERM action ends the process; SIGINT raises ``KeyboardInterrupt``).
+    defaults to ``POD_NAME`` (or the hostname) plus a random suffix. ``scheduler`` is an APScheduler
+    ``BackgroundScheduler`` or ``AsyncIOScheduler`` of yours (default: one in UTC that ``Jobs``
+    owns: an ``AsyncIOScheduler`` on the running loop when started from a coroutine, as ``async with
+    jobs`` does, else a ``BackgroundScheduler``; ``async def`` jobs run on the loop, or with a
+    thread scheduler in a loop of their own per run). ``api_client`` defaults to the in-cluster
+    configuration, else the kubeconfig. ``election`` (an :class:`~k8slease.ElectionTiming`; default
+    60/20/40 s) times the group's leader election, used only when a LEADER job is registered.
+    ``request_timeout`` (seconds, default 10) bounds each lock call. ``metrics`` receives run and
+    skip counts (default: Prometheus when prometheus-client is installed). ``clock`` (wall and
+    monotonic time) is used by the locks, the runners and the election. ``handle_signals`` (default
+    True, as for :class:`~k8slease.LeaderElector`): on ``start`` (so also ``run``, ``with`` and
+    ``async with``) from the main thread, SIGTERM and SIGINT stop the jobs (the group Lease is
+    released) and then reach the handler that was there before (the default SIGTERM action ends the
+    process; SIGINT raises ``KeyboardInterrupt``).
     """
 
     def __init__(
