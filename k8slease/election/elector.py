@@ -32,6 +32,7 @@ from k8slease.election.terms import TermCallbacks
 from k8slease.election.timing import ElectionTiming
 from k8slease.errors import ConfigError
 from k8slease.kube.identity import default_identity, default_namespace
+from k8slease.kube.options import flag
 from k8slease.kube.signals import GracefulSignals
 from k8slease.kube.validate import validate_label_value, validate_lease_name, validate_namespace
 from k8slease.lease.transport import LeaseAPI
@@ -123,13 +124,13 @@ class LeaderElector:
         ):
             if callback is not None and not callable(callback):
                 raise ConfigError(f"{label} must be callable, got {callback!r}")
-        self.release_on_stop = bool(release_on_stop)
-        self.release_on_return = bool(release_on_return)
+        self.release_on_stop = flag("release_on_stop", release_on_stop)
+        self.release_on_return = flag("release_on_return", release_on_return)
         #: the callbacks (settable until start, as ``wrap`` does)
         self.on_started_leading = on_started_leading
         self.on_stopped_leading = on_stopped_leading
         self.on_new_leader = on_new_leader
-        self.handle_signals = bool(handle_signals)
+        self.handle_signals = flag("handle_signals", handle_signals)
         self._api_client = api_client
         self._clock: Clock = clock or SystemClock()
         metrics = metrics if metrics is not None else default_metrics()

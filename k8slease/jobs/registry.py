@@ -47,14 +47,17 @@ from k8slease.errors import ConfigError
 from k8slease.jobs.catchup import schedule_catch_up
 from k8slease.jobs.executors import TickAsyncIOExecutor, TickThreadPoolExecutor
 from k8slease.jobs.lock import JobLock
+from k8slease.jobs.misfire import MisfirePolicy
 from k8slease.jobs.runner import TickRunner
 from k8slease.jobs.singletons import SingletonRun
 from k8slease.jobs.spec import JobOptions, JobSpec, Mode, job_name_from
 from k8slease.kube.apiclient import default_api_client
 from k8slease.kube.events import EventRecorder
 from k8slease.kube.identity import default_identity, default_namespace
+from k8slease.kube.options import flag, member
+from k8slease.kube.options import seconds as check_seconds
 from k8slease.kube.signals import GracefulSignals
-from k8slease.kube.validate import validate_lease_name
+from k8slease.kube.validate import validate_lease_name, validate_namespace
 from k8slease.lease.informer import LeaseInformer
 from k8slease.lease.observe import Observations
 from k8slease.lease.transport import LeaseTransport
@@ -112,8 +115,12 @@ class Jobs:
             raise ConfigError(
                 f"group {group!r} must not contain '.' (job Leases are <group>.<job>)"
             )
-        self.namespace = namespace or default_namespace()
+        self.namespace = validate_namespace(namespace or default_namespace())
+        if identity is not None and (not isinstance(identity, str) or not identity.strip()):
+            raise ConfigError(f"identity must be a non-empty string, got {identity!r}")
         self.identity = identity or default_identity()
+        if len(self.identity) > 253:
+            raise ConfigError("identity must be at most 253 characters")
         if scheduler is not None and not isinstance(scheduler, BaseScheduler):
             raise ConfigError(f"scheduler must be an APScheduler 3 scheduler, got {scheduler!r}")
         self._scheduler = scheduler
@@ -122,10 +129,8 @@ class Jobs:
         if election is not None and not isinstance(election, ElectionTiming):
             raise ConfigError(f"election must be an ElectionTiming, got {election!r}")
         self.election = election or ElectionTiming()
-        if request_timeout <= 0:
-            raise ConfigError(f"request_timeout must be > 0, got {request_timeout}")
-        self.request_timeout = request_timeout
-        self.restart_delay = restart_delay
+        self.request_timeout = check_seconds("request_timeout", request_timeout, above=True)
+        self.restart_delay = check_seconds("restart_delay", restart_delay)
         self._clock = clock or SystemClock()
         self._metrics: JobMetrics = metrics or default_job_metrics()
         self._specs: dict[str, JobSpec] = {}
@@ -137,7 +142,7 @@ class Jobs:
         self._leading: threading.Event | None = None
         self._stopped = threading.Event()
         self._stop_finished = threading.Event()
-        self.handle_signals = bool(handle_signals)
+        self.handle_signals = flag("handle_signals", handle_signals)
         self._signals = GracefulSignals(self.stop, what=f"jobs {group}")
         self._started = False
         self._lock = threading.RLock()
@@ -196,10 +201,14 @@ class Jobs:
         Ticks are counted from ``anchor`` (default 2000-01-01 UTC) so that all replicas agree on
         them. Other options as for :meth:`cron`.
         """
-        total = seconds + 60 * minutes + 3600 * hours
+        total = (
+            check_seconds("seconds", seconds)
+            + 60 * check_seconds("minutes", minutes)
+            + 3600 * check_seconds("hours", hours)
+        )
         if total <= 0:
-            raise ConfigError("an interval must be longer than 0 seconds")
-        if anchor.tzinfo is None:
+            raise ConfigError("an interval must be longer than 0 seconds (seconds/minutes/hours)")
+        if not isinstance(anchor, datetime) or anchor.tzinfo is None:
             raise ConfigError("anchor must be timezone-aware")
         trigger = IntervalTrigger(seconds=total, start_date=anchor, timezone=UTC)
 
@@ -217,7 +226,11 @@ class Jobs:
 
         def register(func: F) -> F:
             spec_name = name or job_name_from(func)
-            self.add(JobSpec(name=spec_name, func=func, mode=mode, trigger=trigger, **options))
+            given: dict[str, Any] = dict(options)
+            if "misfire" in given:  # a MisfirePolicy, or its value or name ("skip", "RUN_ALL")
+                prefix = f"job {spec_name!r}: "
+                given["misfire"] = member("misfire", given["misfire"], MisfirePolicy, prefix=prefix)
+            self.add(JobSpec(name=spec_name, func=func, mode=mode, trigger=trigger, **given))
             return func
 
         return register
@@ -382,7 +395,7 @@ class Jobs:
         ``handle_signals`` overrides the constructor's option for this run.
         """
         if handle_signals is not None:
-            self.handle_signals = bool(handle_signals)
+            self.handle_signals = flag("handle_signals", handle_signals)
         self.start()
         self._stopped.wait()
         self._stop_finished.wait()

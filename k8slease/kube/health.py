@@ -16,6 +16,8 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from k8slease.errors import ConfigError
+from k8slease.kube.options import port as check_port
 from k8slease.logs import get_logger
 
 log = get_logger("k8slease.health")
@@ -49,6 +51,11 @@ class HealthServer:
         port: int = 8080,
         registry: Any = None,
     ) -> None:
+        if not callable(check):
+            raise ConfigError(f"check must be a callable returning a bool, got {check!r}")
+        if not isinstance(host, str) or not host:
+            raise ConfigError(f"host must be an address to bind, such as '0.0.0.0', got {host!r}")
+        port = check_port("port", port)
         self.check = check
         self.registry = registry
 
