@@ -21,16 +21,18 @@ import random
 import signal
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from k8slease.clock import Clock, SystemClock
 from k8slease.election.commands import Phase
 from k8slease.election.context import LeadershipContext
+from k8slease.election.hooks import LeadershipCallback, NewLeaderCallback
 from k8slease.election.machine import ElectionMachine
 from k8slease.election.runner import ElectionRunner
 from k8slease.election.terms import TermCallbacks
 from k8slease.election.timing import ElectionTiming
 from k8slease.errors import ConfigError
+from k8slease.kube.apiclient import check_api_client
 from k8slease.kube.identity import default_identity, default_namespace
 from k8slease.kube.options import flag
 from k8slease.kube.signals import GracefulSignals
@@ -38,6 +40,9 @@ from k8slease.kube.validate import validate_label_value, validate_lease_name, va
 from k8slease.lease.transport import LeaseAPI
 from k8slease.logs import get_logger
 from k8slease.metrics import ElectorMetrics, default_metrics
+
+if TYPE_CHECKING:
+    import kubernetes.client
 
 __all__ = ["LeaderElector", "LeadershipContext"]
 
@@ -88,12 +93,12 @@ class LeaderElector:
         renew_interval: float = 20.0,
         renew_deadline: float = 40.0,
         retry_interval: float = 5.0,
-        api_client: Any = None,
+        api_client: kubernetes.client.ApiClient | None = None,
         release_on_stop: bool = True,
         release_on_return: bool = False,
-        on_started_leading: Callable[..., Any] | None = None,
-        on_stopped_leading: Callable[..., Any] | None = None,
-        on_new_leader: Callable[[str], Any] | None = None,
+        on_started_leading: LeadershipCallback | None = None,
+        on_stopped_leading: LeadershipCallback | None = None,
+        on_new_leader: NewLeaderCallback | None = None,
         group: str | None = None,
         request_timeout: float | None = None,
         handle_signals: bool = True,
@@ -127,9 +132,11 @@ class LeaderElector:
         self.release_on_stop = flag("release_on_stop", release_on_stop)
         self.release_on_return = flag("release_on_return", release_on_return)
         #: the callbacks (settable until start, as ``wrap`` does)
-        self.on_started_leading = on_started_leading
-        self.on_stopped_leading = on_stopped_leading
-        self.on_new_leader = on_new_leader
+        self.on_started_leading: LeadershipCallback | None = on_started_leading
+        self.on_stopped_leading: LeadershipCallback | None = on_stopped_leading
+        self.on_new_leader: NewLeaderCallback | None = on_new_leader
+        if api_client is not None:
+            check_api_client(api_client)
         self.handle_signals = flag("handle_signals", handle_signals)
         self._api_client = api_client
         self._clock: Clock = clock or SystemClock()

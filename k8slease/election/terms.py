@@ -22,6 +22,7 @@ from k8slease.callbacks import accepts_argument, run_cancellable
 from k8slease.clock import Clock
 from k8slease.election.commands import Event, NewLeader, Released, StartedLeading, StoppedLeading
 from k8slease.election.context import LeadershipContext
+from k8slease.election.hooks import LeadershipCallback, NewLeaderCallback
 from k8slease.logs import Logger
 from k8slease.metrics import ElectorMetrics
 
@@ -33,9 +34,9 @@ class ElectionCallbacks(Protocol):
     name: str
     namespace: str
     identity: str
-    on_started_leading: Callable[..., Any] | None
-    on_stopped_leading: Callable[..., Any] | None
-    on_new_leader: Callable[..., Any] | None
+    on_started_leading: LeadershipCallback | None
+    on_stopped_leading: LeadershipCallback | None
+    on_new_leader: NewLeaderCallback | None
     release_on_return: bool
 
 
