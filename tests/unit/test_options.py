@@ -24,7 +24,7 @@ NAN, INF = math.nan, math.inf
 
 
 def jobs() -> Jobs:
-    return Jobs("billing", namespace="default", identity="a", api_client=object())  # type: ignore[arg-type]
+    return Jobs("billing", namespace="default", identity="a")
 
 
 def work(ctx: JobContext) -> None:
