@@ -23,7 +23,7 @@ def hint(op: str, error: TransportError, *, namespace: str) -> str:
             f"RBAC: the ServiceAccount needs get, list, watch, create and update on"
             f" coordination.k8s.io leases in namespace {namespace!r} (docs/operations.md#rbac)"
         )
-    if isinstance(error, NotFound) and op in ("create", "watch"):
+    if isinstance(error, NotFound) and op in ("create", "watch", "list"):
         return (
             f"namespace {namespace!r} does not exist: create it, or pass namespace= (or set"
             f" POD_NAMESPACE)"
