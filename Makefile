@@ -7,7 +7,7 @@ PYTEST  := $(BIN)/pytest
 # Where Go exists, `make test` first builds (once per machine, cached) the real control plane.
 GO      := $(shell command -v go 2>/dev/null)
 
-.PHONY: install test unit integration lint demo bench e2e manifests peers controlplane clean
+.PHONY: install test test-floor unit integration lint demo bench e2e manifests peers controlplane clean
 
 install: $(STAMP)
 
@@ -28,6 +28,27 @@ test: $(STAMP) lint $(if $(GO),controlplane)
 # etcd + kube-apiserver built from upstream into ~/.cache/k8slease/controlplane (minutes, once).
 controlplane: $(STAMP)
 	$(BIN)/python -m k8slease controlplane --build-only
+
+# The declared dependency floors: k8slease installed with .ci/floor-constraints.txt (every floor
+# pinned) in its own venv, then the unit tests and a few integration tests. The venv is kept in
+# build/ and rebuilt only when the constraints or pyproject.toml change.
+FLOOR       := build/venv-floor
+FLOOR_STAMP := $(FLOOR)/.installed
+FLOOR_TESTS := tests/unit tests/integration/test_readme_examples.py \
+	tests/integration/election/test_elector_inprocess.py tests/integration/election/test_signals.py \
+	tests/integration/jobs/test_jobs_locks.py tests/integration/jobs/test_jobs_async.py \
+	tests/integration/operator/test_operator_writes.py
+
+$(FLOOR_STAMP): .ci/floor-constraints.txt pyproject.toml
+	rm -rf $(FLOOR)
+	$(PY) -m venv $(FLOOR)
+	$(FLOOR)/bin/python -m pip install --quiet --upgrade pip
+	$(FLOOR)/bin/python -m pip install --quiet -c .ci/floor-constraints.txt \
+		-e '.[metrics,operator,testing]' pytest pytest-timeout hypothesis
+	touch $(FLOOR_STAMP)
+
+test-floor: $(FLOOR_STAMP)
+	$(FLOOR)/bin/python -m pytest -q -p no:cacheprovider $(FLOOR_TESTS)
 
 unit: $(STAMP)
 	$(PYTEST) -q tests/unit tests/chart

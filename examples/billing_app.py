@@ -18,12 +18,12 @@ failover can be watched in a minute. Without it the invoices run at 02:00 UTC.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import sys
 from collections.abc import Sequence
 
-import structlog
 from kubernetes import client
 
 from examples.invoice_store import InvoiceStore
@@ -91,20 +91,36 @@ def build_jobs(
     return jobs
 
 
+class JSONLines(logging.Formatter):
+    """One JSON object per line: k8slease's records carry their event and fields."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        event = getattr(record, "k8slease_event", None)
+        if event is None:
+            return json.dumps({"event": record.getMessage(), "logger": record.name})
+        data = {
+            "event": event,
+            **getattr(record, "k8slease_fields", {}),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "timestamp": self.formatTime(record),
+        }
+        if record.exc_info:
+            data["exception"] = self.formatException(record.exc_info)
+        return json.dumps(data, default=str)
+
+
 def configure_logging(level: str) -> None:
-    """JSON lines on stdout: one event per line, easy to grep and to parse in tests."""
-    logging.basicConfig(level=logging.WARNING, stream=sys.stdout, format="%(message)s")
-    structlog.configure(
-        processors=[
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
-            structlog.processors.format_exc_info,
-            structlog.processors.JSONRenderer(),
-        ],
-        wrapper_class=structlog.make_filtering_bound_logger(getattr(logging, level.upper())),
-        logger_factory=structlog.PrintLoggerFactory(sys.stdout),
-        cache_logger_on_first_use=True,
-    )
+    """JSON lines on stdout: one event per line, easy to grep and to parse in tests.
+
+    k8slease logs through stdlib logging (the ``k8slease`` logger; the jobs' ``ctx.log`` too), so
+    the app sets the level and the output the usual way.
+    """
+    handler = logging.StreamHandler(sys.stdout)
+    handler.setFormatter(JSONLines())
+    logging.basicConfig(level=logging.WARNING, handlers=[handler])
+    numeric = getattr(logging, level.upper())
+    logging.getLogger("k8slease").setLevel(numeric)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -62,9 +62,10 @@ def main(argv: list[str] | None = None) -> int:
         on_started_leading=lead,
         on_stopped_leading=stopped,
         on_new_leader=lambda holder: log.info("app.leader_is", holder=holder or None),
-        handle_signals=True,
     )
-    elector.run()  # returns after SIGTERM/SIGINT, once the Lease is released
+    # SIGTERM/SIGINT (handle_signals, the default): the Lease is released, then the signal takes
+    # its usual course (SIGTERM ends the process, SIGINT raises KeyboardInterrupt)
+    elector.run()
     return 0
 
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from k8slease.election.context import LeadershipContext
-from k8slease.election.elector import LeaderElector
+from k8slease.election.aio import AsyncLeaderElector
+from k8slease.election.elector import LeaderElector, LeadershipContext
+from k8slease.election.hooks import LeadershipCallback, NewLeaderCallback
 from k8slease.election.timing import ElectionTiming
 from k8slease.errors import (
     AlreadyExists,
@@ -29,6 +30,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AlreadyExists",
+    "AsyncLeaderElector",
     "ConfigError",
     "Conflict",
     "ElectionTiming",
@@ -41,10 +43,12 @@ __all__ = [
     "Jobs",
     "K8sLeaseError",
     "LeaderElector",
+    "LeadershipCallback",
     "LeadershipContext",
     "LeaseRecord",
     "MisfirePolicy",
     "Mode",
+    "NewLeaderCallback",
     "NotFound",
     "RunRecord",
     "TransportError",

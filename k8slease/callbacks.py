@@ -15,11 +15,11 @@ import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
-import structlog
+from k8slease.logs import get_logger
 
 T = TypeVar("T")
 
-_log = structlog.get_logger("k8slease.callbacks")
+_log = get_logger("k8slease.callbacks")
 
 
 def accepts_argument(fn: Callable[..., Any]) -> bool:

@@ -1,13 +1,17 @@
 """Optional Prometheus metrics for elections and jobs; no-ops when prometheus-client is missing.
 
-Election metrics (labelled by ``lease`` and, where it is about this replica, ``identity``):
+Labels are stable across restarts, as Prometheus and client-go expect: the Lease name, the
+group, the job, never a per-process identity (a random identity would make a new series on every
+restart). Election metrics (labelled ``lease``):
 
 * ``k8slease_is_leader`` (gauge): 1 while this replica leads, else 0;
+* ``leader_election_master_status`` (gauge, label ``name`` = the Lease name): the same value
+  under client-go's name, so its dashboards and alerts work unchanged;
 * ``k8slease_leader_transitions_total`` (counter): times this replica started or stopped leading,
   labelled ``event`` = ``started``/``stopped``;
 * ``k8slease_renew_seconds`` (histogram): latency of successful renews;
 * ``k8slease_request_failures_total`` (counter): failed Lease requests, labelled ``op``
-  (observe, take, renew, release...) and ``reason`` (conflict, unavailable, forbidden...).
+  (observe, create, take, renew, release...) and ``reason`` (conflict, unavailable, forbidden...).
 
 Job metrics (labelled ``group`` and ``job``):
 
@@ -18,6 +22,8 @@ Job metrics (labelled ``group`` and ``job``):
 * ``k8slease_job_run_seconds`` (histogram): how long runs took.
 
 Each collector is created once per registry and shared by every elector and job in the process.
+:class:`~k8slease.HealthServer` serves them on ``/metrics``. The table in docs/operations.md is
+the reference.
 """
 
 from __future__ import annotations
@@ -27,10 +33,11 @@ from typing import Any, Protocol
 
 #: name -> (kind, help, label names)
 _SPECS: dict[str, tuple[str, str, tuple[str, ...]]] = {
-    "k8slease_is_leader": (
+    "k8slease_is_leader": ("Gauge", "1 while this replica leads the Lease, else 0", ("lease",)),
+    "leader_election_master_status": (
         "Gauge",
-        "1 while this replica leads the Lease, else 0",
-        ("lease", "identity"),
+        "client-go's name: 1 while this replica leads the Lease 'name', else 0",
+        ("name",),
     ),
     "k8slease_leader_transitions_total": (
         "Counter",
@@ -78,7 +85,7 @@ def _collector(registry: Any, name: str) -> Any:
 class ElectorMetrics(Protocol):
     """What the elector reports; implement it to send metrics elsewhere."""
 
-    def set_leader(self, lease: str, identity: str, leading: bool) -> None:
+    def set_leader(self, lease: str, leading: bool) -> None:
         """This replica started (``True``) or stopped (``False``) leading ``lease``."""
         ...
 
@@ -102,7 +109,7 @@ class JobMetrics(Protocol):
 class NoopMetrics:
     """Election metrics that go nowhere."""
 
-    def set_leader(self, lease: str, identity: str, leading: bool) -> None:
+    def set_leader(self, lease: str, leading: bool) -> None:
         return None
 
     def renewed(self, lease: str, seconds: float) -> None:
@@ -127,12 +134,14 @@ class PrometheusMetrics:
 
     def __init__(self, registry: Any = None) -> None:
         self._gauge = _collector(registry, "k8slease_is_leader")
+        self._master = _collector(registry, "leader_election_master_status")
         self._transitions = _collector(registry, "k8slease_leader_transitions_total")
         self._renew = _collector(registry, "k8slease_renew_seconds")
         self._failures = _collector(registry, "k8slease_request_failures_total")
 
-    def set_leader(self, lease: str, identity: str, leading: bool) -> None:
-        self._gauge.labels(lease=lease, identity=identity).set(1 if leading else 0)
+    def set_leader(self, lease: str, leading: bool) -> None:
+        self._gauge.labels(lease=lease).set(1 if leading else 0)
+        self._master.labels(name=lease).set(1 if leading else 0)
         self._transitions.labels(lease=lease, event="started" if leading else "stopped").inc()
 
     def renewed(self, lease: str, seconds: float) -> None:

@@ -44,6 +44,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if command not in COMMANDS:
         print(f"k8slease: unknown command {command!r}\n\n{_usage()}", file=sys.stderr)
         return 2
+    if command != "operator":  # the operator configures its logging from --log-level
+        from k8slease.cli.console import configure_console_logging
+
+        configure_console_logging()
     module = importlib.import_module(COMMANDS[command][0])
     result: int = module.main(rest)
     return result

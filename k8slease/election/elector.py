@@ -5,8 +5,9 @@ The public face of an election: it validates the options and wires the pure
 :mod:`k8slease.election.decide` for the safety model) to the threads of
 :class:`~k8slease.election.runner.ElectionRunner` (loop, watch, watchdog) and to
 :class:`~k8slease.election.terms.TermCallbacks`, which runs ``on_started_leading(ctx)`` in a work
-thread; if that returns or raises while this replica still leads, the elector releases the Lease
-rather than lead with nothing running.
+thread. As in client-go, returning from it does not end leadership; with
+``release_on_return=True`` it is the leader's work, and when it returns or raises while this
+replica still leads, the elector releases the Lease rather than lead with nothing running.
 
 Leadership is re-entered after it is lost: a replica that stepped down is a candidate again.
 Transitions are logged as structlog events (``leader.started``, ``leader.stopped``,
@@ -20,24 +21,32 @@ import random
 import signal
 import threading
 from collections.abc import Callable
-from types import FrameType
-from typing import Any
-
-import structlog
+from typing import TYPE_CHECKING
 
 from k8slease.clock import Clock, SystemClock
 from k8slease.election.commands import Phase
+from k8slease.election.context import LeadershipContext
+from k8slease.election.hooks import LeadershipCallback, NewLeaderCallback
 from k8slease.election.machine import ElectionMachine
 from k8slease.election.runner import ElectionRunner
 from k8slease.election.terms import TermCallbacks
 from k8slease.election.timing import ElectionTiming
 from k8slease.errors import ConfigError
+from k8slease.kube.apiclient import check_api_client
 from k8slease.kube.identity import default_identity, default_namespace
+from k8slease.kube.options import flag
+from k8slease.kube.signals import GracefulSignals
 from k8slease.kube.validate import validate_label_value, validate_lease_name, validate_namespace
 from k8slease.lease.transport import LeaseAPI
+from k8slease.logs import get_logger
 from k8slease.metrics import ElectorMetrics, default_metrics
 
-_log = structlog.get_logger("k8slease.elector")
+if TYPE_CHECKING:
+    import kubernetes.client
+
+__all__ = ["LeaderElector", "LeadershipContext"]
+
+_log = get_logger("k8slease.elector")
 
 
 class LeaderElector:
@@ -54,13 +63,20 @@ class LeaderElector:
     * ``retry_interval`` [5.0] candidates' poll period while no watch works (jittered);
     * ``api_client`` [loaded in-cluster, else from the kubeconfig, at start];
     * ``release_on_stop`` [True] give the Lease back on stop so a candidate takes over at once;
-    * ``on_started_leading(ctx)`` runs in its own thread while leading (may block; should return
-      when ``ctx.lost`` is set); a coroutine function is run as a task and cancelled on loss;
+    * ``on_started_leading(ctx)`` is called in its own thread when a term starts (it may block or
+      return at once: returning does not end leadership, as in client-go); a coroutine function
+      is run as a task and cancelled on loss;
+    * ``release_on_return`` [False] treat ``on_started_leading`` as the leader's work: when it
+      returns or raises while still leading, step down and release the Lease;
     * ``on_stopped_leading(ctx)`` runs when leadership ends, only after a matching start;
     * ``on_new_leader(identity)`` when the observed holder changes (``""``: nobody);
     * ``group`` [the Lease name] the ``k8slease.io/group`` label of a Lease it creates;
     * ``request_timeout`` [``min(10, renew_deadline / 3)``] bound of every HTTP request;
-    * ``handle_signals`` [False] on ``start``/``run``, make SIGTERM and SIGINT stop gracefully;
+    * ``handle_signals`` [True] on ``start`` (so also ``with``) and ``run``, from the main thread:
+      SIGTERM and SIGINT stop the elector (a leader releases the Lease, waiting at most
+      ``renew_deadline``), then the signal goes on to the handler that was there before (the
+      default SIGTERM action ends the process; SIGINT raises ``KeyboardInterrupt``); pass
+      ``False`` to keep your own handling;
     * ``clock``, ``metrics``, ``transport``, ``rng`` for tests and custom integrations.
 
     Callbacks that take no argument are called without one. Exceptions they raise are logged and
@@ -77,14 +93,15 @@ class LeaderElector:
         renew_interval: float = 20.0,
         renew_deadline: float = 40.0,
         retry_interval: float = 5.0,
-        api_client: Any = None,
+        api_client: kubernetes.client.ApiClient | None = None,
         release_on_stop: bool = True,
-        on_started_leading: Callable[..., Any] | None = None,
-        on_stopped_leading: Callable[..., Any] | None = None,
-        on_new_leader: Callable[[str], Any] | None = None,
+        release_on_return: bool = False,
+        on_started_leading: LeadershipCallback | None = None,
+        on_stopped_leading: LeadershipCallback | None = None,
+        on_new_leader: NewLeaderCallback | None = None,
         group: str | None = None,
         request_timeout: float | None = None,
-        handle_signals: bool = False,
+        handle_signals: bool = True,
         clock: Clock | None = None,
         metrics: ElectorMetrics | None = None,
         transport: LeaseAPI | None = None,
@@ -112,12 +129,15 @@ class LeaderElector:
         ):
             if callback is not None and not callable(callback):
                 raise ConfigError(f"{label} must be callable, got {callback!r}")
-        self.release_on_stop = bool(release_on_stop)
+        self.release_on_stop = flag("release_on_stop", release_on_stop)
+        self.release_on_return = flag("release_on_return", release_on_return)
         #: the callbacks (settable until start, as ``wrap`` does)
-        self.on_started_leading = on_started_leading
-        self.on_stopped_leading = on_stopped_leading
-        self.on_new_leader = on_new_leader
-        self.handle_signals = handle_signals
+        self.on_started_leading: LeadershipCallback | None = on_started_leading
+        self.on_stopped_leading: LeadershipCallback | None = on_stopped_leading
+        self.on_new_leader: NewLeaderCallback | None = on_new_leader
+        if api_client is not None:
+            check_api_client(api_client)
+        self.handle_signals = flag("handle_signals", handle_signals)
         self._api_client = api_client
         self._clock: Clock = clock or SystemClock()
         metrics = metrics if metrics is not None else default_metrics()
@@ -150,7 +170,9 @@ class LeaderElector:
         )
         self._running = False
         self._thread: threading.Thread | None = None
-        self._previous_handlers: dict[int, Any] = {}
+        self._signals = GracefulSignals(
+            lambda: self.stop(timeout=self.timing.renew_deadline), what=f"elector {self.name}"
+        )
 
     # -- state ---------------------------------------------------------------------------------
 
@@ -266,9 +288,9 @@ class LeaderElector:
     def install_signal_handlers(
         self, signals: tuple[signal.Signals, ...] = (signal.SIGTERM, signal.SIGINT)
     ) -> None:
-        """Make ``signals`` stop the elector gracefully (release included). Main thread only."""
-        for signum in signals:
-            self._previous_handlers[int(signum)] = signal.signal(signum, self._on_signal)
+        """Make ``signals`` stop the elector gracefully (release included), then reach the
+        previous handler. Main thread only (elsewhere nothing is installed)."""
+        self._signals.install(signals)
 
     def __enter__(self) -> LeaderElector:
         return self.start()
@@ -290,8 +312,8 @@ class LeaderElector:
             self._runner.transport = LeaseTransport(
                 api_client, self.namespace, request_timeout=self.timing.timeout
             )
-        if self.handle_signals and threading.current_thread() is threading.main_thread():
-            self.install_signal_handlers()
+        if self.handle_signals:
+            self._signals.install()
         self._running = True
         self._log.info(
             "elector.starting",
@@ -299,10 +321,6 @@ class LeaderElector:
             renew_interval=self.timing.renew_interval,
             renew_deadline=self.timing.renew_deadline,
         )
-
-    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
-        # A signal handler must not take locks the interrupted code may hold: hand off.
-        threading.Thread(target=self.request_stop, name="k8slease-signal", daemon=True).start()
 
     def _run_guarded(self) -> None:
         try:
@@ -313,11 +331,7 @@ class LeaderElector:
             self._runner.finished.set()
 
     def _restore_signal_handlers(self) -> None:
-        if threading.current_thread() is not threading.main_thread():
-            return
-        for signum, handler in self._previous_handlers.items():
-            signal.signal(signum, handler)
-        self._previous_handlers.clear()
+        self._signals.restore()
 
     def _abdicate(self, term: int, why: str) -> None:
         runner = self._runner

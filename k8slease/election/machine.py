@@ -315,7 +315,12 @@ class ElectionMachine:
         purpose = pending.command.purpose
         if purpose in (Purpose.CREATE, Purpose.TAKE):
             self._need_read = True
-            if not isinstance(error, AlreadyExists | Conflict | NotFound):
+            # Someone else wrote first, or the Lease vanished between our read and our take:
+            # re-read at once. Anything else, a 404 on create (no such namespace) included,
+            # waits retry_interval (jittered) before the next attempt.
+            lost_race = isinstance(error, AlreadyExists | Conflict)
+            vanished = isinstance(error, NotFound) and purpose is Purpose.TAKE
+            if not (lost_race or vanished):
                 self._not_before = now + self._jitter(self.timing.retry_interval)
             self._stop_if_stopping_candidate()
         elif purpose is Purpose.RENEW:

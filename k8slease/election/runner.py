@@ -21,21 +21,26 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from structlog.typing import FilteringBoundLogger
-
 from k8slease.clock import Clock
 from k8slease.election.commands import Create, Done, Event, Phase, Purpose, Read, Update, Wait
 from k8slease.election.machine import ElectionMachine
 from k8slease.election.timing import ElectionTiming
 from k8slease.errors import AlreadyExists, Conflict, NotFound, TransportError, Unavailable
+from k8slease.kube.backoff import backoff_delay
+from k8slease.kube.complaints import RepeatedErrors
 from k8slease.lease.meta import resource_version
 from k8slease.lease.transport import LeaseAPI
+from k8slease.logs import Logger
 from k8slease.metrics import ElectorMetrics
 
 R = TypeVar("R")
 
 #: How long a watch stream stays open before it is renewed (seconds).
 WATCH_TIMEOUT_SECONDS = 60
+
+#: The first pause after a watch failed; it doubles with each failure in a row, up to
+#: ``retry_interval`` (jittered down to half of it).
+WATCH_BACKOFF_INITIAL = 0.5
 
 
 class ElectionRunner:
@@ -54,7 +59,7 @@ class ElectionRunner:
         clock: Clock,
         metrics: ElectorMetrics,
         rng: random.Random,
-        log: FilteringBoundLogger,
+        log: Logger,
         on_events: Callable[[list[Event]], None],
         may_release: Callable[[], bool],
         own_threads: set[int],
@@ -79,6 +84,8 @@ class ElectionRunner:
         self.finished = threading.Event()
         #: idents of the threads that run the election and its callbacks (stop() only asks there)
         self.own_threads = own_threads
+        self.errors = RepeatedErrors(log, namespace=machine.namespace)
+        self._watch_failures = 0
 
     # -- the machine, under its lock -----------------------------------------------------------
 
@@ -209,11 +216,14 @@ class ElectionRunner:
         if error is not None:
             reason = type(error).__name__.lower()
             self._metrics.failed(self.name, op, reason)
-            quiet = isinstance(error, Conflict | AlreadyExists)  # someone else wrote first
-            log_method = self._log.debug if quiet else self._log.warning
-            log_method("elector.request_failed", op=op, reason=reason, error=str(error))
-        elif command.purpose is Purpose.RENEW:
-            self._metrics.renewed(self.name, now - sent)
+            if isinstance(error, Conflict | AlreadyExists):  # someone else wrote first
+                self._log.debug("elector.request_failed", op=op, reason=reason, error=str(error))
+            else:  # logged once with a hint, then counted (the machine backs off)
+                self.errors.failed(op, error)
+        else:
+            self.errors.succeeded(op)
+            if command.purpose is Purpose.RENEW:
+                self._metrics.renewed(self.name, now - sent)
 
         def feed() -> None:
             if isinstance(command, Read):
@@ -243,6 +253,9 @@ class ElectionRunner:
                 ):
                     if self.stop_requested.is_set():
                         break
+                    if self._watch_failures:
+                        self._watch_failures = 0
+                        self.errors.succeeded("watch")
                     since = resource_version(event.lease) or since
 
                     def feed(kind: str = event.type, lease: dict[str, Any] = event.lease) -> None:
@@ -255,20 +268,34 @@ class ElectionRunner:
             except TransportError as exc:
                 if exc.status == 410:
                     since = None
-                self._watch_broken(str(exc))
+                    self._watch_broken(None)
+                else:
+                    self._watch_broken(exc)
             except Exception as exc:
                 self._log.exception("elector.watch_crashed")
-                self._watch_broken(f"{type(exc).__name__}: {exc}")
+                self._watch_broken(Unavailable(f"watch: {type(exc).__name__}: {exc}"))
 
-    def _watch_broken(self, why: str) -> None:
+    def _watch_broken(self, error: TransportError | None) -> None:
+        """The watch ended with ``error`` (None: expired, restart at once): back off, then retry.
+
+        Failures in a row double the pause from ``WATCH_BACKOFF_INITIAL`` up to
+        ``retry_interval``, jittered; candidates poll meanwhile.
+        """
         if self.stop_requested.is_set():
             return
         with self._cond:
             self.machine.set_watching(False, self._clock.monotonic())
             self._generation += 1
             self._cond.notify_all()
-        self._log.debug("elector.watch_failed", error=why)
-        pause = min(self.timing.retry_interval, 1.0) * (0.5 + self._rng.random())
+        if error is None:
+            return
+        self._watch_failures = self.errors.failed("watch", error)
+        pause = backoff_delay(
+            self._watch_failures,
+            initial=WATCH_BACKOFF_INITIAL,
+            cap=self.timing.retry_interval,
+            rng=self._rng,
+        )
         self.stop_requested.wait(pause)
 
     # -- watchdog ------------------------------------------------------------------------------

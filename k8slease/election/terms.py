@@ -3,9 +3,10 @@
 :class:`TermCallbacks` receives the events an
 :class:`~k8slease.election.machine.ElectionMachine` produced (from the runner, with its dispatch
 lock held) and turns them into a :class:`~k8slease.election.context.LeadershipContext`, the
-``on_started_leading`` work thread, ``on_stopped_leading`` and ``on_new_leader``. If the work
-returns or raises while the term lasts, the term is ended (``abdicate``) rather than lead with
-nothing running.
+``on_started_leading`` work thread, ``on_stopped_leading`` and ``on_new_leader``. As in client-go,
+``on_started_leading`` is a notification: returning (or raising, which is logged) does not end the
+term. With ``release_on_return`` the callback is the leader's work instead, and the term is ended
+(``abdicate``) when it returns or raises rather than lead with nothing running.
 """
 
 from __future__ import annotations
@@ -17,12 +18,12 @@ import threading
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from structlog.typing import FilteringBoundLogger
-
 from k8slease.callbacks import accepts_argument, run_cancellable
 from k8slease.clock import Clock
 from k8slease.election.commands import Event, NewLeader, Released, StartedLeading, StoppedLeading
 from k8slease.election.context import LeadershipContext
+from k8slease.election.hooks import LeadershipCallback, NewLeaderCallback
+from k8slease.logs import Logger
 from k8slease.metrics import ElectorMetrics
 
 
@@ -33,9 +34,10 @@ class ElectionCallbacks(Protocol):
     name: str
     namespace: str
     identity: str
-    on_started_leading: Callable[..., Any] | None
-    on_stopped_leading: Callable[..., Any] | None
-    on_new_leader: Callable[[str], Any] | None
+    on_started_leading: LeadershipCallback | None
+    on_stopped_leading: LeadershipCallback | None
+    on_new_leader: NewLeaderCallback | None
+    release_on_return: bool
 
 
 class TermCallbacks:
@@ -46,7 +48,7 @@ class TermCallbacks:
         callbacks: ElectionCallbacks,
         clock: Clock,
         metrics: ElectorMetrics,
-        log: FilteringBoundLogger,
+        log: Logger,
         own_threads: set[int],
         abdicate: Callable[[int, str], None],
     ) -> None:
@@ -102,7 +104,7 @@ class TermCallbacks:
             who.name, who.namespace, who.identity, event.fencing_token, event.term
         )
         self._ctx = ctx
-        self._metrics.set_leader(self.lease_name, self.identity, True)
+        self._metrics.set_leader(self.lease_name, True)
         self._log.info(
             "leader.started",
             term=event.term,
@@ -129,7 +131,7 @@ class TermCallbacks:
         if ctx is not None:
             ctx.mark_lost()
         self._notify_listeners(False)
-        self._metrics.set_leader(self.lease_name, self.identity, False)
+        self._metrics.set_leader(self.lease_name, False)
         self._log.info(
             "leader.stopped",
             term=event.term,
@@ -157,6 +159,9 @@ class TermCallbacks:
             self._log.exception("leader.callback_failed", callback="on_started_leading")
             why = f"on_started_leading raised {type(exc).__name__}: {exc}"
         if ctx.lost.is_set():
+            return
+        if not self.callbacks.release_on_return:
+            self._log.debug("leader.callback_returned", term=ctx.term, note="still leading")
             return
         self._log.warning("leader.work_ended", term=ctx.term, reason=why)
         self._abdicate(ctx.term, why)

@@ -15,19 +15,45 @@ rather than documented and hoped for:
 
 from __future__ import annotations
 
-import math
+import threading
 from dataclasses import dataclass, field
 
 from k8slease.errors import ConfigError
+from k8slease.kube.options import seconds
+from k8slease.logs import get_logger
+
+_log = get_logger("k8slease.timing")
+
+
+#: client-go compares renewTime at whole seconds: peers sharing a Lease need more margin.
+WHOLE_SECOND_MARGIN = 1.0
+
+_warned: set[tuple[float, float]] = set()
+_warned_lock = threading.Lock()
 
 
 def _positive(name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ConfigError(f"{name} must be a number of seconds, got {value!r}")
-    number = float(value)
-    if not math.isfinite(number) or number <= 0:
-        raise ConfigError(f"{name} must be a finite number of seconds > 0, got {value!r}")
-    return number
+    return seconds(name, value, above=True)
+
+
+def _warn_thin_margin(duration: float, deadline: float) -> None:
+    """Log once per process and setting when ``lease_duration - renew_deadline <= 1 s``."""
+    if duration - deadline > WHOLE_SECOND_MARGIN:
+        return
+    with _warned_lock:
+        if (duration, deadline) in _warned:
+            return
+        _warned.add((duration, deadline))
+    _log.warning(
+        "timing.thin_margin",
+        lease_duration=duration,
+        renew_deadline=deadline,
+        margin=duration - deadline,
+        hint=(
+            "client-go peers sharing the Lease judge renewTime at whole seconds: keep"
+            " lease_duration - renew_deadline above 1 s (docs/operations.md)"
+        ),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +103,7 @@ class ElectionTiming:
                 f"request_timeout ({timeout:g}s) must be shorter than renew_deadline"
                 f" ({deadline:g}s)"
             )
+        _warn_thin_margin(duration, deadline)
         object.__setattr__(self, "lease_duration", duration)
         object.__setattr__(self, "renew_interval", interval)
         object.__setattr__(self, "renew_deadline", deadline)

@@ -12,15 +12,15 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
-import structlog
 from apscheduler.schedulers.base import BaseScheduler
 from apscheduler.triggers.date import DateTrigger
 
 from k8slease.errors import TransportError
 from k8slease.jobs.misfire import MisfirePolicy, missed_ticks
 from k8slease.jobs.runner import TickRunner
+from k8slease.logs import get_logger
 
-log = structlog.get_logger("k8slease.jobs")
+log = get_logger("k8slease.jobs")
 
 
 def schedule_catch_up(

@@ -12,8 +12,6 @@ import threading
 from dataclasses import dataclass, field
 from datetime import datetime
 
-import structlog
-
 from k8slease.callbacks import CancelHooks
 from k8slease.clock import Clock, SystemClock
 from k8slease.errors import AlreadyExists, ConfigError, Conflict, NotFound, TransportError
@@ -29,9 +27,10 @@ from k8slease.lease.observe import Observations
 from k8slease.lease.record import LeaseRecord, lease_with_record, new_lease
 from k8slease.lease.transport import LeaseTransport
 from k8slease.lease.view import LeaseView
+from k8slease.logs import get_logger
 from k8slease.names import LABEL_GROUP, LABEL_JOB, LABEL_ROLE, ROLE_JOB, job_lease_name
 
-log = structlog.get_logger("k8slease.locks")
+log = get_logger("k8slease.locks")
 
 
 @dataclass(eq=False)

@@ -25,14 +25,12 @@ from __future__ import annotations
 
 import asyncio
 import math
-import signal
 import threading
 import types
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, tzinfo
 from typing import Any, TypeVar, Unpack
 
-import structlog
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.schedulers.base import STATE_STOPPED, BaseScheduler
@@ -49,20 +47,25 @@ from k8slease.errors import ConfigError
 from k8slease.jobs.catchup import schedule_catch_up
 from k8slease.jobs.executors import TickAsyncIOExecutor, TickThreadPoolExecutor
 from k8slease.jobs.lock import JobLock
+from k8slease.jobs.misfire import MisfirePolicy
 from k8slease.jobs.runner import TickRunner
 from k8slease.jobs.singletons import SingletonRun
 from k8slease.jobs.spec import JobOptions, JobSpec, Mode, job_name_from
-from k8slease.kube.apiclient import default_api_client
+from k8slease.kube.apiclient import check_api_client, default_api_client
 from k8slease.kube.events import EventRecorder
 from k8slease.kube.identity import default_identity, default_namespace
-from k8slease.kube.validate import validate_lease_name
+from k8slease.kube.options import flag, member
+from k8slease.kube.options import seconds as check_seconds
+from k8slease.kube.signals import GracefulSignals
+from k8slease.kube.validate import validate_lease_name, validate_namespace
 from k8slease.lease.informer import LeaseInformer
 from k8slease.lease.observe import Observations
 from k8slease.lease.transport import LeaseTransport
+from k8slease.logs import get_logger
 from k8slease.metrics import JobMetrics, default_job_metrics
 from k8slease.names import LABEL_GROUP, LABEL_ROLE, ROLE_JOB
 
-log = structlog.get_logger("k8slease.jobs")
+log = get_logger("k8slease.jobs")
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -76,14 +79,20 @@ class Jobs:
 
     ``group`` names the group's leader Lease and prefixes each job's lock Lease. ``namespace``
     defaults to ``POD_NAMESPACE``, then the in-cluster namespace, then ``default``. ``identity``
-    defaults to ``POD_NAME`` (or the hostname) plus a random suffix. ``scheduler`` is an
-    APScheduler ``BackgroundScheduler`` or ``AsyncIOScheduler`` of yours (default: a
-    ``BackgroundScheduler`` in UTC that ``Jobs`` owns). ``api_client`` defaults to the in-cluster
-    configuration, else the kubeconfig. ``election`` (an :class:`~k8slease.ElectionTiming`;
-    default 60/20/40 s) times the group's leader election, used only when a LEADER job is
-    registered. ``request_timeout`` (seconds, default 10) bounds each lock call. ``metrics``
-    receives run and skip counts (default: Prometheus when prometheus-client is installed).
-    ``clock`` (wall and monotonic time) is used by the locks, the runners and the election.
+    defaults to ``POD_NAME`` (or the hostname) plus a random suffix. ``scheduler`` is an APScheduler
+    ``BackgroundScheduler`` or ``AsyncIOScheduler`` of yours (default: one in UTC that ``Jobs``
+    owns: an ``AsyncIOScheduler`` on the running loop when started from a coroutine, as ``async with
+    jobs`` does, else a ``BackgroundScheduler``; ``async def`` jobs run on the loop, or with a
+    thread scheduler in a loop of their own per run). ``api_client`` defaults to the in-cluster
+    configuration, else the kubeconfig. ``election`` (an :class:`~k8slease.ElectionTiming`; default
+    60/20/40 s) times the group's leader election, used only when a LEADER job is registered.
+    ``request_timeout`` (seconds, default 10) bounds each lock call. ``metrics`` receives run and
+    skip counts (default: Prometheus when prometheus-client is installed). ``clock`` (wall and
+    monotonic time) is used by the locks, the runners and the election. ``handle_signals`` (default
+    True, as for :class:`~k8slease.LeaderElector`): on ``start`` (so also ``run``, ``with`` and
+    ``async with``) from the main thread, SIGTERM and SIGINT stop the jobs (the group Lease is
+    released) and then reach the handler that was there before (the default SIGTERM action ends the
+    process; SIGINT raises ``KeyboardInterrupt``).
     """
 
     def __init__(
@@ -99,26 +108,29 @@ class Jobs:
         restart_delay: float = 5.0,
         clock: Clock | None = None,
         metrics: JobMetrics | None = None,
+        handle_signals: bool = True,
     ) -> None:
         self.group = validate_lease_name(group)
         if "." in group:
             raise ConfigError(
                 f"group {group!r} must not contain '.' (job Leases are <group>.<job>)"
             )
-        self.namespace = namespace or default_namespace()
+        self.namespace = validate_namespace(namespace or default_namespace())
+        if identity is not None and (not isinstance(identity, str) or not identity.strip()):
+            raise ConfigError(f"identity must be a non-empty string, got {identity!r}")
         self.identity = identity or default_identity()
+        if len(self.identity) > 253:
+            raise ConfigError("identity must be at most 253 characters")
         if scheduler is not None and not isinstance(scheduler, BaseScheduler):
             raise ConfigError(f"scheduler must be an APScheduler 3 scheduler, got {scheduler!r}")
         self._scheduler = scheduler
         self._owns_scheduler = scheduler is None
-        self._api_client = api_client
+        self._api_client = None if api_client is None else check_api_client(api_client)
         if election is not None and not isinstance(election, ElectionTiming):
             raise ConfigError(f"election must be an ElectionTiming, got {election!r}")
         self.election = election or ElectionTiming()
-        if request_timeout <= 0:
-            raise ConfigError(f"request_timeout must be > 0, got {request_timeout}")
-        self.request_timeout = request_timeout
-        self.restart_delay = restart_delay
+        self.request_timeout = check_seconds("request_timeout", request_timeout, above=True)
+        self.restart_delay = check_seconds("restart_delay", restart_delay)
         self._clock = clock or SystemClock()
         self._metrics: JobMetrics = metrics or default_job_metrics()
         self._specs: dict[str, JobSpec] = {}
@@ -129,6 +141,9 @@ class Jobs:
         self._singletons: list[SingletonRun] = []
         self._leading: threading.Event | None = None
         self._stopped = threading.Event()
+        self._stop_finished = threading.Event()
+        self.handle_signals = flag("handle_signals", handle_signals)
+        self._signals = GracefulSignals(self.stop, what=f"jobs {group}")
         self._started = False
         self._lock = threading.RLock()
         self._log = log.bind(group=group, identity=self.identity)
@@ -186,10 +201,14 @@ class Jobs:
         Ticks are counted from ``anchor`` (default 2000-01-01 UTC) so that all replicas agree on
         them. Other options as for :meth:`cron`.
         """
-        total = seconds + 60 * minutes + 3600 * hours
+        total = (
+            check_seconds("seconds", seconds)
+            + 60 * check_seconds("minutes", minutes)
+            + 3600 * check_seconds("hours", hours)
+        )
         if total <= 0:
-            raise ConfigError("an interval must be longer than 0 seconds")
-        if anchor.tzinfo is None:
+            raise ConfigError("an interval must be longer than 0 seconds (seconds/minutes/hours)")
+        if not isinstance(anchor, datetime) or anchor.tzinfo is None:
             raise ConfigError("anchor must be timezone-aware")
         trigger = IntervalTrigger(seconds=total, start_date=anchor, timezone=UTC)
 
@@ -207,7 +226,11 @@ class Jobs:
 
         def register(func: F) -> F:
             spec_name = name or job_name_from(func)
-            self.add(JobSpec(name=spec_name, func=func, mode=mode, trigger=trigger, **options))
+            given: dict[str, Any] = dict(options)
+            if "misfire" in given:  # a MisfirePolicy, or its value or name ("skip", "RUN_ALL")
+                prefix = f"job {spec_name!r}: "
+                given["misfire"] = member("misfire", given["misfire"], MisfirePolicy, prefix=prefix)
+            self.add(JobSpec(name=spec_name, func=func, mode=mode, trigger=trigger, **given))
             return func
 
         return register
@@ -254,6 +277,8 @@ class Jobs:
             if self._started:
                 return
             self._started = True
+        if self.handle_signals:
+            self._signals.install()
         self._loop = _running_loop()
         api_client = self._api_client or default_api_client()
         transport = LeaseTransport(api_client, self.namespace, request_timeout=self.request_timeout)
@@ -291,11 +316,12 @@ class Jobs:
                 metrics=self._metrics,
                 clock=self._clock,
             )
-        scheduler = self._scheduler or BackgroundScheduler(timezone=UTC)
+        scheduler = self._scheduler or self._default_scheduler()
         self._scheduler = scheduler
+        on_loop = isinstance(scheduler, AsyncIOScheduler)
         executor = (
             TickAsyncIOExecutor()
-            if isinstance(scheduler, AsyncIOScheduler)
+            if on_loop
             else TickThreadPoolExecutor(max_workers=max(4, len(self._specs) + 2))
         )
         scheduler.add_executor(executor, alias=EXECUTOR_ALIAS)
@@ -303,7 +329,7 @@ class Jobs:
             if spec.trigger is None:
                 continue
             scheduler.add_job(
-                self.runners[spec.name].bind(),
+                self.runners[spec.name].bind(on_loop=on_loop),
                 trigger=spec.trigger,
                 id=self._job_id(spec.name),
                 name=spec.name,
@@ -324,13 +350,30 @@ class Jobs:
         if any(spec.mode is Mode.LEADER for spec in self._specs.values()):
             self._start_election(api_client)
 
+    def _default_scheduler(self) -> BaseScheduler:
+        """In UTC: an ``AsyncIOScheduler`` on the running loop (``async with jobs``, or ``start``
+        from a coroutine), else a ``BackgroundScheduler``."""
+        if self._loop is not None:
+            return AsyncIOScheduler(event_loop=self._loop, timezone=UTC)
+        return BackgroundScheduler(timezone=UTC)
+
     def stop(self) -> None:
         """Stop: step down (releasing the group Lease), stop singletons and the scheduler."""
         with self._lock:
             if not self._started or self._stopped.is_set():
+                if not self._started:
+                    self._stop_finished.set()
                 self._stopped.set()
                 return
             self._stopped.set()
+        try:
+            self._stop_parts()
+        finally:
+            self._signals.restore()
+            self._stop_finished.set()
+        self._log.info("jobs.stopped")
+
+    def _stop_parts(self) -> None:
         if self._elector is not None:
             self._elector.stop()
         if self._informer is not None:
@@ -345,15 +388,17 @@ class Jobs:
                 for spec in self._specs.values():
                     if scheduler.get_job(self._job_id(spec.name)) is not None:
                         scheduler.remove_job(self._job_id(spec.name))
-        self._log.info("jobs.stopped")
 
-    def run(self, *, handle_signals: bool = True) -> None:
-        """Start and block until :meth:`stop` (or SIGTERM/SIGINT when ``handle_signals``)."""
-        if handle_signals and threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGTERM, signal.SIGINT):
-                signal.signal(sig, lambda *_: threading.Thread(target=self.stop).start())
+    def run(self, *, handle_signals: bool | None = None) -> None:
+        """Start and block until :meth:`stop` has finished (or a handled signal stopped it).
+
+        ``handle_signals`` overrides the constructor's option for this run.
+        """
+        if handle_signals is not None:
+            self.handle_signals = flag("handle_signals", handle_signals)
         self.start()
         self._stopped.wait()
+        self._stop_finished.wait()
 
     def __enter__(self) -> Jobs:
         self.start()
@@ -419,6 +464,8 @@ class Jobs:
             api_client=api_client,
             on_started_leading=self._on_started_leading,
             on_stopped_leading=self._on_stopped_leading,
+            release_on_return=True,
+            handle_signals=False,  # Jobs handles them: its stop stops the elector
             lease_duration=self.election.lease_duration,
             renew_interval=self.election.renew_interval,
             renew_deadline=self.election.renew_deadline,

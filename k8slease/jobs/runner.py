@@ -16,8 +16,6 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
-import structlog
-
 from k8slease.callbacks import cancellable
 from k8slease.clock import Clock, SystemClock
 from k8slease.errors import TransportError
@@ -26,9 +24,10 @@ from k8slease.jobs.lock import Grant, JobLock
 from k8slease.jobs.lockrules import Verdict
 from k8slease.jobs.spec import JobSpec, Mode
 from k8slease.lease.jobrecord import Outcome
+from k8slease.logs import get_logger
 from k8slease.metrics import JobMetrics, NoopJobMetrics
 
-log = structlog.get_logger("k8slease.jobs")
+log = get_logger("k8slease.jobs")
 
 
 @dataclass
@@ -224,8 +223,20 @@ class TickRunner:
         self._log.warning("job.tick_unknown", hint="add k8slease jobs through Jobs, not by hand")
         return self._clock.now().replace(microsecond=0)
 
-    def bind(self) -> Callable[..., Any]:
-        """The callable registered with APScheduler: takes the tick as ``k8slease_tick``."""
+    def bind(self, *, on_loop: bool = True) -> Callable[..., Any]:
+        """The callable registered with APScheduler: takes the tick as ``k8slease_tick``.
+
+        A coroutine job is a coroutine function for an asyncio scheduler (``on_loop``); for a
+        thread scheduler it is a function that runs the coroutine in a loop of its own.
+        """
+        if self.spec.is_coroutine and not on_loop:
+
+            def fire_in_thread(*, k8slease_tick: datetime | None = None) -> str | None:
+                tick = k8slease_tick or self._untold_tick()
+                return asyncio.run(self.run_tick_async(tick))
+
+            fire_in_thread.__name__ = self.spec.name
+            return fire_in_thread
         if self.spec.is_coroutine:
 
             async def fire_async(*, k8slease_tick: datetime | None = None) -> str | None:

@@ -12,13 +12,12 @@ import asyncio
 import concurrent.futures
 import threading
 
-import structlog
-
 from k8slease.callbacks import CancelHooks, run_cancellable
 from k8slease.jobs.context import JobContext
 from k8slease.jobs.spec import JobSpec
+from k8slease.logs import get_logger
 
-log = structlog.get_logger("k8slease.jobs")
+log = get_logger("k8slease.jobs")
 
 
 class SingletonRun:

@@ -17,6 +17,7 @@ from apscheduler.triggers.base import BaseTrigger
 from k8slease.errors import ConfigError
 from k8slease.jobs.lockrules import check_lock_times
 from k8slease.jobs.misfire import MisfirePolicy
+from k8slease.kube.options import flag, member, seconds
 from k8slease.kube.validate import is_dns_label
 
 
@@ -47,7 +48,7 @@ class JobOptions(TypedDict, total=False):
 
     lock_at_most_for: float
     lock_at_least_for: float
-    misfire: MisfirePolicy
+    misfire: MisfirePolicy | str
     grace: float
     fail_open: bool
 
@@ -82,15 +83,19 @@ class JobSpec:
                 f"job name {self.name!r} must be a DNS label: lowercase alphanumerics and '-', "
                 "at most 63 characters (pass name=... to choose one)"
             )
-        if not isinstance(self.mode, Mode):
-            raise ConfigError(f"mode must be a k8slease.Mode, got {self.mode!r}")
+        prefix = f"job {self.name!r}: "
+        # Enum options also take their value or name as a string ("skip", "RUN_ALL", "leader").
+        object.__setattr__(self, "mode", member("mode", self.mode, Mode, prefix=prefix))
+        object.__setattr__(
+            self, "misfire", member("misfire", self.misfire, MisfirePolicy, prefix=prefix)
+        )
         if not callable(self.func):
             raise ConfigError(f"job {self.name!r}: {self.func!r} is not callable")
-        check_lock_times(
-            self.lock_at_most_for, self.lock_at_least_for, prefix=f"job {self.name!r}: "
-        )
-        if self.grace < 0:
-            raise ConfigError(f"job {self.name!r}: grace must be >= 0, got {self.grace}")
+        most = seconds("lock_at_most_for", self.lock_at_most_for, minimum=1, prefix=prefix)
+        least = seconds("lock_at_least_for", self.lock_at_least_for, prefix=prefix)
+        check_lock_times(most, least, prefix=prefix)
+        seconds("grace", self.grace, prefix=prefix)
+        flag("fail_open", self.fail_open, prefix=prefix)
         if self.fail_open and self.mode is Mode.EVERY_REPLICA:
             raise ConfigError(f"job {self.name!r}: fail_open only applies to coordinated jobs")
         if self.trigger is None and self.mode is Mode.ONCE_PER_TICK:

@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import inspect
 
-import structlog
 from apscheduler.schedulers.base import STATE_PAUSED, STATE_STOPPED, BaseScheduler
 
 from k8slease.callbacks import call_with_optional
 from k8slease.election.context import LeadershipContext
 from k8slease.election.elector import LeaderElector
 from k8slease.errors import ConfigError
+from k8slease.logs import get_logger
 
-log = structlog.get_logger("k8slease.wrap")
+log = get_logger("k8slease.wrap")
 
 
 def wrap(scheduler: BaseScheduler, elector: LeaderElector) -> BaseScheduler:

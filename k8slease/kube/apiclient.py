@@ -37,3 +37,13 @@ def default_api_client(
     except (config.ConfigException, OSError, TypeError) as exc:
         where = kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
         raise ConfigError(f"cannot load a Kubernetes configuration from {where}: {exc}") from exc
+
+
+def check_api_client(api_client: object, *, name: str = "api_client") -> client.ApiClient:
+    """``api_client`` if it is a ``kubernetes.client.ApiClient``, else a ConfigError."""
+    if not isinstance(api_client, client.ApiClient):
+        raise ConfigError(
+            f"{name} must be a kubernetes.client.ApiClient (for instance from"
+            f" k8slease.kube.apiclient.default_api_client()), got {api_client!r}"
+        )
+    return api_client

@@ -10,15 +10,15 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
-import structlog
 from kubernetes import client
 
 from k8slease.clock import Clock, SystemClock
 from k8slease.errors import TransportError
 from k8slease.kube.microtime import format_microtime
 from k8slease.kube.rawapi import send_json
+from k8slease.logs import get_logger
 
-log = structlog.get_logger("k8slease.events")
+log = get_logger("k8slease.events")
 
 
 class EventRecorder:

@@ -3,7 +3,10 @@
 ``/healthz`` answers 200 while ``check()`` is true and 503 otherwise: with
 ``Jobs.healthy`` or ``LeaderElector.healthy`` as the check, a replica that believes it leads but
 has not renewed its Lease in time is restarted by the kubelet instead of lingering. ``/readyz``
-answers 200 once serving. Standard library only; one daemon thread.
+answers 200 once serving. ``/metrics`` serves the Prometheus metrics (:mod:`k8slease.metrics`) of
+``registry`` (default: prometheus-client's default registry) when prometheus-client is installed
+(the ``[metrics]`` extra), else it answers 501 saying so. Standard library only otherwise; one
+daemon thread.
 """
 
 from __future__ import annotations
@@ -11,19 +14,50 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
-import structlog
+from k8slease.errors import ConfigError
+from k8slease.kube.options import port as check_port
+from k8slease.logs import get_logger
 
-log = structlog.get_logger("k8slease.health")
+log = get_logger("k8slease.health")
+
+
+NO_PROMETHEUS = (
+    b"prometheus-client is not installed: pip install 'k8slease[metrics]' to serve /metrics\n"
+)
+
+
+def render_metrics(registry: Any = None) -> tuple[int, str, bytes]:
+    """``(status, content type, body)`` of ``/metrics``: the exposition format, or 501."""
+    try:
+        import prometheus_client
+    except ImportError:
+        return 501, "text/plain; charset=utf-8", NO_PROMETHEUS
+    chosen = registry if registry is not None else prometheus_client.REGISTRY
+    return 200, prometheus_client.CONTENT_TYPE_LATEST, prometheus_client.generate_latest(chosen)
 
 
 class HealthServer:
-    """Serves ``/healthz`` (from ``check``) and ``/readyz`` on ``host:port`` (port 0: any free)."""
+    """Serves ``/healthz`` (from ``check``), ``/readyz`` and ``/metrics`` (from ``registry``, a
+    prometheus-client ``CollectorRegistry``; default: its default registry) on ``host:port``
+    (port 0: any free)."""
 
     def __init__(
-        self, check: Callable[[], bool], *, host: str = "0.0.0.0", port: int = 8080
+        self,
+        check: Callable[[], bool],
+        *,
+        host: str = "0.0.0.0",
+        port: int = 8080,
+        registry: Any = None,
     ) -> None:
+        if not callable(check):
+            raise ConfigError(f"check must be a callable returning a bool, got {check!r}")
+        if not isinstance(host, str) or not host:
+            raise ConfigError(f"host must be an address to bind, such as '0.0.0.0', got {host!r}")
+        port = check_port("port", port)
         self.check = check
+        self.registry = registry
 
         outer = self
 
@@ -38,12 +72,17 @@ class HealthServer:
                     self._answer(200 if ok else 503, b"ok\n" if ok else b"unhealthy\n")
                 elif self.path.split("?")[0] == "/readyz":
                     self._answer(200, b"ok\n")
+                elif self.path.split("?")[0] == "/metrics":
+                    status, content_type, body = render_metrics(outer.registry)
+                    self._answer(status, body, content_type)
                 else:
                     self._answer(404, b"not found\n")
 
-            def _answer(self, code: int, body: bytes) -> None:
+            def _answer(
+                self, code: int, body: bytes, content_type: str = "text/plain; charset=utf-8"
+            ) -> None:
                 self.send_response(code)
-                self.send_header("Content-Type", "text/plain; charset=utf-8")
+                self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)

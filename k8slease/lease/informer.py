@@ -13,14 +13,14 @@ import random
 import threading
 from dataclasses import KW_ONLY, dataclass, field
 
-import structlog
-
 from k8slease.errors import TransportError
+from k8slease.kube.complaints import RepeatedErrors
 from k8slease.lease.meta import lease_name_of, resource_version
 from k8slease.lease.observe import Observations
 from k8slease.lease.transport import LeaseTransport
+from k8slease.logs import get_logger
 
-log = structlog.get_logger("k8slease.informer")
+log = get_logger("k8slease.informer")
 
 
 @dataclass(eq=False)
@@ -44,6 +44,7 @@ class LeaseInformer:
 
     def __post_init__(self) -> None:
         self._log = log.bind(selector=self.label_selector, namespace=self.transport.namespace)
+        self._errors = RepeatedErrors(self._log, namespace=self.transport.namespace)
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._loop, name="k8slease-informer", daemon=True)
@@ -57,6 +58,7 @@ class LeaseInformer:
         while not self._stop.is_set():
             try:
                 items, version = self.transport.list(label_selector=self.label_selector)
+                self._errors.succeeded("list")
                 for lease in items:
                     self._see(lease)
                 self.synced.set()
@@ -79,7 +81,7 @@ class LeaseInformer:
                 if exc.status == 410:
                     self._log.debug("informer.relist", why="expired")
                     continue
-                self._log.warning("informer.failed", error=str(exc))
+                self._errors.failed("list", exc)  # once with a hint, then counted
                 self._stop.wait(self.retry_interval * random.uniform(0.8, 1.2))
             except Exception:  # never let the informer thread die silently
                 self._log.exception("informer.crashed")

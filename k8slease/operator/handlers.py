@@ -17,7 +17,6 @@ import logging
 from typing import Any
 
 import kopf
-import structlog
 
 from k8slease.names import CRD_GROUP, CRD_PLURAL, CRD_VERSION, LABEL_GROUP
 from k8slease.operator.runtime import OperatorRuntime
@@ -49,8 +48,7 @@ def configure_kopf(settings: kopf.OperatorSettings, ops: OperatorSettings) -> No
     if level > logging.DEBUG:
         # one "Handler 'lease_event' succeeded" line per Lease renewal is noise
         logging.getLogger("kopf.objects").setLevel(logging.WARNING)
-    if not structlog.is_configured():  # under `kopf run`: keep structlog's output, at our level
-        structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(level))
+    logging.getLogger("k8slease").setLevel(level)  # under `kopf run` too: kopf's handlers
 
 
 @kopf.on.login()

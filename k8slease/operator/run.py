@@ -19,10 +19,9 @@ import os
 import sys
 from collections.abc import Sequence
 
-import structlog
-
 from k8slease.errors import ConfigError
 from k8slease.kube.identity import default_namespace
+from k8slease.logs import get_logger
 from k8slease.operator.settings import OperatorSettings
 
 
@@ -88,25 +87,18 @@ def settings_from_args(argv: Sequence[str]) -> OperatorSettings:
 
 
 def configure_logging(level: str) -> None:
-    """Key-value logs on stderr; kopf's own chatter only from WARNING unless debugging."""
+    """Key-value logs on stderr (the operator is a program: it configures stdlib logging, which
+    k8slease's loggers write to); kopf's own chatter only from WARNING unless debugging."""
     numeric = logging.getLevelName(level.upper())
     numeric = numeric if isinstance(numeric, int) else logging.INFO
-    logging.basicConfig(level=numeric, stream=sys.stderr, format="%(message)s")
+    logging.basicConfig(
+        level=numeric, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s %(message)s"
+    )
     logging.getLogger("kopf").setLevel(
         logging.DEBUG if numeric <= logging.DEBUG else logging.WARNING
     )
     logging.getLogger("kubernetes").setLevel(logging.WARNING)
     logging.getLogger("urllib3").setLevel(logging.WARNING)
-    structlog.configure(
-        processors=[
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
-            structlog.processors.KeyValueRenderer(key_order=["timestamp", "level", "event"]),
-        ],
-        wrapper_class=structlog.make_filtering_bound_logger(numeric),
-        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
-        cache_logger_on_first_use=True,
-    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -129,7 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from k8slease.operator import handlers
 
-    structlog.get_logger("k8slease.operator").info(
+    get_logger("k8slease.operator").info(
         "operator.starting",
         namespaces=list(settings.namespaces) or "*",
         auto_create=settings.auto_create,

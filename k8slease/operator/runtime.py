@@ -16,13 +16,13 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import structlog
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from k8slease.clock import Clock, SystemClock
 from k8slease.kube.apiclient import default_api_client
 from k8slease.kube.events import EventRecorder
+from k8slease.logs import get_logger
 from k8slease.names import CRD_GROUP, CRD_PLURAL, CRD_VERSION
 from k8slease.operator.registry import (
     Action,
@@ -33,7 +33,7 @@ from k8slease.operator.registry import (
 )
 from k8slease.operator.settings import OperatorSettings
 
-log = structlog.get_logger("k8slease.operator")
+log = get_logger("k8slease.operator")
 
 MERGE_PATCH = "application/merge-patch+json"
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from typing import Any
 
 from kubernetes import client
 
-from k8slease import JobContext, Jobs, LeaderElector, Mode
+from k8slease import AsyncLeaderElector, JobContext, Jobs, LeaderElector, LeadershipContext, Mode
 
 
 def test_my_app_elects_a_leader(k8s_api_client: client.ApiClient, k8s_namespace: str) -> None:
@@ -43,3 +45,37 @@ def test_the_in_your_app_example_registers_the_three_classes(
         tick = datetime(2026, 11, 30, 2, 0, tzinfo=UTC)
         assert jobs.fire("nightly-invoices", tick) == "succeeded"
     assert written == [(tick, 1)]
+
+
+def test_the_async_elector_example(k8s_api_client: client.ApiClient, k8s_namespace: str) -> None:
+    tokens: list[int] = []
+
+    async def main() -> None:
+        async def lead(ctx: LeadershipContext) -> None:
+            while True:
+                tokens.append(ctx.fencing_token)
+                await asyncio.sleep(3600)  # cancelled when leadership is lost
+
+        async with AsyncLeaderElector(
+            "billing", namespace=k8s_namespace, api_client=k8s_api_client, on_started_leading=lead
+        ) as elector:
+            await asyncio.wait_for(elector.wait_until_leading(), timeout=10)
+            assert elector.is_leader
+
+    asyncio.run(main())
+    assert tokens == [1]
+
+
+def test_the_client_go_style_callback_keeps_leading(
+    k8s_api_client: client.ApiClient, k8s_namespace: str
+) -> None:
+    said = threading.Event()
+    with LeaderElector(
+        "billing",
+        namespace=k8s_namespace,
+        api_client=k8s_api_client,
+        on_started_leading=lambda: said.set(),
+    ) as elector:
+        assert elector.wait_until_leading(timeout=10)
+        assert said.wait(5) and elector.is_leader
+        assert elector.fencing_token == 1, "still the first term after the callback returned"

@@ -100,7 +100,8 @@ def test_sigkill_and_sigterm_failover_across_processes(
         print(f"graceful failover after SIGTERM: {graceful_failover:.3f}s")
         assert graceful_failover < 1.0
         assert record.fencing_token == token + 1
-        assert processes[leader].wait(timeout=10) == 0, "exits cleanly after releasing"
+        # after the release the signal takes its usual course: the default action ends it
+        assert processes[leader].wait(timeout=10) == -signal.SIGTERM
         released = [r for at2, r, _ in watch.history if terminated <= at2 <= at and not r.held]
         assert released and released[0].duration_seconds == 1, "released as client-go does"
     finally:

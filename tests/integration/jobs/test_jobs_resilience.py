@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import logging
 import threading
 from collections import Counter
 from collections.abc import Iterator
@@ -12,7 +13,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-import structlog
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from fakeclock import FakeClock
 from kubernetes import client
@@ -117,8 +117,17 @@ def test_catch_up_runs_missed_ticks_once_across_replicas_per_policy(
     assert seen["skip"] == []
 
 
+def event_of(record: logging.LogRecord) -> str:
+    return str(getattr(record, "k8slease_event", ""))
+
+
+def fields_of(record: logging.LogRecord) -> dict[str, Any]:
+    fields: dict[str, Any] = getattr(record, "k8slease_fields", {})
+    return fields
+
+
 def test_an_unreachable_api_server_skips_coordinated_jobs_and_warns_once(
-    k8s_embedded_apiserver: APIServer, stop_after: list[Jobs]
+    k8s_embedded_apiserver: APIServer, stop_after: list[Jobs], caplog: pytest.LogCaptureFixture
 ) -> None:
     server = k8s_embedded_apiserver
     ran: list[str] = []
@@ -134,20 +143,21 @@ def test_an_unreachable_api_server_skips_coordinated_jobs_and_warns_once(
     stop_after.append(jobs)
     jobs.start()
     server.faults.add("get", "leases", status=503)
-    with structlog.testing.capture_logs() as logs:
+    with caplog.at_level(logging.DEBUG, logger="k8slease"):
         for minute in range(3):
             tick = T0 + timedelta(minutes=minute)
             assert jobs.fire("invoices", tick) is None
             assert jobs.fire("metrics-push", tick) == "succeeded"
     assert ran == ["push"] * 3
-    warnings = [e for e in logs if e["event"] == "job.api_unreachable"]
-    assert [w["job"] for w in warnings] == ["invoices", "metrics-push"]
-    assert all(w["log_level"] == "warning" for w in warnings)
+    warnings = [r for r in caplog.records if event_of(r) == "job.api_unreachable"]
+    assert [fields_of(w)["job"] for w in warnings] == ["invoices", "metrics-push"]
+    assert all(w.levelno == logging.WARNING for w in warnings)
     assert jobs.runners["invoices"].stats.skips == {"api-unreachable": 3}
     server.faults.clear()
-    with structlog.testing.capture_logs() as logs:
+    caplog.clear()
+    with caplog.at_level(logging.DEBUG, logger="k8slease"):
         assert jobs.fire("invoices", T0 + timedelta(hours=1)) == "succeeded"
-    assert any(e["event"] == "job.api_recovered" for e in logs)
+    assert any(event_of(r) == "job.api_recovered" for r in caplog.records)
 
 
 def test_a_forbidden_answer_also_skips_rather_than_running_everywhere(

@@ -143,7 +143,38 @@ def test_one_of_three_leads_and_callbacks_come_in_order(
         ]
 
 
-def test_work_that_returns_releases_the_lease_and_leadership_moves(
+@pytest.mark.parametrize("with_ctx", [True, False], ids=["ctx", "no-arg"])
+def test_a_returning_callback_is_a_notification_and_leadership_stays(
+    store: MemoryLeaseStore, electors: list[LeaderElector], with_ctx: bool
+) -> None:
+    """client-go's convention: on_started_leading returning does not end the term."""
+    clock = FakeClock()
+    started: list[str] = []
+    seen: list[str] = []
+
+    def notify_ctx(ctx: LeadershipContext) -> None:
+        started.append(ctx.identity)
+
+    def notify() -> None:
+        started.append("called")
+
+    a = make(
+        store,
+        electors,
+        "a",
+        clock=clock,
+        on_started_leading=notify_ctx if with_ctx else notify,
+        on_new_leader=(lambda who: seen.append(who)) if with_ctx else (lambda: seen.append("?")),
+    ).start()
+    assert a.wait_until_leading(5)
+    b = make(store, electors, "b", clock=clock).start()
+    # five lease durations: a returning callback must not make it step down and retake
+    assert not drive(clock, lambda: not a.is_leader or b.is_leader, limit=10.0)
+    assert a.is_leader and a.fencing_token == 1 and len(started) == 1
+    assert seen and seen[0] in ("a", "?")
+
+
+def test_work_that_returns_releases_the_lease_when_asked(
     store: MemoryLeaseStore, electors: list[LeaderElector]
 ) -> None:
     stops: list[int] = []
@@ -151,6 +182,7 @@ def test_work_that_returns_releases_the_lease_and_leadership_moves(
         store,
         electors,
         "a",
+        release_on_return=True,
         on_started_leading=lambda ctx: None,
         on_stopped_leading=lambda ctx: stops.append(ctx.fencing_token),
     ).start()
@@ -161,7 +193,7 @@ def test_work_that_returns_releases_the_lease_and_leadership_moves(
     assert not a.is_leader
 
 
-def test_work_that_raises_is_logged_and_released(
+def test_work_that_raises_is_logged_and_released_when_asked(
     store: MemoryLeaseStore, electors: list[LeaderElector]
 ) -> None:
     def boom(ctx: LeadershipContext) -> None:
@@ -169,7 +201,12 @@ def test_work_that_raises_is_logged_and_released(
 
     stopped = threading.Event()
     make(
-        store, electors, "a", on_started_leading=boom, on_stopped_leading=lambda: stopped.set()
+        store,
+        electors,
+        "a",
+        release_on_return=True,
+        on_started_leading=boom,
+        on_stopped_leading=lambda: stopped.set(),
     ).start()
     assert stopped.wait(5)
     assert store.wait_for(lambda: holder(store) == "", 5)
@@ -290,8 +327,9 @@ def test_prometheus_metrics_are_recorded(
     registry = CollectorRegistry()
     a = make(store, electors, "a", metrics=PrometheusMetrics(registry)).start()
     assert a.wait_until_leading(5)
-    labels = {"lease": "demo", "identity": "a"}
+    labels = {"lease": "demo"}  # stable: no per-process identity label
     assert registry.get_sample_value("k8slease_is_leader", labels) == 1.0
+    assert registry.get_sample_value("leader_election_master_status", {"name": "demo"}) == 1.0
     assert store.wait_for(lambda: len(store.writes) >= 3, 5)
     assert (registry.get_sample_value("k8slease_renew_seconds_count", {"lease": "demo"}) or 0) >= 1
     a.stop()
@@ -304,19 +342,36 @@ def test_prometheus_metrics_are_recorded(
     )
 
 
-def test_sigterm_stops_gracefully_with_release(
+def test_sigterm_releases_then_reaches_the_previous_handler(
     store: MemoryLeaseStore, electors: list[LeaderElector]
 ) -> None:
-    previous = signal.getsignal(signal.SIGTERM)
-    a = make(store, electors, "a", handle_signals=True).start()
+    """The default (handle_signals=True): release first, then the handler that was there."""
+    reached: list[tuple[int, str]] = []
+    previous = signal.signal(
+        signal.SIGTERM, lambda signum, frame: reached.append((signum, holder(store)))
+    )
     try:
+        a = make(store, electors, "a").start()
         assert a.wait_until_leading(5)
         os.kill(os.getpid(), signal.SIGTERM)
-        assert a.wait(5)
-        assert holder(store) == ""
+        assert a.wait(5) and a._signals.handled.wait(5)
+        assert store.wait_for(lambda: bool(reached), 5)
+        assert reached == [(signal.SIGTERM, "")], "the previous handler ran after the release"
+        assert signal.getsignal(signal.SIGTERM) is not None
     finally:
-        a.stop()
-        assert signal.getsignal(signal.SIGTERM) is previous
+        signal.signal(signal.SIGTERM, previous)
+
+
+def test_no_handlers_outside_the_main_thread_or_when_asked_not_to(
+    store: MemoryLeaseStore, electors: list[LeaderElector]
+) -> None:
+    before = signal.getsignal(signal.SIGTERM)
+    make(store, electors, "a", handle_signals=False).start()
+    assert signal.getsignal(signal.SIGTERM) == before
+    started = threading.Thread(target=make(store, electors, "b").start)
+    started.start()
+    started.join(5)
+    assert signal.getsignal(signal.SIGTERM) == before
 
 
 def test_asyncio_integration_runs_coroutines_on_the_loop_and_cancels_them(

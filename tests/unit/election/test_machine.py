@@ -19,7 +19,7 @@ from k8slease.election.commands import (
     Update,
     Wait,
 )
-from k8slease.errors import Conflict, Unavailable
+from k8slease.errors import Conflict, Forbidden, NotFound, Unavailable
 from k8slease.lease.record import record_from_lease
 from k8slease.names import ANN_FENCING_TOKEN, LABEL_GROUP, LABEL_ROLE
 
@@ -328,6 +328,22 @@ def test_errors_on_take_back_off_with_jitter() -> None:
     c.roundtrip(0)
     assert isinstance(c.act(0), Create)
     c.replicas[0].machine.write_failed(Unavailable("503"), sent_at=c.mono(0), now=c.mono(0))
+    c.replicas[0].pending = None
+    command = c.act(0)
+    assert isinstance(command, Wait) and command.until is not None
+    assert 2.0 <= command.until - c.mono(0) <= 3.0
+
+
+@pytest.mark.parametrize(
+    "error", [NotFound("namespaces missing not found"), Forbidden("forbidden", status=403)]
+)
+def test_persistent_errors_on_create_back_off_like_any_other(error: Exception) -> None:
+    """A 404 on create is a missing namespace, not a race: the next try waits retry_interval."""
+    c = Cluster(1)
+    c.roundtrip(0)
+    assert isinstance(c.act(0), Create)
+    machine = c.replicas[0].machine
+    machine.write_failed(error, sent_at=c.mono(0), now=c.mono(0))  # type: ignore[arg-type]
     c.replicas[0].pending = None
     command = c.act(0)
     assert isinstance(command, Wait) and command.until is not None

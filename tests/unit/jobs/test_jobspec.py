@@ -19,12 +19,15 @@ def jobs() -> Jobs:
     ("register", "message"),
     [
         (lambda j: j.cron("61 * * * *"), "invalid cron expression '61 * * * *'"),
-        (lambda j: j.cron("0 2 * * *", lock_at_most_for=0.5), "lock_at_most_for must be >= 1"),
+        (
+            lambda j: j.cron("0 2 * * *", lock_at_most_for=0.5),
+            "lock_at_most_for must be a finite number of seconds >= 1",
+        ),
         (
             lambda j: j.cron("0 2 * * *", lock_at_most_for=60, lock_at_least_for=120),
             "lock_at_least_for must be between 0 and lock_at_most_for",
         ),
-        (lambda j: j.cron("0 2 * * *", grace=-1), "grace must be >= 0"),
+        (lambda j: j.cron("0 2 * * *", grace=-1), "grace must be a finite number of seconds >= 0"),
         (lambda j: j.cron("0 2 * * *", name="Nightly_Invoices"), "must be a DNS label"),
         (lambda j: j.interval(seconds=0), "longer than 0 seconds"),
         (

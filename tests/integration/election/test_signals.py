@@ -1,0 +1,97 @@
+"""SIGTERM/SIGINT in the documented forms: the Lease is released, then the process ends as it
+would have without k8slease (killed by SIGTERM; KeyboardInterrupt for SIGINT), within the renew
+deadline. Each form runs in a child process against the embedded API server."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+
+import pytest
+from elector_helpers import LeaseWatcher
+
+from k8slease.testing.server import APIServer
+
+pytestmark = pytest.mark.slow
+
+RENEW_DEADLINE = 3.0
+
+CHILD = textwrap.dedent(
+    """
+    import sys, time
+    from k8slease import ElectionTiming, Jobs, LeaderElector, Mode
+    from k8slease.kube.apiclient import default_api_client
+
+    kubeconfig, form, name = sys.argv[1:]
+    timing = dict(lease_duration=4, renew_interval=1, renew_deadline=3, retry_interval=1)
+    client = default_api_client(kubeconfig=kubeconfig)
+    options = dict(namespace="default", identity="child", api_client=client)
+    if form == "with":
+        with LeaderElector(name, **options, **timing):
+            time.sleep(60)
+    elif form == "run":
+        LeaderElector(name, **options, **timing).run()
+        time.sleep(60)  # never reached: the default SIGTERM action ends the process
+    else:
+        jobs = Jobs(name, **options, election=ElectionTiming(**timing))
+
+        @jobs.singleton(mode=Mode.LEADER)
+        def work(ctx):
+            ctx.lost.wait()
+
+        jobs.run()
+        time.sleep(60)
+    """
+)
+
+
+@pytest.fixture
+def children() -> Iterator[list[subprocess.Popen[str]]]:
+    started: list[subprocess.Popen[str]] = []
+    yield started
+    for child in started:
+        if child.poll() is None:
+            child.kill()
+        child.wait(timeout=10)
+
+
+@pytest.mark.parametrize(
+    ("form", "signum"),
+    [("with", signal.SIGTERM), ("run", signal.SIGTERM), ("jobs", signal.SIGTERM),
+     ("with", signal.SIGINT)],
+)  # fmt: skip
+def test_a_signal_releases_the_lease_then_ends_the_process_as_it_would_have(
+    k8s_embedded_apiserver: APIServer,
+    children: list[subprocess.Popen[str]],
+    form: str,
+    signum: signal.Signals,
+) -> None:
+    server = k8s_embedded_apiserver
+    name = f"sig-{form}-{signum.name.lower()}"
+    watch = LeaseWatcher(server.api_client(), "default", name)
+    try:
+        child = subprocess.Popen(
+            [sys.executable, "-c", CHILD, str(server.kubeconfig), form, name],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        children.append(child)
+        watch.wait_for(lambda r: r.holder == "child", 30)
+        sent = time.monotonic()
+        child.send_signal(signum)
+        _, stderr = child.communicate(timeout=RENEW_DEADLINE + 5)
+        ended = time.monotonic() - sent
+        released_at, _ = watch.wait_for(lambda r: r.holder == "", 5, after=sent)
+        assert released_at - sent < RENEW_DEADLINE, "released within the renew deadline"
+        assert ended < RENEW_DEADLINE + 2, f"the process ended {ended:.1f}s after the signal"
+        if signum is signal.SIGTERM:
+            assert child.returncode == -signal.SIGTERM, stderr  # as without k8slease
+        else:
+            assert "KeyboardInterrupt" in stderr  # Python's own SIGINT handler ran
+    finally:
+        watch.close()

@@ -1,0 +1,57 @@
+"""``async def`` jobs run: on an asyncio scheduler picked for ``async with jobs``, and in the
+worker threads of a thread scheduler (each run in its own event loop)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+
+from k8slease import JobContext, Jobs, Mode
+from k8slease.testing.server import APIServer
+
+
+def test_async_jobs_run_under_async_with_on_the_running_loop(
+    k8s_embedded_apiserver: APIServer,
+) -> None:
+    jobs = Jobs(
+        "asyncjobs",
+        namespace="default",
+        identity="a",
+        api_client=k8s_embedded_apiserver.api_client(),
+    )
+    loops: list[asyncio.AbstractEventLoop] = []
+
+    async def main() -> None:
+        ran = asyncio.Event()
+
+        @jobs.interval(seconds=1, mode=Mode.EVERY_REPLICA)
+        async def refresh(ctx: JobContext) -> None:
+            loops.append(asyncio.get_running_loop())
+            ran.set()
+
+        async with jobs:
+            assert isinstance(jobs.scheduler, AsyncIOScheduler)
+            await asyncio.wait_for(ran.wait(), timeout=10)
+            assert loops == [asyncio.get_running_loop()]
+
+    asyncio.run(main())
+
+
+def test_async_jobs_run_on_a_thread_scheduler_too(k8s_embedded_apiserver: APIServer) -> None:
+    jobs = Jobs(
+        "asyncjobs",
+        namespace="default",
+        identity="a",
+        api_client=k8s_embedded_apiserver.api_client(),
+    )
+    ran = threading.Event()
+
+    @jobs.interval(seconds=1, mode=Mode.EVERY_REPLICA)
+    async def refresh(ctx: JobContext) -> None:
+        await asyncio.sleep(0)
+        ran.set()
+
+    with jobs:
+        assert ran.wait(10), "the coroutine was awaited, not dropped"
