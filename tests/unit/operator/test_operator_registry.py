@@ -67,10 +67,15 @@ def test_status_writes_are_coalesced_and_renewals_are_slow() -> None:
     actions = reg.plan(at(0), 0.0)
     patch = next(a for a in actions if isinstance(a, PatchStatus))
     assert patch.patch["leader"] == "a"
-    assert [a.notice.reason for a in actions if isinstance(a, PostEvent)] == ["LeaderElected"]
+    # "a became leader" waits until a is seen renewing (an abandoned Lease gets no Event)
+    assert [a for a in actions if isinstance(a, PostEvent)] == []
     reg.written(patch, 0.0)
+    reg.on_lease("MODIFIED", leader_lease("billing", "a", renew=2), at(2))
+    events = reg.plan(at(2), 2.0)
+    assert [a.notice.reason for a in events if isinstance(a, PostEvent)] == ["LeaderElected"]
+    assert kinds(events) == ["PostEvent"]
     # renewals only: nothing until renew_write_interval
-    for t in (2, 4, 6):
+    for t in (4, 6):
         reg.on_lease("MODIFIED", leader_lease("billing", "a", renew=t), at(t))
         assert reg.plan(at(t), float(t)) == []
     # a failover matters: written, but not within min_write_interval of the last write
