@@ -1,7 +1,9 @@
 """pytest fixtures for the embedded API server (and for a real cluster, unchanged tests).
 
-Enable in your ``conftest.py`` with ``pytest_plugins = ["k8slease.testing.pytest_plugin"]``
-(k8slease's own test suite loads it through its ``pytest11`` entry point).
+pytest loads this plugin through k8slease's ``pytest11`` entry point wherever k8slease is
+installed: take the fixtures, do not list it in ``pytest_plugins`` (pytest would refuse to
+register it twice). The embedded server is imported only when a fixture needs it, so the plugin
+costs nothing in a core install; the fixtures need ``pip install 'k8slease[testing]'``.
 
 Fixtures:
 
@@ -24,11 +26,12 @@ import os
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .server import APIServer
+if TYPE_CHECKING:
+    from .server import APIServer
 
 ENV_KUBECONFIG = "K8SLEASE_TEST_KUBECONFIG"
 
@@ -55,6 +58,18 @@ class ExternalCluster:
         return kubernetes.client.ApiClient(self._configuration)
 
 
+def _embedded_server() -> APIServer:
+    """A new (not yet started) embedded server; a clear error without the testing extra."""
+    try:
+        from .server import APIServer
+    except ModuleNotFoundError as exc:
+        raise pytest.UsageError(
+            "the k8s_* fixtures need the embedded API server: "
+            f"pip install 'k8slease[testing]' ({exc})"
+        ) from None
+    return APIServer()
+
+
 def real_cluster_kubeconfig(config: pytest.Config) -> str | None:
     """The kubeconfig of an opted-in real cluster, or None to use the embedded server."""
     try:
@@ -71,7 +86,7 @@ def k8s_apiserver(request: pytest.FixtureRequest) -> Iterator[APIServer | Extern
     if kubeconfig:
         yield ExternalCluster(kubeconfig)
         return
-    with APIServer() as server:
+    with _embedded_server() as server:
         yield server
 
 
@@ -83,7 +98,7 @@ def k8s_api_client(k8s_apiserver: APIServer | ExternalCluster) -> Iterator[Any]:
         yield client
     finally:
         client.close()
-        if isinstance(k8s_apiserver, APIServer):
+        if not isinstance(k8s_apiserver, ExternalCluster):
             k8s_apiserver.faults.clear()
 
 
@@ -110,7 +125,7 @@ def k8s_namespace(k8s_api_client: Any) -> Iterator[str]:
 @pytest.fixture
 def k8s_embedded_apiserver() -> Iterator[APIServer]:
     """A fresh embedded :class:`APIServer` for one test (faults, stats, resourceVersions)."""
-    with APIServer() as server:
+    with _embedded_server() as server:
         yield server
 
 
