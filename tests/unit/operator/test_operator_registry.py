@@ -160,6 +160,42 @@ def test_write_failure_retries_later_and_gone_object_is_forgotten() -> None:
     assert reg.plan(at(3), 3.0) == []
 
 
+def test_failed_writes_back_off_exponentially_with_jitter_up_to_a_cap() -> None:
+    import random
+
+    settings = SETTINGS.with_changes(
+        min_write_interval=0.1, write_backoff_initial=1.0, write_backoff_max=16.0
+    )
+    reg = Registry(settings, rng=random.Random(7))
+    reg.on_object("ADDED", group_object("billing"), at(0))
+    mono = 0.0
+    attempts: list[float] = []
+    while mono < 120.0:  # the API server refuses every write for two minutes
+        for action in reg.plan(at(mono), mono):
+            if isinstance(action, PatchStatus):
+                attempts.append(mono)
+                reg.write_failed(action, mono)
+        mono = round(mono + 0.05, 2)
+    delays = [b - a for a, b in zip(attempts, attempts[1:], strict=False)]
+    # doubling from 1 s, each between half and all of its ceiling, then capped at 16 s
+    for n, delay in enumerate(delays, start=1):
+        ceiling = min(16.0, 2.0 ** (n - 1))
+        assert ceiling / 2 - 0.05 <= delay <= ceiling + 0.05, (n, delay)
+    assert 10 <= len(attempts) <= 20  # without backoff: one per min_write_interval, 1200
+    assert len(set(delays[-4:])) > 1  # jitter: capped delays still differ
+    # one success resets the backoff
+    (patch,) = [a for a in reg.plan(at(mono + 20), mono + 20) if isinstance(a, PatchStatus)]
+    reg.written(patch, mono + 20)
+    assert reg.backoff(1) <= 1.0
+
+
+def test_backoff_settings_are_validated() -> None:
+    with pytest.raises(ConfigError, match="write_backoff_max"):
+        OperatorSettings(write_backoff_initial=5.0, write_backoff_max=1.0)
+    with pytest.raises(ConfigError, match="write_backoff_initial"):
+        OperatorSettings(write_backoff_initial=0)
+
+
 def test_unlabelled_leases_are_ignored() -> None:
     reg = Registry(SETTINGS)
     body = leader_lease("billing", "a", renew=0)
