@@ -88,11 +88,19 @@ class OperatorSettings:
                 continue
             default = getattr(cls(), f.name)
             if isinstance(default, bool):
-                values[f.name] = raw.strip().lower() in ("1", "true", "yes", "on")
-            elif isinstance(default, int):
-                values[f.name] = int(raw)
-            elif isinstance(default, float):
-                values[f.name] = float(raw)
+                word = raw.strip().lower()
+                if word not in ("1", "true", "yes", "on", "0", "false", "no", "off", ""):
+                    raise ConfigError(f"{ENV_PREFIX}{f.name.upper()}={raw!r} is not true or false")
+                values[f.name] = word in ("1", "true", "yes", "on")
+            elif isinstance(default, int | float):
+                kind = type(default)
+                try:
+                    values[f.name] = kind(raw)
+                except ValueError:
+                    what = "an integer" if kind is int else "a number"
+                    raise ConfigError(
+                        f"{ENV_PREFIX}{f.name.upper()}={raw!r} is not {what}"
+                    ) from None
             elif isinstance(default, tuple):
                 values[f.name] = tuple(p for p in raw.replace(",", " ").split() if p)
             else:
