@@ -5,7 +5,7 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 PYTEST  := $(BIN)/pytest
 
-.PHONY: install test unit integration lint demo bench e2e manifests clean
+.PHONY: install test unit integration lint demo bench e2e manifests constraints clean
 
 install: $(STAMP)
 
@@ -40,6 +40,17 @@ e2e: $(STAMP)
 
 manifests: $(STAMP)
 	$(BIN)/python charts/render_manifests.py --write manifests/
+
+# Re-resolve the exact versions the container image installs (core + operator extra).
+constraints: $(STAMP)
+	rm -rf build/constraints && mkdir -p build/constraints
+	$(BIN)/pip wheel --no-deps --quiet -w build/constraints/dist .
+	$(PY) -m venv --without-pip build/constraints/venv
+	$(BIN)/pip --python build/constraints/venv/bin/python install --quiet --no-compile \
+	    "$$(ls build/constraints/dist/k8slease-*.whl)[operator]"
+	{ echo "# Exact versions the container image installs (pip install -c constraints.txt '.[operator]')."; \
+	  echo "# Resolved from pyproject.toml on Python 3.11 / Linux; regenerate with 'make constraints'."; \
+	  $(BIN)/pip --python build/constraints/venv/bin/python freeze --exclude k8slease; } > constraints.txt
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache build dist

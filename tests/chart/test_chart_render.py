@@ -241,7 +241,7 @@ def test_example_app_runs_three_replicas_with_downward_api_identity() -> None:
     assert env["POD_NAME"]["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.name"}}
     assert env["POD_NAMESPACE"]["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.namespace"}}
     assert env["K8SLEASE_GROUP"]["value"] == "billing"
-    assert container["command"] == ["python", "-m", "examples.billing_app"]
+    assert container["command"] == ["python", "-m", "k8slease.cli.demoapp.billing_app"]
     (group,) = [o for o in objects if o["kind"] == "ScheduledJobGroup"]
     assert group["metadata"]["name"] == "billing" and group["spec"]["leaseName"] == "billing"
 
