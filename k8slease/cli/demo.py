@@ -237,12 +237,12 @@ class Demo:
 
         with self.api_server() as kubeconfig:
             self.kubeconfig = kubeconfig
+            api_client = default_api_client(kubeconfig=kubeconfig)
             print(
                 f"kubeconfig: {kubeconfig}\n  try: kubectl --kubeconfig {kubeconfig} "
                 f"get leases,scheduledjobgroups -n {self.namespace}",
                 flush=True,
             )
-            api_client = default_api_client(kubeconfig=kubeconfig)
             self.prepare_cluster(api_client)
             if not self.args.no_operator:
                 self.start_operator()
