@@ -130,9 +130,50 @@ class Demo:
         except ApiException as exc:
             if exc.status != 409:
                 raise
+        from k8slease.names import CRD_GROUP, CRD_KIND, CRD_PLURAL, CRD_VERSION
         from k8slease.operator.crd import install_crd
 
         install_crd(api_client)
+        body = {
+            "apiVersion": f"{CRD_GROUP}/{CRD_VERSION}",
+            "kind": CRD_KIND,
+            "metadata": {"name": GROUP},
+            "spec": {},
+        }
+        try:
+            client.CustomObjectsApi(api_client).create_namespaced_custom_object(
+                CRD_GROUP, CRD_VERSION, self.namespace, CRD_PLURAL, body
+            )
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+
+    def group_status(self, api_client: Any) -> dict[str, Any]:
+        """The demo group's ScheduledJobGroup status ({} while there is none)."""
+        from kubernetes import client
+        from kubernetes.client.exceptions import ApiException
+
+        from k8slease.names import CRD_GROUP, CRD_PLURAL, CRD_VERSION
+
+        try:
+            group: Any = client.CustomObjectsApi(api_client).get_namespaced_custom_object(
+                CRD_GROUP, CRD_VERSION, self.namespace, CRD_PLURAL, GROUP
+            )
+        except ApiException:
+            return {}
+        status = group.get("status") if isinstance(group, dict) else None
+        return status if isinstance(status, dict) else {}
+
+    def wait_until_operator_watches(self, api_client: Any) -> None:
+        """The operator writes the group's status once it watches; replicas start after that,
+        so that it sees the first leader too (kopf takes seconds to start on a busy machine)."""
+        deadline = time.monotonic() + 60
+        while not self.group_status(api_client):
+            if time.monotonic() > deadline:
+                self.failures.append("the operator wrote no status within 60 s")
+                return
+            time.sleep(0.2)
+        self.narrator.say("operator is watching (it wrote the group's status)")
 
     def start_operator(self) -> None:
         command = [
@@ -246,6 +287,7 @@ class Demo:
             self.prepare_cluster(api_client)
             if not self.args.no_operator:
                 self.start_operator()
+                self.wait_until_operator_watches(api_client)
             try:
                 self.story()
                 self.show(api_client)
@@ -330,20 +372,10 @@ class Demo:
 
     def wait_for_operator(self, api_client: Any) -> None:
         """Give the operator a bounded moment to write the last failover into the status."""
-        from kubernetes import client
-        from kubernetes.client.exceptions import ApiException
-
-        api = client.CustomObjectsApi(api_client)
         deadline = time.monotonic() + 20
         wanted = len(self.narrator.leaders)
         while time.monotonic() < deadline:
-            try:
-                group: Any = api.get_namespaced_custom_object(
-                    "k8slease.io", "v1alpha1", self.namespace, "scheduledjobgroups", GROUP
-                )
-            except ApiException:
-                group = {}
-            status = group.get("status") or {}
+            status = self.group_status(api_client)
             last_ticks = {
                 str((job.get("lastRun") or {}).get("tick", ""))[:19]
                 for job in status.get("jobs") or []

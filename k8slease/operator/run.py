@@ -20,6 +20,7 @@ from ``K8SLEASE_OPERATOR_*`` environment variables).
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import os
 import sys
@@ -196,6 +197,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         print(crd_text(), end="")
         return 0
+    importlib.import_module("kopf")  # the operator extra: missing -> `k8slease` names it
     try:
         settings = _settings(args)
         if not settings.all_namespaces and not settings.namespaces:
