@@ -294,6 +294,15 @@ class LeaderElector:
             stale_at = machine.last_success_sent_at + self.timing.renew_deadline + extra
             return self._clock.monotonic() < stale_at
 
+    def ready(self) -> bool:
+        """True while the election runs and hears from the API server (for readiness probes):
+        a healthy leader, or a candidate whose watch of the Lease is open."""
+        if not self._running or self._finished.is_set() or not self.healthy():
+            return False
+        with self._lock:
+            machine = self._machine
+            return machine.phase is Phase.LEADER or machine.watching
+
     def wait_until_leading(self, timeout: float | None = None) -> bool:
         """Block until this replica leads (or ``timeout`` passes); returns whether it leads."""
         return self._leading.wait(timeout) and self.is_leader

@@ -123,7 +123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--health-port",
         type=int,
         default=int(os.environ.get("HEALTH_PORT", 0)),
-        help="serve /healthz (from Jobs.healthy) on this port for liveness probes",
+        help="serve /healthz (Jobs.healthy) and /readyz (Jobs.ready) on this port for probes",
     )
     args = parser.parse_args(argv)
     configure_logging(args.log_level)
@@ -136,7 +136,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         store=store,
         fast=args.fast,
     )
-    health = HealthServer(jobs.healthy, port=args.health_port).start() if args.health_port else None
+    health = (
+        HealthServer(jobs.healthy, ready=jobs.ready, port=args.health_port).start()
+        if args.health_port
+        else None
+    )
     try:
         jobs.run(handle_signals=True)
     finally:
