@@ -161,6 +161,7 @@ def test_write_failure_retries_later_and_gone_object_is_forgotten() -> None:
 
 
 def test_failed_writes_back_off_exponentially_with_jitter_up_to_a_cap() -> None:
+    import itertools
     import random
 
     settings = SETTINGS.with_changes(
@@ -176,7 +177,7 @@ def test_failed_writes_back_off_exponentially_with_jitter_up_to_a_cap() -> None:
                 attempts.append(mono)
                 reg.write_failed(action, mono)
         mono = round(mono + 0.05, 2)
-    delays = [b - a for a, b in zip(attempts, attempts[1:], strict=False)]
+    delays = [b - a for a, b in itertools.pairwise(attempts)]
     # doubling from 1 s, each between half and all of its ceiling, then capped at 16 s
     for n, delay in enumerate(delays, start=1):
         ceiling = min(16.0, 2.0 ** (n - 1))
