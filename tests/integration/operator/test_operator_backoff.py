@@ -98,9 +98,9 @@ def test_refused_status_patches_back_off() -> None:
         api.close()
         attempts = asyncio.run(_run(server, settings, seconds=4.0))
     # Without backoff a refused write was retried every min_write_interval (+ flush): ~50 in 4 s.
-    # With it: 0.1-0.2, 0.2-0.4, then 0.4-0.8 s apart: at most ~12, and slower in the second half.
+    # With it the waits are 0.1-0.2 s, 0.2-0.4 s, then 0.4-0.8 s (capped): at most ~12 in 4 s.
     assert 4 <= len(attempts) <= 14, attempts
-    first_half = sum(1 for t in attempts if t < 2.0)
-    assert len(attempts) - first_half < first_half, attempts
     gaps = [b - a for a, b in itertools.pairwise(attempts)]
-    assert max(gaps) <= 0.8 + 0.5, gaps  # capped (plus one loop turn of slack)
+    # never sooner than the jittered floor of the backoff (the loop may only be later)
+    assert all(gap >= 0.38 for gap in gaps[2:]), gaps
+    assert max(gaps) <= 2.0, gaps  # capped at 0.8 s, plus generous slack for a busy machine
