@@ -28,6 +28,7 @@ import structlog
 from kubernetes import client
 
 from k8slease.cli.demoapp.invoice_store import InvoiceStore
+from k8slease.errors import K8sLeaseError
 from k8slease.jobs.context import JobContext
 from k8slease.jobs.registry import Jobs
 from k8slease.jobs.spec import Mode
@@ -122,20 +123,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--health-port",
         type=int,
-        default=int(os.environ.get("HEALTH_PORT", 0)),
+        default=os.environ.get("HEALTH_PORT", "0"),
         help="serve /healthz (Jobs.healthy) and /readyz (Jobs.ready) on this port for probes",
     )
     args = parser.parse_args(argv)
+    if not 0 <= args.health_port <= 65535:
+        parser.error(f"--health-port / HEALTH_PORT: {args.health_port} is not a port number")
+    if args.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
+        parser.error(f"--log-level / LOG_LEVEL: {args.log_level!r} is not a log level")
     configure_logging(args.log_level)
-    api_client = default_api_client(kubeconfig=args.kubeconfig) if args.kubeconfig else None
-    store = InvoiceStore(args.store) if args.store else None
-    jobs = build_jobs(
-        group=args.group,
-        namespace=args.namespace,
-        api_client=api_client,
-        store=store,
-        fast=args.fast,
-    )
+    try:
+        api_client = default_api_client(kubeconfig=args.kubeconfig) if args.kubeconfig else None
+        store = InvoiceStore(args.store) if args.store else None
+        jobs = build_jobs(
+            group=args.group,
+            namespace=args.namespace,
+            api_client=api_client,
+            store=store,
+            fast=args.fast,
+        )
+    except K8sLeaseError as exc:
+        print(f"billing_app: {exc}", file=sys.stderr)
+        return 2
     health = (
         HealthServer(jobs.healthy, ready=jobs.ready, port=args.health_port).start()
         if args.health_port

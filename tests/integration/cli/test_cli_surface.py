@@ -142,3 +142,34 @@ def test_a_missing_extra_is_named_with_its_install_line() -> None:
     )
     other = ModuleNotFoundError("No module named 'nope'", name="nope")
     assert missing_extra_hint("operator", other) is None
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"POD_NAMESPACE": "Bad_NS"}, "POD_NAMESPACE='Bad_NS' is not a namespace name"),
+        ({"HEALTH_PORT": "eighty"}, "--health-port: invalid int value: 'eighty'"),
+        ({"LOG_LEVEL": "loud"}, "LOG_LEVEL: 'loud' is not a log level"),
+    ],
+)
+def test_demo_app_rejects_bad_environment_without_a_traceback(
+    k8s_apiserver: APIServer | ExternalCluster, env: dict[str, str], message: str
+) -> None:
+    environ = dict(os.environ, **env)
+    environ.pop("KUBERNETES_SERVICE_HOST", None)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "k8slease.cli.demoapp.billing_app",
+            "--kubeconfig",
+            str(k8s_apiserver.kubeconfig),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=environ,
+    )
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
