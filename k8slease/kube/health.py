@@ -3,7 +3,10 @@
 ``/healthz`` answers 200 while ``check()`` is true and 503 otherwise: with
 ``Jobs.healthy`` or ``LeaderElector.healthy`` as the check, a replica that believes it leads but
 has not renewed its Lease in time is restarted by the kubelet instead of lingering. ``/readyz``
-answers 200 once serving. Standard library only; one daemon thread.
+answers the same way from ``ready()``: with ``Jobs.ready`` or ``LeaderElector.ready``, 200 once
+the election runs and hears from the API server, 503 before that and while it cannot reach it.
+Without a ``ready`` callable, ``/readyz`` answers 200 while serving. Standard library only; one
+daemon thread.
 """
 
 from __future__ import annotations
@@ -18,26 +21,32 @@ log = structlog.get_logger("k8slease.health")
 
 
 class HealthServer:
-    """Serves ``/healthz`` (from ``check``) and ``/readyz`` on ``host:port`` (port 0: any free)."""
+    """Serves ``/healthz`` (from ``check``) and ``/readyz`` (from ``ready``) on ``host:port``
+    (port 0: any free)."""
 
     def __init__(
-        self, check: Callable[[], bool], *, host: str = "0.0.0.0", port: int = 8080
+        self,
+        check: Callable[[], bool],
+        *,
+        ready: Callable[[], bool] | None = None,
+        host: str = "0.0.0.0",
+        port: int = 8080,
     ) -> None:
         self.check = check
+        self.ready = ready
 
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
-                if self.path.split("?")[0] == "/healthz":
-                    try:
-                        ok = bool(outer.check())
-                    except Exception:
-                        log.exception("health.check_failed")
-                        ok = False
+                path = self.path.split("?")[0]
+                if path == "/healthz":
+                    ok = outer._ask(outer.check, "health.check_failed")
                     self._answer(200 if ok else 503, b"ok\n" if ok else b"unhealthy\n")
-                elif self.path.split("?")[0] == "/readyz":
-                    self._answer(200, b"ok\n")
+                elif path == "/readyz":
+                    ready = outer.ready
+                    ok = ready is None or outer._ask(ready, "health.ready_failed")
+                    self._answer(200 if ok else 503, b"ok\n" if ok else b"not ready\n")
                 else:
                     self._answer(404, b"not found\n")
 
@@ -56,6 +65,14 @@ class HealthServer:
         self._thread = threading.Thread(
             target=self._server.serve_forever, name="k8slease-health", daemon=True
         )
+
+    @staticmethod
+    def _ask(probe: Callable[[], bool], failure: str) -> bool:
+        try:
+            return bool(probe())
+        except Exception:
+            log.exception(failure)
+            return False
 
     @property
     def port(self) -> int:
