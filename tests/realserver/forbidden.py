@@ -11,10 +11,10 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-import k8slease.kube.rawapi
-import k8slease.lease.transport
 import pytest
 
+import k8slease.kube.rawapi
+import k8slease.lease.transport
 from k8slease.errors import Forbidden
 
 

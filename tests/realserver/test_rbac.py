@@ -27,13 +27,13 @@ from accounts import (
     without,
 )
 from forbidden import ForbiddenCalls, record_forbidden
-from k8slease.lease.transport import LeaseTransport
 from kubernetes.client.exceptions import ApiException
 from operator_runs import OperatorRun, operator_run
 from rest import Rest
 
 from k8slease import Jobs, LeaderElector, Mode
 from k8slease.errors import Forbidden
+from k8slease.lease.transport import LeaseTransport
 from k8slease.names import CRD_GROUP, CRD_PLURAL, CRD_VERSION
 from k8slease.testing.pytest_plugin import wait_established
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from fakeclock import FakeClock
 from operator_helpers import T0, group_object, leader_lease
 
-from fakeclock import FakeClock
 from k8slease.operator.registry import PatchStatus
 from k8slease.operator.runtime import OperatorRuntime
 from k8slease.operator.settings import OperatorSettings
