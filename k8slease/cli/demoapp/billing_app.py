@@ -22,12 +22,12 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
 
 import structlog
 from kubernetes import client
 
 from k8slease.cli.demoapp.invoice_store import InvoiceStore
+from k8slease.election.timing import ElectionTiming
 from k8slease.errors import K8sLeaseError
 from k8slease.jobs.context import JobContext
 from k8slease.jobs.registry import Jobs
@@ -48,10 +48,14 @@ def build_jobs(
     identity: str | None = None,
 ) -> Jobs:
     """The app's jobs; ``fast`` shortens every period for demos and tests."""
-    timings: dict[str, Any] = (
-        {"lease_duration": 3.0, "renew_interval": 1.0, "renew_deadline": 2.0} if fast else {}
+    timing = ElectionTiming(lease_duration=3.0, renew_interval=1.0, renew_deadline=2.0)
+    jobs = Jobs(
+        group,
+        namespace=namespace,
+        api_client=api_client,
+        identity=identity,
+        election=timing if fast else None,
     )
-    jobs = Jobs(group, namespace=namespace, api_client=api_client, identity=identity, **timings)
     cache: dict[str, int] = {}
 
     def nightly_invoices(ctx: JobContext) -> None:

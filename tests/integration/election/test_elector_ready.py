@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from kubernetes import client
 
-from k8slease import Jobs, LeaderElector
+from k8slease import ElectionTiming, Jobs, LeaderElector
 from k8slease.testing.server import APIServer
 
 FAST = {"lease_duration": 3.0, "renew_interval": 0.5, "renew_deadline": 2.0}
@@ -45,7 +45,8 @@ def test_ready_follows_the_election_and_the_api_server(
 
 def test_jobs_ready_needs_a_start(k8s_embedded_apiserver: APIServer) -> None:
     api = k8s_embedded_apiserver.api_client()
-    jobs = Jobs("h", namespace="default", identity="a", api_client=api, **FAST)
+    timing = ElectionTiming(**FAST)
+    jobs = Jobs("h", namespace="default", identity="a", api_client=api, election=timing)
 
     @jobs.singleton()
     def poll(ctx: object) -> None: ...
