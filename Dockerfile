@@ -1,8 +1,8 @@
 # syntax=docker/dockerfile:1
-# One image for the k8slease operator and the example app:
+# One image for the k8slease operator and the demo app that ships in the package:
 #   docker build -t k8slease:0.1.0 .
 #   operator:     python -m k8slease operator ...   (the default command)
-#   example app:  python -m examples.billing_app
+#   demo app:     python -m k8slease.cli.demoapp.billing_app
 #
 # The base is pinned by exact version and Debian release: the same CPython the project is tested
 # with. To pin it harder, append the digest that your registry reports for this tag, e.g.
@@ -16,12 +16,13 @@ ENV PIP_NO_CACHE_DIR=1 \
     PYTHONDONTWRITEBYTECODE=1
 WORKDIR /src
 # k8slease/operator/crd.yaml is a symlink into charts/k8slease/crds/: keep both paths.
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md constraints.txt ./
 COPY charts/k8slease/crds/ charts/k8slease/crds/
 COPY k8slease/ k8slease/
-# Runtime dependencies only (no dev extras), into a virtualenv the final stage copies whole.
+# The core and the operator extra (no testing or dev extras), at the exact versions of
+# constraints.txt, into a virtualenv the final stage copies whole.
 RUN python -m venv /opt/venv \
-    && /opt/venv/bin/pip install . \
+    && /opt/venv/bin/pip install --constraint constraints.txt ".[operator]" \
     && /opt/venv/bin/python -c "import k8slease, kopf, kubernetes"
 
 FROM ${PYTHON_IMAGE}
@@ -37,9 +38,6 @@ RUN groupadd --system --gid 10001 k8slease \
        --shell /usr/sbin/nologin k8slease
 COPY --from=build /opt/venv /opt/venv
 WORKDIR /app
-COPY examples/ examples/
-# Compile ahead of time: the root filesystem is read-only at run time.
-RUN python -m compileall -q /app/examples
 USER 10001:10001
 EXPOSE 8080
 ENTRYPOINT ["python", "-m", "k8slease"]

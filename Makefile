@@ -7,7 +7,7 @@ PYTEST  := $(BIN)/pytest
 # Where Go exists, `make test` first builds (once per machine, cached) the real control plane.
 GO      := $(shell command -v go 2>/dev/null)
 
-.PHONY: install test test-floor unit integration lint demo bench e2e manifests peers controlplane clean
+.PHONY: install test test-floor unit integration lint demo bench e2e manifests peers controlplane constraints clean
 
 install: $(STAMP)
 
@@ -77,6 +77,17 @@ $(PEERS)/clientgo-elector: $(wildcard $(CLIENTGO)/*.go) $(CLIENTGO)/go.mod $(CLI
 	@command -v go >/dev/null || { echo "make peers: the Go toolchain (go) is not on PATH" >&2; exit 1; }
 	mkdir -p $(PEERS)
 	cd $(CLIENTGO) && go build -mod=readonly -o $(CURDIR)/$@ .
+
+# Re-resolve the exact versions the container image installs (core + operator extra).
+constraints: $(STAMP)
+	rm -rf build/constraints && mkdir -p build/constraints
+	$(BIN)/pip wheel --no-deps --quiet -w build/constraints/dist .
+	$(PY) -m venv --without-pip build/constraints/venv
+	$(BIN)/pip --python build/constraints/venv/bin/python install --quiet --no-compile \
+	    "$$(ls build/constraints/dist/k8slease-*.whl)[operator]"
+	{ echo "# Exact versions the container image installs (pip install -c constraints.txt '.[operator]')."; \
+	  echo "# Resolved from pyproject.toml on Python 3.11 / Linux; regenerate with 'make constraints'."; \
+	  $(BIN)/pip --python build/constraints/venv/bin/python freeze --exclude k8slease; } > constraints.txt
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache build dist

@@ -50,6 +50,11 @@ class FakeClock:
             with cond:
                 cond.notify_all()
 
+    def set_wall(self, wall: datetime) -> None:
+        """Jump the wall clock (as NTP might) without touching the monotonic one."""
+        with self._lock:
+            self._wall = wall
+
     def wait(self, cond: threading.Condition, timeout: float | None) -> None:
         """Wait until notified (by the owner or by :meth:`advance`): fake time moves only there."""
         me = threading.current_thread()

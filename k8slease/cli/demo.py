@@ -1,11 +1,15 @@
 """``python -m k8slease demo``: the whole story in about a minute, on a laptop with no cluster.
 
 It starts the embedded API server (or uses ``--kubeconfig``), installs the ScheduledJobGroup CRD,
-starts the operator and three replicas of ``examples/billing_app.py`` as separate processes, and
+starts the operator and three replicas of the demo app that ships in the package
+(``python -m k8slease.cli.demoapp.billing_app``) as separate processes, and
 narrates what they log: who leads, which replica ran which invoice tick. It then kills the leader
 (SIGKILL), later stops the new leader gracefully (SIGTERM), prints the group as ``kubectl get`` /
 ``describe`` show it (or ``k8slease status`` without kubectl), checks from the shared invoice
 store that no tick ran twice, and exits 0 when everything held.
+
+Everything it runs comes from the installed package, so it works from a wheel
+(``pip install 'k8slease[demo]'``) as well as from a checkout (``make demo``).
 """
 
 from __future__ import annotations
@@ -27,14 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-import yaml
-
-from k8slease.names import CRD_GROUP, CRD_PLURAL, CRD_VERSION
-
-#: The demo's replicas run the example app from the repository checkout.
-REPO = Path(__file__).resolve().parents[2]
-EXAMPLE = REPO / "examples" / "billing_app.py"
-CRD = Path(__file__).resolve().parents[1] / "operator" / "crd.yaml"
+#: The module the replicas run: the demo app shipped in the package.
+APP_MODULE = "k8slease.cli.demoapp.billing_app"
 GROUP = "billing"
 JOB = "nightly-invoices"
 
@@ -117,7 +115,6 @@ class Demo:
     def env(self) -> dict[str, str]:
         env = dict(os.environ)
         env["KUBECONFIG"] = self.kubeconfig
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
         env["PYTHONUNBUFFERED"] = "1"
         return env
 
@@ -133,13 +130,50 @@ class Demo:
         except ApiException as exc:
             if exc.status != 409:
                 raise
-        ext = client.ApiextensionsV1Api(api_client)
+        from k8slease.names import CRD_GROUP, CRD_KIND, CRD_PLURAL, CRD_VERSION
+        from k8slease.operator.crd import install_crd
+
+        install_crd(api_client)
+        body = {
+            "apiVersion": f"{CRD_GROUP}/{CRD_VERSION}",
+            "kind": CRD_KIND,
+            "metadata": {"name": GROUP},
+            "spec": {},
+        }
         try:
-            manifest: Any = yaml.safe_load(CRD.read_text())
-            ext.create_custom_resource_definition(manifest)
+            client.CustomObjectsApi(api_client).create_namespaced_custom_object(
+                CRD_GROUP, CRD_VERSION, self.namespace, CRD_PLURAL, body
+            )
         except ApiException as exc:
             if exc.status != 409:
                 raise
+
+    def group_status(self, api_client: Any) -> dict[str, Any]:
+        """The demo group's ScheduledJobGroup status ({} while there is none)."""
+        from kubernetes import client
+        from kubernetes.client.exceptions import ApiException
+
+        from k8slease.names import CRD_GROUP, CRD_PLURAL, CRD_VERSION
+
+        try:
+            group: Any = client.CustomObjectsApi(api_client).get_namespaced_custom_object(
+                CRD_GROUP, CRD_VERSION, self.namespace, CRD_PLURAL, GROUP
+            )
+        except ApiException:
+            return {}
+        status = group.get("status") if isinstance(group, dict) else None
+        return status if isinstance(status, dict) else {}
+
+    def wait_until_operator_watches(self, api_client: Any) -> None:
+        """The operator writes the group's status once it watches; replicas start after that,
+        so that it sees the first leader too (kopf takes seconds to start on a busy machine)."""
+        deadline = time.monotonic() + 60
+        while not self.group_status(api_client):
+            if time.monotonic() > deadline:
+                self.failures.append("the operator wrote no status within 60 s")
+                return
+            time.sleep(0.2)
+        self.narrator.say("operator is watching (it wrote the group's status)")
 
     def start_operator(self) -> None:
         command = [
@@ -154,7 +188,12 @@ class Demo:
         ]
         log = open(self.workdir / "operator.log", "w")  # noqa: SIM115 - kept open while it runs
         self.operator = subprocess.Popen(
-            command, stdout=log, stderr=subprocess.STDOUT, text=True, env=self.env(), cwd=REPO
+            command,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=self.env(),
+            cwd=self.workdir,
         )
         self.narrator.say(f"operator started (pid {self.operator.pid}, log {log.name})")
 
@@ -167,7 +206,7 @@ class Demo:
             [
                 sys.executable,
                 "-m",
-                "examples.billing_app",
+                APP_MODULE,
                 "--kubeconfig",
                 self.kubeconfig,
                 "--namespace",
@@ -184,7 +223,7 @@ class Demo:
             stderr=subprocess.DEVNULL,
             text=True,
             env=env,
-            cwd=REPO,
+            cwd=self.workdir,
         )
         replica = Replica(name, process)
         assert process.stdout is not None
@@ -237,23 +276,18 @@ class Demo:
     def run(self) -> int:
         from k8slease.kube.apiclient import default_api_client
 
-        if not EXAMPLE.exists():
-            print(
-                f"k8slease demo: {EXAMPLE} not found; run it from a k8slease checkout (make demo)",
-                file=sys.stderr,
-            )
-            return 2
         with self.api_server() as kubeconfig:
             self.kubeconfig = kubeconfig
+            api_client = default_api_client(kubeconfig=kubeconfig)
             print(
                 f"kubeconfig: {kubeconfig}\n  try: kubectl --kubeconfig {kubeconfig} "
                 f"get leases,scheduledjobgroups -n {self.namespace}",
                 flush=True,
             )
-            api_client = default_api_client(kubeconfig=kubeconfig)
             self.prepare_cluster(api_client)
             if not self.args.no_operator:
                 self.start_operator()
+                self.wait_until_operator_watches(api_client)
             try:
                 self.story()
                 self.show(api_client)
@@ -338,20 +372,10 @@ class Demo:
 
     def wait_for_operator(self, api_client: Any) -> None:
         """Give the operator a bounded moment to write the last failover into the status."""
-        from kubernetes import client
-        from kubernetes.client.exceptions import ApiException
-
-        api = client.CustomObjectsApi(api_client)
         deadline = time.monotonic() + 20
         wanted = len(self.narrator.leaders)
         while time.monotonic() < deadline:
-            try:
-                group: Any = api.get_namespaced_custom_object(
-                    CRD_GROUP, CRD_VERSION, self.namespace, CRD_PLURAL, GROUP
-                )
-            except ApiException:
-                group = {}
-            status = group.get("status") or {}
+            status = self.group_status(api_client)
             last_ticks = {
                 str((job.get("lastRun") or {}).get("tick", ""))[:19]
                 for job in status.get("jobs") or []
@@ -385,13 +409,51 @@ class Demo:
             self.failures.append(f"expected failovers, saw leaders {self.narrator.leaders}")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="k8slease demo", description=__doc__.splitlines()[0])
-    parser.add_argument("--kubeconfig", help="run against this cluster instead of an embedded one")
-    parser.add_argument("--namespace", "-n", default="k8slease-demo")
-    parser.add_argument("--replicas", type=int, default=3, choices=range(2, 10), metavar="N")
+def build_parser() -> argparse.ArgumentParser:
+    """The command-line options."""
+    parser = argparse.ArgumentParser(
+        prog="k8slease demo",
+        description="Run the demo app's replicas, the operator and two failovers (SIGKILL, "
+        "SIGTERM) on the embedded API server, or on a real cluster with --kubeconfig, and check "
+        "that no invoice tick ran twice.",
+    )
+    parser.add_argument(
+        "--kubeconfig",
+        help="run against this cluster instead of an embedded one (the replicas and the "
+        "operator run on this machine; the CRD is installed if missing)",
+    )
+    parser.add_argument(
+        "--namespace",
+        "-n",
+        default="k8slease-demo",
+        help="namespace for the demo's Leases, created if missing (default k8slease-demo)",
+    )
+    parser.add_argument(
+        "--replicas",
+        type=int,
+        default=3,
+        choices=range(2, 10),
+        metavar="N",
+        help="how many replicas to run, 2 to 9 (default 3)",
+    )
     parser.add_argument("--quick", action="store_true", help="fewer runs per phase (tests)")
     parser.add_argument("--no-operator", action="store_true", help="do not start the operator")
-    parser.add_argument("--no-kubectl", action="store_true", help="use k8slease status")
-    args = parser.parse_args(argv)
-    return Demo(args).run()
+    parser.add_argument(
+        "--no-kubectl",
+        action="store_true",
+        help="show the result with 'k8slease status' even when kubectl is installed",
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from k8slease.errors import K8sLeaseError
+    from k8slease.kube.identity import checked_namespace
+
+    args = build_parser().parse_args(argv)
+    try:
+        checked_namespace(args.namespace, source="--namespace")
+        return Demo(args).run()
+    except K8sLeaseError as exc:
+        print(f"k8slease demo: {exc}", file=sys.stderr)
+        return 2

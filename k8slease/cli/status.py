@@ -3,16 +3,23 @@
 It reads the Leases directly (they are the truth, and readable without the operator) and adds
 the failover history from the group's ScheduledJobGroup status when the operator keeps one.
 Read-only: it never writes anything.
+
+A leader whose Lease expired is not shown as the leader. Whether it expired is the operator's
+judgment when its status says so (the Lease seen unchanged for its lease duration); without the
+operator, the Lease's ``renewTime`` plus ``leaseDurationSeconds`` is compared with this machine's
+clock, and the line says so.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from k8slease.errors import K8sLeaseError
+from k8slease.errors import K8sLeaseError, NotFound
+from k8slease.kube.microtime import parse_microtime
 from k8slease.lease.transport import LeaseTransport
 from k8slease.lease.view import LeaseView
 from k8slease.names import (
@@ -55,37 +62,101 @@ def _group_status(api_client: Any, namespace: str, group: str) -> dict[str, Any]
     return status if isinstance(status, dict) else {}
 
 
-def render_status(api_client: Any, *, namespace: str, group: str | None = None) -> str:
+def _ago(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    if seconds < 120:
+        return f"{seconds}s"
+    if seconds < 7200:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+
+
+def expiry_note(
+    holder: str,
+    renew: datetime | None,
+    duration: int | None,
+    status: Mapping[str, Any],
+    now: datetime,
+) -> str | None:
+    """Why ``holder`` is not shown as the leader, or None while its Lease is live."""
+    if not holder:
+        return None
+    if status.get("expiredLeader") == holder:
+        try:
+            expired = parse_microtime(status.get("leaderExpiredTime"))
+        except ValueError:
+            expired = None
+        if expired is not None:
+            return (
+                f"no leader: the Lease of {holder} expired {_ago((now - expired).total_seconds())} "
+                "ago (judged by the operator: seen unchanged for its lease duration)"
+            )
+    if status.get("leader") == holder or renew is None or not duration:
+        return None  # the operator sees it live, or the Lease cannot be judged
+    expired = renew + timedelta(seconds=duration)
+    if now <= expired:
+        return None
+    return (
+        f"no leader: the Lease of {holder} expired {_ago((now - expired).total_seconds())} ago "
+        "(by its renewTime plus leaseDurationSeconds and this machine's clock)"
+    )
+
+
+def render_status(
+    api_client: Any, *, namespace: str, group: str | None = None, now: datetime | None = None
+) -> str:
     """The status report of ``group`` (or every group with Leases) in ``namespace``, as text."""
     transport = LeaseTransport(api_client, namespace)
     selector = f"{LABEL_GROUP}={group}" if group else LABEL_GROUP
     leases, _ = transport.list(label_selector=selector)
+    now = now or datetime.now(UTC)
     groups: dict[str, list[LeaseView]] = {}
     for lease in map(LeaseView.decode, leases):
         groups.setdefault(str(lease.labels.get(LABEL_GROUP, "?")), []).append(lease)
     if not groups:
+        _check_namespace(api_client, namespace)
         return f"no k8slease Leases in namespace {namespace}" + (
             f" for group {group}" if group else ""
         )
     sections = []
     for name in sorted(groups):
-        sections.append(_render_group(api_client, namespace, name, groups[name]))
+        sections.append(_render_group(api_client, namespace, name, groups[name], now))
     return "\n\n".join(sections)
 
 
-def _render_group(api_client: Any, namespace: str, group: str, leases: list[LeaseView]) -> str:
+def _check_namespace(api_client: Any, namespace: str) -> None:
+    """Raise NotFound for a namespace that does not exist (no right to look: no complaint)."""
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        client.CoreV1Api(api_client).read_namespace(namespace)
+    except ApiException as exc:
+        if exc.status == 404:
+            raise NotFound(f"namespace {namespace!r} does not exist", status=404) from None
+
+
+def _render_group(
+    api_client: Any, namespace: str, group: str, leases: list[LeaseView], now: datetime
+) -> str:
     leader_leases = [lease for lease in leases if lease.labels.get(LABEL_ROLE) == ROLE_LEADER]
     job_leases = [lease for lease in leases if lease.labels.get(LABEL_ROLE) == ROLE_JOB]
     status = _group_status(api_client, namespace, group)
     out = [f"GROUP {group} (namespace {namespace})"]
+    notes: list[str] = []
     if leader_leases:
         rows = []
         for lease in leader_leases:
             record = lease.record
+            note = expiry_note(
+                record.holder, record.renew_time, record.duration_seconds, status, now
+            )
+            if note is not None:
+                notes.append(note)
             rows.append(
                 [
                     lease.name,
-                    record.holder or "(none)",
+                    "(none)" if note is not None or not record.holder else record.holder,
                     _when(record.acquire_time),
                     _when(record.renew_time),
                     str(record.transitions),
@@ -99,6 +170,7 @@ def _render_group(api_client: Any, namespace: str, group: str, leases: list[Leas
                 rows,
             )
         )
+        out.extend(notes)
     if job_leases:
         rows = []
         for lease in sorted(job_leases, key=lambda item: item.name):
@@ -145,23 +217,42 @@ def _render_group(api_client: Any, namespace: str, group: str, leases: list[Leas
     return "\n".join(out)
 
 
+def build_parser() -> argparse.ArgumentParser:
+    """The command-line options."""
+    parser = argparse.ArgumentParser(
+        prog="k8slease status",
+        description="Show who leads each group, its failovers and its jobs' last runs, read "
+        "from the Leases (and from the operator's status when it runs). Read-only.",
+    )
+    parser.add_argument("group", nargs="?", help="the group to show (default: every group)")
+    parser.add_argument(
+        "--namespace",
+        "-n",
+        default=None,
+        help="namespace of the Leases (default: $POD_NAMESPACE, the pod's namespace, or default)",
+    )
+    parser.add_argument(
+        "--kubeconfig",
+        default=None,
+        help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config)",
+    )
+    return parser
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from k8slease.kube.apiclient import default_api_client
-    from k8slease.kube.identity import default_namespace
+    from k8slease.kube.identity import checked_namespace, default_namespace
 
-    parser = argparse.ArgumentParser(prog="k8slease status", description=__doc__.splitlines()[0])
-    parser.add_argument("group", nargs="?", help="the group (default: every group)")
-    parser.add_argument("--namespace", "-n", default=None)
-    parser.add_argument("--kubeconfig", default=None)
-    args = parser.parse_args(argv)
+    args = build_parser().parse_args(argv)
     try:
-        api_client = default_api_client(kubeconfig=args.kubeconfig)
-        print(
-            render_status(
-                api_client, namespace=args.namespace or default_namespace(), group=args.group
-            )
+        namespace = (
+            checked_namespace(args.namespace, source="--namespace")
+            if args.namespace
+            else default_namespace()
         )
+        api_client = default_api_client(kubeconfig=args.kubeconfig)
+        print(render_status(api_client, namespace=namespace, group=args.group))
     except K8sLeaseError as exc:
-        print(f"k8slease status: {exc}")
+        print(f"k8slease status: {exc}", file=sys.stderr)
         return 1
     return 0

@@ -228,6 +228,13 @@ class LeaderElector:
 
         return runner.read(fresh)
 
+    def ready(self) -> bool:
+        """True while the election runs and hears from the API server (for readiness probes):
+        a healthy leader, or a candidate whose watch of the Lease is open."""
+        if not self._running or self._runner.finished.is_set() or not self.healthy():
+            return False
+        return self._runner.read(lambda m: m.phase is Phase.LEADER or m.watching)
+
     def wait_until_leading(self, timeout: float | None = None) -> bool:
         """Block until this replica leads (or ``timeout`` passes); returns whether it leads."""
         return self._terms.leading.wait(timeout) and self.is_leader

@@ -265,6 +265,13 @@ class Jobs:
         """False when this replica believes it leads but has not renewed in time (for probes)."""
         return self._elector is None or self._elector.healthy()
 
+    def ready(self) -> bool:
+        """True once started and, when jobs need the election, while it hears from the API
+        server (``LeaderElector.ready``): for readiness probes."""
+        if not self._started:
+            return False
+        return bool(self._elector is None or self._elector.ready())
+
     @property
     def scheduler(self) -> BaseScheduler | None:
         return self._scheduler

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 
+import yaml
 from kubernetes import client, config
 
 from k8slease.errors import ConfigError
@@ -34,7 +35,7 @@ def default_api_client(
             config_file=kubeconfig, context=context
         )
         return api_client
-    except (config.ConfigException, OSError, TypeError) as exc:
+    except (config.ConfigException, OSError, TypeError, ValueError, yaml.YAMLError) as exc:
         where = kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
         raise ConfigError(f"cannot load a Kubernetes configuration from {where}: {exc}") from exc
 

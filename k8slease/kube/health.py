@@ -3,9 +3,12 @@
 ``/healthz`` answers 200 while ``check()`` is true and 503 otherwise: with
 ``Jobs.healthy`` or ``LeaderElector.healthy`` as the check, a replica that believes it leads but
 has not renewed its Lease in time is restarted by the kubelet instead of lingering. ``/readyz``
-answers 200 once serving. ``/metrics`` serves the Prometheus metrics (:mod:`k8slease.metrics`) of
-``registry`` (default: prometheus-client's default registry) when prometheus-client is installed
-(the ``[metrics]`` extra), else it answers 501 saying so. Standard library only otherwise; one
+answers the same way from ``ready()``: with ``Jobs.ready`` or ``LeaderElector.ready``, 200 once
+the election runs and hears from the API server, 503 before that and while it cannot reach it.
+Without a ``ready`` callable, ``/readyz`` answers 200 while serving. ``/metrics`` serves the
+Prometheus metrics (:mod:`k8slease.metrics`) of ``registry`` (default: prometheus-client's default
+registry) when prometheus-client is installed (the ``[metrics]`` extra), else it answers 501 saying
+so. Standard library only otherwise; one
 daemon thread.
 """
 
@@ -39,14 +42,16 @@ def render_metrics(registry: Any = None) -> tuple[int, str, bytes]:
 
 
 class HealthServer:
-    """Serves ``/healthz`` (from ``check``), ``/readyz`` and ``/metrics`` (from ``registry``, a
-    prometheus-client ``CollectorRegistry``; default: its default registry) on ``host:port``
+    """Serves ``/healthz`` (from ``check``), ``/readyz`` (from ``ready``) and ``/metrics`` (from
+    ``registry``, a prometheus-client ``CollectorRegistry``; default: its default registry) on
+    ``host:port``
     (port 0: any free)."""
 
     def __init__(
         self,
         check: Callable[[], bool],
         *,
+        ready: Callable[[], bool] | None = None,
         host: str = "0.0.0.0",
         port: int = 8080,
         registry: Any = None,
@@ -58,21 +63,23 @@ class HealthServer:
         port = check_port("port", port)
         self.check = check
         self.registry = registry
+        if ready is not None and not callable(ready):
+            raise ConfigError(f"ready must be a callable returning a bool, got {ready!r}")
+        self.ready = ready
 
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
-                if self.path.split("?")[0] == "/healthz":
-                    try:
-                        ok = bool(outer.check())
-                    except Exception:
-                        log.exception("health.check_failed")
-                        ok = False
+                path = self.path.split("?")[0]
+                if path == "/healthz":
+                    ok = outer._ask(outer.check, "health.check_failed")
                     self._answer(200 if ok else 503, b"ok\n" if ok else b"unhealthy\n")
-                elif self.path.split("?")[0] == "/readyz":
-                    self._answer(200, b"ok\n")
-                elif self.path.split("?")[0] == "/metrics":
+                elif path == "/readyz":
+                    ready = outer.ready
+                    ok = ready is None or outer._ask(ready, "health.ready_failed")
+                    self._answer(200 if ok else 503, b"ok\n" if ok else b"not ready\n")
+                elif path == "/metrics":
                     status, content_type, body = render_metrics(outer.registry)
                     self._answer(status, body, content_type)
                 else:
@@ -95,6 +102,14 @@ class HealthServer:
         self._thread = threading.Thread(
             target=self._server.serve_forever, name="k8slease-health", daemon=True
         )
+
+    @staticmethod
+    def _ask(probe: Callable[[], bool], failure: str) -> bool:
+        try:
+            return bool(probe())
+        except Exception:
+            log.exception(failure)
+            return False
 
     @property
     def port(self) -> int:

@@ -13,6 +13,9 @@ import string
 from pathlib import Path
 from typing import Any
 
+from k8slease.errors import ConfigError
+from k8slease.kube.validate import is_dns_label
+
 #: Where Kubernetes mounts the pod's namespace.
 SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
@@ -30,14 +33,28 @@ def default_identity() -> str:
     return f"{base}-{random_suffix()}"
 
 
+def checked_namespace(name: str, *, source: str) -> str:
+    """``name`` if it can be a namespace; else ``ConfigError`` naming where it came from."""
+    if not is_dns_label(name):
+        raise ConfigError(
+            f"{source}={name!r} is not a namespace name "
+            "(lowercase letters, digits and '-', at most 63 characters)"
+        )
+    return name
+
+
 def default_namespace(
     *, namespace_file: Path = SERVICE_ACCOUNT_NAMESPACE, kubeconfig: str | None = None
 ) -> str:
     """``POD_NAMESPACE``, else the in-cluster namespace file, else (when ``kubeconfig`` is given:
-    the namespace of its current context, ``""`` meaning the default file) ``default``."""
+    the namespace of its current context, ``""`` meaning the default file) ``default``.
+
+    Raises ``ConfigError`` naming ``POD_NAMESPACE`` when it holds something that cannot be a
+    namespace (a typo there would otherwise surface later as a 404 or 422 from the API server).
+    """
     from_env = os.environ.get("POD_NAMESPACE", "").strip()
     if from_env:
-        return from_env
+        return checked_namespace(from_env, source="POD_NAMESPACE")
     try:
         from_file = namespace_file.read_text(encoding="utf-8").strip()
     except OSError:

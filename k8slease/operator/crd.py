@@ -20,22 +20,36 @@ from k8slease.names import CRD_GROUP, CRD_PLURAL
 CRD_NAME = f"{CRD_PLURAL}.{CRD_GROUP}"
 
 
+def crd_text() -> str:
+    """The CRD's YAML, as packaged (the chart's file)."""
+    return resources.files("k8slease.operator").joinpath("crd.yaml").read_text(encoding="utf-8")
+
+
 def crd_manifest() -> dict[str, Any]:
     """The CRD as a dict, loaded from the package (the chart's file)."""
-    text = resources.files("k8slease.operator").joinpath("crd.yaml").read_text(encoding="utf-8")
-    manifest: dict[str, Any] = yaml.safe_load(text)
+    manifest: dict[str, Any] = yaml.safe_load(crd_text())
     return manifest
 
 
-def install_crd(api_client: client.ApiClient, *, timeout: float = 30.0) -> None:
-    """Create the CRD unless it exists, and wait until it is Established."""
+def install_crd(
+    api_client: client.ApiClient, *, timeout: float = 30.0, upgrade: bool = False
+) -> None:
+    """Create the CRD unless it exists, and wait until it is Established.
+
+    With ``upgrade``, an existing CRD is replaced by the packaged one (its resourceVersion kept,
+    so a concurrent change makes the call fail instead of being overwritten).
+    """
     api = client.ApiextensionsV1Api(api_client)
+    manifest: Any = crd_manifest()
     try:
-        manifest: Any = crd_manifest()
         api.create_custom_resource_definition(manifest)
     except ApiException as exc:
         if exc.status != 409:
             raise
+        if upgrade:
+            current: Any = api.read_custom_resource_definition(CRD_NAME)
+            manifest["metadata"]["resourceVersion"] = current.metadata.resource_version
+            api.replace_custom_resource_definition(CRD_NAME, manifest)
     wait_established(api_client, CRD_NAME, timeout=timeout)
 
 

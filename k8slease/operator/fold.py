@@ -7,6 +7,18 @@ the failover history, the holders seen, each job's runs) and renders it as the `
 
 Failover reasons are explained at :class:`~k8slease.operator.history.Failover`; their times and
 gaps come from the operator's clock, so they compare even when the replicas' clocks disagree.
+
+Expiry is judged the way an elector judges it: the leader's Lease counts as expired once the
+operator has seen it unchanged for its ``leaseDurationSeconds`` (on the operator's clock, from
+its own observation times). The Lease's ``renewTime`` is never compared with the operator's
+clock, so after an operator restart an abandoned Lease is reported expired one lease duration
+after the operator first saw it. An expired Lease shows no ``leader``; ``expiredLeader`` and
+``leaderExpiredTime`` say whose Lease it was and when it expired.
+
+Strings copied from Leases into status (identities, job names, errors) are bounded: identities
+to :data:`~k8slease.operator.history.MAX_IDENTITY` characters, any other string to
+:data:`~k8slease.operator.history.MAX_STRING`, so that a hostile or broken Lease cannot blow the
+status up (a 1 MB ``holderIdentity`` becomes 253 characters).
 """
 
 from __future__ import annotations
@@ -17,6 +29,7 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
+from k8slease.lease.record import LeaseRecord
 from k8slease.lease.view import LeaseView
 from k8slease.names import LABEL_JOB, LABEL_ROLE, ROLE_JOB, ROLE_LEADER
 from k8slease.operator.history import (
@@ -30,6 +43,8 @@ from k8slease.operator.history import (
     Failover,
     JobFold,
     Notice,
+    bound_identity,
+    bound_strings,
     candidates_from_status,
     conditions_from_status,
     failovers_from_status,
@@ -73,6 +88,14 @@ class GroupFold:
         self.last_renew_observed: datetime | None = None
         self.leaderless_since: datetime | None = None
         self.released_by = ""
+        #: The leadership state came from a status written earlier, not from our observation.
+        self.seeded = False
+        #: A release or a takeover happened while the operator was not watching: no gap known.
+        self.gap_unknown = False
+        #: "X became leader" waits until X is seen renewing (an abandoned Lease gets no Event).
+        self.unannounced: Failover | None = None
+        #: (leader, last observed renewal) whose expiry was already announced.
+        self.expiry_announced: tuple[str, datetime | None] | None = None
         self.failovers: deque[Failover] = deque(maxlen=self.history_limit)
 
     def set_history_limit(self, limit: int) -> None:
@@ -95,15 +118,54 @@ class GroupFold:
     def _see(self, holder: str, when: datetime) -> None:
         if not holder:
             return
+        holder = bound_identity(holder)
         first, _ = self.candidates.get(holder, (when, when))
         self.candidates[holder] = (first, when)
         if len(self.candidates) > MAX_CANDIDATES:
             oldest = min(self.candidates, key=lambda h: self.candidates[h][1])
             del self.candidates[oldest]
 
-    def _failover(self, entry: Failover) -> None:
+    def _failover(self, entry: Failover, *, announce: bool = True) -> None:
         self.failovers.append(entry)
+        self.unannounced = None if announce else entry
+        if announce:
+            self._announce(entry)
+
+    def _announce(self, entry: Failover) -> None:
         self.notices.append(Notice("Normal", "LeaderElected", entry.describe()))
+
+    def _unobserved_change(self, new: str, record: LeaseRecord, observed_at: datetime) -> None:
+        """The first look after a restart shows another state than the seeded status."""
+        previous = self.leader
+        if previous and not new:
+            # A release writes an empty holder: the Lease itself says what happened.
+            self.leader = ""
+            self.leader_since = None
+            self.leaderless_since = observed_at
+            self.released_by = previous
+            self.gap_unknown = True
+            self.notices.append(
+                Notice(
+                    "Normal",
+                    "LeaderReleased",
+                    f"{previous} released the leadership while the operator was not watching",
+                )
+            )
+            return
+        when = min(record.acquire_time or observed_at, observed_at)
+        if previous:
+            entry = Failover(previous, new, when, "unobserved")
+        elif self.released_by:
+            entry = Failover(self.released_by, new, when, "released")
+        else:
+            entry = Failover("", new, when, "unobserved" if self.failovers else "first")
+        self.leader = new
+        self.leader_since = record.acquire_time or observed_at
+        self.last_renew_observed = observed_at
+        self.leaderless_since = None
+        self.released_by = ""
+        self.gap_unknown = False
+        self._failover(entry)
 
     def _observe_leader(self, lease: LeaseView, observed_at: datetime) -> None:
         record = lease.record
@@ -113,31 +175,39 @@ class GroupFold:
         self.duration_seconds = record.duration_seconds or self.duration_seconds
         self.transitions = record.transitions
         self.fencing_token = record.fencing_token
-        new, previous = record.holder, self.leader
+        new, previous = bound_identity(record.holder), self.leader
         renew_moved = record.renew_time != self.last_renew
         self.last_renew = record.renew_time
         first_observation = not self.leader_known
         self.leader_known = True
+        seeded, self.seeded = self.seeded, False
         if new:
             self._see(new, observed_at)
         if first_observation:
-            # Whatever the Lease says now happened before we looked.
+            # Whatever the Lease says now happened before we looked. Expiry counts from now
+            # (seen unchanged since now), and the Event waits until the holder is seen renewing.
             self.leader = new
             self.leader_since = record.acquire_time if new else None
             if new:
-                reported = record.renew_time or observed_at
-                self.last_renew_observed = min(reported, observed_at)
+                self.last_renew_observed = observed_at
                 when = min(record.acquire_time or observed_at, observed_at)
-                self._failover(Failover("", new, when, "first"))
+                self._failover(Failover("", new, when, "first"), announce=False)
             else:
                 self.leaderless_since = observed_at
             return
+        if seeded and new != previous:
+            self._unobserved_change(new, record, observed_at)
+            return
         if new == previous:
-            if new and renew_moved:
+            if new and (renew_moved or self.last_renew_observed is None):
                 self.last_renew_observed = observed_at
+            if new and renew_moved and self.unannounced is not None:
+                self._announce(self.unannounced)
+                self.unannounced = None
             if new and record.acquire_time and record.acquire_time != self.leader_since:
                 self.leader_since = record.acquire_time
             return
+        self.unannounced = None
         if previous and not new:
             self.leader = ""
             self.leader_since = None
@@ -152,7 +222,7 @@ class GroupFold:
         if not previous:
             if self.released_by:
                 gap = None
-                if self.leaderless_since is not None:
+                if self.leaderless_since is not None and not self.gap_unknown:
                     gap = max(0.0, (observed_at - self.leaderless_since).total_seconds())
                 self._failover(Failover(self.released_by, new, observed_at, "released", gap))
             elif record.transitions > 0 or self.failovers:
@@ -167,6 +237,7 @@ class GroupFold:
         self.last_renew_observed = observed_at
         self.leaderless_since = None
         self.released_by = ""
+        self.gap_unknown = False
 
     def _leader_lease_deleted(self, observed_at: datetime) -> None:
         self.leader_lease_present = False
@@ -207,7 +278,7 @@ class GroupFold:
         job.lease_present = True
         record, state = lease.record, lease.job
         if record.holder_readable or not record.held:  # an unreadable holder tells nothing
-            job.holder = record.holder
+            job.holder = bound_identity(record.holder)
             self._see(record.holder, observed_at)
         job.claimed_tick = state.claimed_tick or job.claimed_tick
         job.completed_tick = state.completed_tick or job.completed_tick
@@ -299,7 +370,13 @@ class GroupFold:
             self.leader = leader
             self.leader_since = parse_time(status.get("leaderSince"))
             self.last_renew = parse_time(status.get("lastRenewTime"))
-            self.last_renew_observed = self.last_renew
+            # An expired leader was rendered as "" with its identity in expiredLeader.
+            expired = status.get("expiredLeader")
+            if not leader and isinstance(expired, str) and expired:
+                self.leader = expired
+            # Expiry is judged from our own observations only: none yet in this run.
+            self.last_renew_observed = None
+            self.seeded = True
             self.leaderless_since = parse_time(status.get("leaderlessSince"))
             released = status.get("releasedBy")
             self.released_by = released if isinstance(released, str) else ""
@@ -339,21 +416,48 @@ class GroupFold:
                 text += f" since {format_time(since)}"
             self._condition(COND_LEADER_ELECTED, False, "NoLeader", text, now)
             return
-        basis = self.last_renew_observed
-        if basis is not None and self.duration_seconds:
-            expiry = basis + timedelta(seconds=self.duration_seconds)
-            if now > expiry:
-                # no growing number in the message: it would make every evaluation a write
-                self._condition(
-                    COND_LEADER_ELECTED,
-                    False,
-                    "LeaseExpired",
-                    f"{self.leader} has not renewed Lease {name} since {format_time(basis)}",
-                    now,
-                )
-                return
+        expiry = self.expired_at(now)
+        if expiry is not None:
+            # no growing number in the message: it would make every evaluation a write
+            self._condition(
+                COND_LEADER_ELECTED,
+                False,
+                "LeaseExpired",
+                f"{self.leader} has not renewed Lease {name} since "
+                f"{format_time(self.last_renew_observed or expiry)} (as the operator saw it)",
+                now,
+            )
+            return
         self._condition(
             COND_LEADER_ELECTED, True, "Elected", f"{self.leader} holds Lease {name}", now
+        )
+
+    def expired_at(self, now: datetime) -> datetime | None:
+        """When the leader's Lease expired, as judged at ``now``; None while it is live.
+
+        Expired means seen unchanged for ``leaseDurationSeconds`` since the operator last saw it
+        renewed (or first saw it), both on the operator's clock.
+        """
+        basis = self.last_renew_observed
+        if not self.leader or basis is None or not self.duration_seconds:
+            return None
+        expiry = basis + timedelta(seconds=self.duration_seconds)
+        return expiry if now > expiry else None
+
+    def _announce_expiry(self, expiry: datetime) -> None:
+        key = (self.leader, self.last_renew_observed)
+        if self.expiry_announced == key:
+            return
+        self.expiry_announced = key
+        self.unannounced = None  # an abandoned Lease never gets its "became leader"
+        self.notices.append(
+            Notice(
+                "Warning",
+                "LeaderExpired",
+                f"{self.leader} has not renewed Lease {self.namespace}/{self.leader_lease_name} "
+                f"for its lease duration ({self.duration_seconds}s) since "
+                f"{format_time(self.last_renew_observed or expiry)}: no leader",
+            )
         )
 
     def _job_expectations(
@@ -405,20 +509,25 @@ class GroupFold:
         self.set_history_limit(spec.history_limit)
         self.set_leader_lease_name(spec.lease_name)
         since = created or self.first_seen
+        expiry = self.expired_at(now)
         status: dict[str, Any] = {
             "group": self.group,
             "leaseName": self.leader_lease_name,
-            "leader": self.leader,
+            "leader": "" if expiry is not None else self.leader,
             "transitions": self.transitions,
             "fencingToken": self.fencing_token,
         }
-        if self.leader_since is not None and self.leader:
+        if expiry is not None:
+            status["expiredLeader"] = self.leader
+            status["leaderExpiredTime"] = format_precise(expiry)
+            self._announce_expiry(expiry)
+        elif self.leader_since is not None and self.leader:
             status["leaderSince"] = format_time(self.leader_since)
         if self.last_renew is not None:
             status["lastRenewTime"] = format_precise(self.last_renew)
             if self.duration_seconds:
-                expiry = self.last_renew + timedelta(seconds=self.duration_seconds)
-                status["expiryTime"] = format_precise(expiry)
+                reported_expiry = self.last_renew + timedelta(seconds=self.duration_seconds)
+                status["expiryTime"] = format_precise(reported_expiry)
         if self.duration_seconds:
             status["leaseDurationSeconds"] = self.duration_seconds
         if not self.leader and self.leaderless_since is not None:
@@ -475,11 +584,16 @@ class GroupFold:
             if ctype in (COND_LEADER_ELECTED, COND_RUN_MISSING, COND_DEGRADED)
         ]
         messages = list(problems)
+        if expiry is not None:
+            messages.insert(
+                0, f"no leader: the Lease of {self.leader} expired at {format_time(expiry)}"
+            )
         if not self.leader_lease_present:
             messages.insert(0, f"Lease {self.namespace}/{self.leader_lease_name} not found")
         messages.extend(missing)
         status["message"] = short("; ".join(messages)) if messages else "ok"
-        return status
+        bounded: dict[str, Any] = bound_strings(status)
+        return bounded
 
     def _render_jobs(self, expected: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
         return [

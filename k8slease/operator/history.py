@@ -16,7 +16,8 @@ from typing import Any, Literal
 from k8slease.kube.microtime import parse_microtime
 from k8slease.lease.jobrecord import RunRecord
 
-FailoverReason = Literal["first", "released", "expired"]
+FailoverReason = Literal["first", "released", "expired", "unobserved"]
+FAILOVER_REASONS = ("first", "released", "expired", "unobserved")
 NoticeType = Literal["Normal", "Warning"]
 
 #: How many distinct holders ``status.candidates`` keeps (least recently seen are dropped).
@@ -27,6 +28,10 @@ MAX_RECENT_RUNS = 10
 MAX_COUNTED_TICKS = 100
 #: Cap of ``status.message``.
 MAX_MESSAGE = 600
+#: Cap of an identity (holder) copied from a Lease: the longest DNS subdomain (a pod name).
+MAX_IDENTITY = 253
+#: Cap of any other string in the status.
+MAX_STRING = 1024
 
 COND_LEADER_ELECTED = "LeaderElected"
 COND_RUN_MISSING = "RunMissing"
@@ -59,6 +64,22 @@ def short(text: str, limit: int = MAX_MESSAGE) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def bound_identity(text: str) -> str:
+    """An identity from a Lease, cut to :data:`MAX_IDENTITY` characters."""
+    return short(text, MAX_IDENTITY)
+
+
+def bound_strings(value: Any, limit: int = MAX_STRING) -> Any:
+    """``value`` (a status or a part of it) with every string cut to ``limit`` characters."""
+    if isinstance(value, str):
+        return short(value, limit)
+    if isinstance(value, Mapping):
+        return {bound_strings(k, limit): bound_strings(v, limit) for k, v in value.items()}
+    if isinstance(value, list):
+        return [bound_strings(v, limit) for v in value]
+    return value
+
+
 @dataclass(frozen=True, slots=True)
 class Failover:
     """One change of leadership as the operator saw it.
@@ -73,7 +94,12 @@ class Failover:
     ``expired``
         a different holder replaced the previous one directly, which a well-behaved elector only
         does after the Lease expired; the gap runs from the last observed renewal of the old holder
-        to the observation of the new one.
+        to the observation of the new one;
+    ``unobserved``
+        the holder changed while the operator was not watching (it was restarted): the entry names
+        both holders and the new holder's ``acquireTime``; how it happened and the gap are
+        unknown, so no gap is given. A release that happened meanwhile is still recognised from
+        the Lease itself (an empty ``holderIdentity``) and recorded as ``released``, without a gap.
     """
 
     from_holder: str
@@ -88,6 +114,11 @@ class Failover:
             text = f"{self.to_holder} became leader"
         elif self.reason == "released":
             text = f"{self.to_holder} became leader after {self.from_holder or 'a holder'} released"
+        elif self.reason == "unobserved":
+            text = (
+                f"{self.to_holder} leads; it took over from {self.from_holder or 'a holder'} "
+                "while the operator was not watching"
+            )
         else:
             text = f"{self.to_holder} took over from {self.from_holder} (Lease expired)"
         if self.gap_seconds is not None:
@@ -111,7 +142,7 @@ class Failover:
             return None
         when = parse_time(data.get("time"))
         reason = data.get("reason")
-        if when is None or reason not in ("first", "released", "expired"):
+        if when is None or reason not in FAILOVER_REASONS:
             return None
         gap = data.get("gapSeconds")
         gap_value = (
@@ -131,7 +162,7 @@ class Notice:
 
 def run_to_status(run: RunRecord) -> dict[str, Any]:
     data: dict[str, Any] = {
-        "holder": run.holder,
+        "holder": bound_identity(run.holder),
         "tick": format_time(run.tick),
         "started": format_precise(run.started),
         "finished": format_precise(run.finished),

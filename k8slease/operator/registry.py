@@ -9,12 +9,16 @@ creations, Events) and the runtime reports back what succeeded. Writes are coale
 * a change of renewal-only fields (``lastRenewTime``, ``expiryTime``, ...) waits until
   ``settings.renew_write_interval`` seconds passed since the group's last write;
 * every ``settings.evaluate_interval`` seconds every group is rendered again so that time-based
-  conditions (an expired Lease, a missed run) appear without any Lease changing.
+  conditions (an expired Lease, a missed run) appear without any Lease changing;
+* a failed status write backs off: the group's next write waits ``write_backoff_initial``
+  seconds, doubling with every further failure up to ``write_backoff_max``, each delay drawn
+  between half and all of that ("equal jitter", so that many groups failing at once spread out).
 """
 
 from __future__ import annotations
 
 import contextlib
+import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -81,6 +85,9 @@ class GroupObject:
     #: The status as last written by us (or as found when the object was first seen).
     written: dict[str, Any] = field(default_factory=dict)
     written_at: float = float("-inf")
+    #: Status writes that failed in a row, and the monotonic time before which none is tried.
+    failures: int = 0
+    retry_at: float = float("-inf")
 
 
 def _metadata(body: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -91,8 +98,9 @@ def _metadata(body: Mapping[str, Any]) -> Mapping[str, Any]:
 class Registry:
     """All groups the operator follows, keyed by (namespace, group)."""
 
-    def __init__(self, settings: OperatorSettings) -> None:
+    def __init__(self, settings: OperatorSettings, *, rng: random.Random | None = None) -> None:
         self.settings = settings
+        self._rng = rng or random.Random()
         self.folds: dict[Key, GroupFold] = {}
         self.objects: dict[Key, GroupObject] = {}
         self.dirty: set[Key] = set()
@@ -219,7 +227,7 @@ class Registry:
                 if fold is not None:
                     fold.take_notices()  # nothing to attach them to
                 continue
-            if mono - obj.written_at < settings.min_write_interval:
+            if mono - obj.written_at < settings.min_write_interval or mono < obj.retry_at:
                 continue  # stays dirty; written on a later pass
             self.dirty.discard(key)
             if fold is None:
@@ -252,6 +260,7 @@ class Registry:
         if obj is not None:
             obj.written = action.status
             obj.written_at = mono
+            obj.failures, obj.retry_at = 0, float("-inf")
 
     def write_failed(self, action: PatchStatus, mono: float, *, gone: bool = False) -> None:
         if gone:
@@ -259,8 +268,19 @@ class Registry:
         else:
             obj = self.objects.get(action.key)
             if obj is not None:
-                obj.written_at = mono  # back off one interval before trying again
+                obj.failures += 1
+                delay = max(self.settings.min_write_interval, self.backoff(obj.failures))
+                obj.retry_at = mono + delay
         self.dirty.add(action.key)
+
+    def backoff(self, failures: int) -> float:
+        """Seconds to wait after ``failures`` failed writes in a row (with jitter)."""
+        settings = self.settings
+        ceiling = min(
+            settings.write_backoff_max,
+            settings.write_backoff_initial * 2 ** min(failures - 1, 32),
+        )
+        return float(ceiling * self._rng.uniform(0.5, 1.0))
 
     def create_failed(self, action: CreateObject, *, exists: bool) -> None:
         if not exists:

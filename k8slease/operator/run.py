@@ -1,9 +1,15 @@
 """``python -m k8slease operator``: run the ScheduledJobGroup operator.
 
     python -m k8slease operator [--namespace NS ...| --all-namespaces] [--kubeconfig PATH]
+                                [--install-crd] [--print-crd]
                                 [--no-auto-create] [--standalone | --peering]
                                 [--evaluate-interval S] [--renew-write-interval S]
                                 [--liveness URL] [--verbose | --quiet]
+
+Before it starts watching, the operator checks that the API server answers, that the
+ScheduledJobGroup CRD is installed and that the namespaces to watch exist; when something is
+missing it says what and how to fix it, and exits with status 1 (``--install-crd`` installs or
+upgrades the CRD first). A bad option, kubeconfig or environment variable exits with status 2.
 
 Without ``--namespace`` or ``--all-namespaces`` the operator watches the namespace it runs in
 (in a pod), else the kubeconfig context's namespace, else ``default``. The same handlers also run
@@ -14,21 +20,24 @@ from ``K8SLEASE_OPERATOR_*`` environment variables).
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import os
 import sys
 from collections.abc import Sequence
 
 from k8slease.errors import ConfigError
-from k8slease.kube.identity import default_namespace
+from k8slease.kube.identity import checked_namespace, default_namespace
 from k8slease.logs import get_logger
-from k8slease.operator.settings import OperatorSettings
+from k8slease.operator.settings import ENV_PREFIX, OperatorSettings
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="k8slease operator",
         description="Keep ScheduledJobGroup status current from the Leases k8slease writes.",
+        epilog=f"Settings not given as options come from {ENV_PREFIX}* environment variables "
+        f"(e.g. {ENV_PREFIX}EVALUATE_INTERVAL=5); see docs/operator.md.",
     )
     scope = parser.add_mutually_exclusive_group()
     scope.add_argument(
@@ -36,6 +45,18 @@ def _parser() -> argparse.ArgumentParser:
     )
     scope.add_argument("--all-namespaces", "-A", action="store_true", help="watch every namespace")
     parser.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster or $KUBECONFIG)")
+    crd = parser.add_mutually_exclusive_group()
+    crd.add_argument(
+        "--install-crd",
+        action="store_true",
+        help="install (or upgrade) the ScheduledJobGroup CRD before starting; needs the right "
+        "to create CustomResourceDefinitions",
+    )
+    crd.add_argument(
+        "--print-crd",
+        action="store_true",
+        help="print the ScheduledJobGroup CRD as YAML and exit (pipe it to 'kubectl apply -f -')",
+    )
     parser.add_argument(
         "--no-auto-create",
         action="store_true",
@@ -51,8 +72,22 @@ def _parser() -> argparse.ArgumentParser:
         action="store_false",
         help="use kopf peering so that only one of several operator replicas is active",
     )
-    parser.add_argument("--evaluate-interval", type=float, default=None, metavar="SECONDS")
-    parser.add_argument("--renew-write-interval", type=float, default=None, metavar="SECONDS")
+    parser.add_argument(
+        "--evaluate-interval",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="how often every group is evaluated again, so that an expired Lease or a missed "
+        "run shows without any Lease changing (default 5)",
+    )
+    parser.add_argument(
+        "--renew-write-interval",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="how often renewal-only changes (lastRenewTime, expiryTime) are written to a "
+        "group's status (default 30)",
+    )
     parser.add_argument(
         "--liveness",
         metavar="URL",
@@ -65,7 +100,12 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def settings_from_args(argv: Sequence[str]) -> OperatorSettings:
-    args = _parser().parse_args(list(argv))
+    return _settings(_parser().parse_args(list(argv)))
+
+
+def _settings(args: argparse.Namespace) -> OperatorSettings:
+    for namespace in args.namespace:
+        checked_namespace(namespace, source="--namespace")
     base = OperatorSettings.from_env()
     changes: dict[str, object] = {
         "kubeconfig": args.kubeconfig or base.kubeconfig,
@@ -101,21 +141,51 @@ def configure_logging(level: str) -> None:
     logging.getLogger("urllib3").setLevel(logging.WARNING)
 
 
+def _preflight(settings: OperatorSettings, *, install: bool) -> None:
+    """Fail fast, with the fix in the message, on what kopf would retry forever."""
+    from k8slease.kube.apiclient import default_api_client
+    from k8slease.operator import preflight
+
+    api_client = default_api_client(kubeconfig=settings.kubeconfig)
+    try:
+        timeout = settings.request_timeout
+        if install:
+            preflight.install_or_upgrade_crd(api_client, timeout=max(timeout, 30.0))
+        preflight.check_crd(api_client, timeout=timeout)
+        if not settings.all_namespaces:
+            preflight.check_namespaces(api_client, settings.namespaces, timeout=timeout)
+    finally:
+        api_client.close()  # type: ignore[no-untyped-call]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the operator until interrupted; returns the exit code."""
+    from k8slease.operator.preflight import PreflightError
+
+    args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    if args.print_crd:
+        from k8slease.operator.crd import crd_text
+
+        print(crd_text(), end="")
+        return 0
+    importlib.import_module("kopf")  # the operator extra: missing -> `k8slease` names it
     try:
-        settings = settings_from_args(sys.argv[1:] if argv is None else argv)
+        settings = _settings(args)
+        if not settings.all_namespaces and not settings.namespaces:
+            settings = settings.with_changes(
+                namespaces=(default_namespace(kubeconfig=settings.kubeconfig or ""),)
+            )
+        configure_logging(settings.log_level)
+        _preflight(settings, install=args.install_crd)
     except ConfigError as exc:
         print(f"k8slease operator: {exc}", file=sys.stderr)
         return 2
-    configure_logging(settings.log_level)
+    except PreflightError as exc:
+        print(f"k8slease operator: {exc}", file=sys.stderr)
+        return 1
     if settings.kubeconfig:
         # kopf logs in with the kubernetes client, which reads $KUBECONFIG.
         os.environ["KUBECONFIG"] = settings.kubeconfig
-    if not settings.all_namespaces and not settings.namespaces:
-        settings = settings.with_changes(
-            namespaces=(default_namespace(kubeconfig=settings.kubeconfig or ""),)
-        )
 
     import kopf
 

@@ -5,6 +5,10 @@ The kopf handlers only feed watch events into the :class:`~k8slease.operator.reg
 changed, waits ``flush_interval`` to let a burst of events coalesce, asks the registry what to
 do and runs the calls with at most ``max_concurrency`` in flight. API calls go through the
 kubernetes client in worker threads, each with a timeout.
+
+Observation times come from :meth:`OperatorRuntime.observed_now`: the wall time at start plus
+the monotonic time elapsed since, so that the registry's judgments ("seen unchanged for the
+lease duration", gaps) cannot be bent by a jump of this machine's wall clock.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import contextlib
 import os
 from collections import Counter
 from collections.abc import Callable, Mapping
+from datetime import datetime, timedelta
 from typing import Any
 
 from kubernetes import client
@@ -50,6 +55,8 @@ class OperatorRuntime:
     ) -> None:
         self.settings = settings
         self.clock = clock or SystemClock()
+        self._anchor_wall = self.clock.now()
+        self._anchor_mono = self.clock.monotonic()
         self.registry = Registry(settings)
         self._api_client = api_client
         self._wake = asyncio.Event()
@@ -66,14 +73,19 @@ class OperatorRuntime:
             self._api_client = default_api_client(kubeconfig=kubeconfig)
         return self._api_client
 
+    def observed_now(self) -> datetime:
+        """Now, as the wall time at start plus the monotonic time elapsed since."""
+        elapsed = self.clock.monotonic() - self._anchor_mono
+        return self._anchor_wall + timedelta(seconds=elapsed)
+
     # -- input from the kopf handlers ------------------------------------------------------------
 
     def on_lease(self, event_type: str | None, body: Mapping[str, Any]) -> None:
-        if self.registry.on_lease(event_type, body, self.clock.now()) is not None:
+        if self.registry.on_lease(event_type, body, self.observed_now()) is not None:
             self._wake.set()
 
     def on_object(self, event_type: str | None, body: Mapping[str, Any]) -> None:
-        if self.registry.on_object(event_type, body, self.clock.now()) is not None:
+        if self.registry.on_object(event_type, body, self.observed_now()) is not None:
             self._wake.set()
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -100,7 +112,7 @@ class OperatorRuntime:
             self._wake.clear()
             await asyncio.sleep(settings.flush_interval)  # let a burst of events coalesce
             try:
-                actions = self.registry.plan(self.clock.now(), self.clock.monotonic())
+                actions = self.registry.plan(self.observed_now(), self.clock.monotonic())
             except Exception:
                 log.exception("operator.plan_failed")
                 await asyncio.sleep(settings.evaluate_interval)

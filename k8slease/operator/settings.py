@@ -34,6 +34,10 @@ class OperatorSettings:
     flush_interval: float = 0.1
     #: At most one status write per group per this many seconds.
     min_write_interval: float = 0.25
+    #: After a failed status write the group waits this long before the next try, doubling
+    #: with every further failure (with jitter) up to ``write_backoff_max``.
+    write_backoff_initial: float = 0.5
+    write_backoff_max: float = 60.0
     #: Renewal-only changes (lastRenewTime, expiry) are written at most this often per group.
     renew_write_interval: float = 30.0
     #: Every group is evaluated again this often (expired Leases, missed runs).
@@ -52,12 +56,19 @@ class OperatorSettings:
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        for name in ("flush_interval", "evaluate_interval", "request_timeout"):
+        for name in (
+            "flush_interval",
+            "evaluate_interval",
+            "request_timeout",
+            "write_backoff_initial",
+        ):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be > 0")
         for name in ("min_write_interval", "renew_write_interval", "auto_create_max_age"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name} must be >= 0")
+        if self.write_backoff_max < self.write_backoff_initial:
+            raise ConfigError("write_backoff_max must be >= write_backoff_initial")
         if self.max_concurrency < 1 or self.max_events_per_pass < 1:
             raise ConfigError("max_concurrency and max_events_per_pass must be >= 1")
         if self.all_namespaces and self.namespaces:
@@ -77,11 +88,19 @@ class OperatorSettings:
                 continue
             default = getattr(cls(), f.name)
             if isinstance(default, bool):
-                values[f.name] = raw.strip().lower() in ("1", "true", "yes", "on")
-            elif isinstance(default, int):
-                values[f.name] = int(raw)
-            elif isinstance(default, float):
-                values[f.name] = float(raw)
+                word = raw.strip().lower()
+                if word not in ("1", "true", "yes", "on", "0", "false", "no", "off", ""):
+                    raise ConfigError(f"{ENV_PREFIX}{f.name.upper()}={raw!r} is not true or false")
+                values[f.name] = word in ("1", "true", "yes", "on")
+            elif isinstance(default, int | float):
+                kind = type(default)
+                try:
+                    values[f.name] = kind(raw)
+                except ValueError:
+                    what = "an integer" if kind is int else "a number"
+                    raise ConfigError(
+                        f"{ENV_PREFIX}{f.name.upper()}={raw!r} is not {what}"
+                    ) from None
             elif isinstance(default, tuple):
                 values[f.name] = tuple(p for p in raw.replace(",", " ").split() if p)
             else:

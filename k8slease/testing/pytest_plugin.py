@@ -1,7 +1,9 @@
 """pytest fixtures for the embedded API server, the real control plane and a real cluster.
 
-Enable in your ``conftest.py`` with ``pytest_plugins = ["k8slease.testing.pytest_plugin"]``
-(k8slease's own test suite loads it through its ``pytest11`` entry point).
+pytest loads this plugin through k8slease's ``pytest11`` entry point wherever k8slease is
+installed: take the fixtures, do not list it in ``pytest_plugins`` (pytest would refuse to
+register it twice). The embedded server is imported only when a fixture needs it, so the plugin
+costs nothing in a core install; the fixtures need ``pip install 'k8slease[testing]'``.
 
 Fixtures:
 
@@ -38,7 +40,7 @@ import os
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import pytest
 
@@ -46,7 +48,9 @@ from . import tiers
 from .controlplane import BuildError, ControlPlane, ControlPlaneError, cached, go_available
 from .controlplane.cache import cache_root
 from .controlplane.certs import CertificateError
-from .server import APIServer
+
+if TYPE_CHECKING:
+    from .server import APIServer
 
 ENV_KUBECONFIG = "K8SLEASE_TEST_KUBECONFIG"
 TIERS = pytest.StashKey[tiers.Tiers]()
@@ -74,7 +78,20 @@ class ExternalCluster:
         return kubernetes.client.ApiClient(self._configuration)
 
 
-Server = APIServer | ControlPlane | ExternalCluster
+#: The servers a test may get (a string: the embedded server is imported only when used).
+Server: TypeAlias = "APIServer | ControlPlane | ExternalCluster"
+
+
+def _embedded_server() -> APIServer:
+    """A new (not yet started) embedded server; a clear error without the testing extra."""
+    try:
+        from .server import APIServer
+    except ModuleNotFoundError as exc:
+        raise pytest.UsageError(
+            "the k8s_* fixtures need the embedded API server: "
+            f"pip install 'k8slease[testing]' ({exc})"
+        ) from None
+    return APIServer()
 
 
 def real_cluster_kubeconfig(config: pytest.Config) -> str | None:
@@ -176,7 +193,7 @@ def k8s_apiserver(request: pytest.FixtureRequest) -> Iterator[Server]:
     elif kind == tiers.REAL:
         yield request.getfixturevalue("k8s_real_apiserver")
     else:
-        with APIServer() as server:
+        with _embedded_server() as server:
             yield server
 
 
@@ -217,7 +234,7 @@ def k8s_api_client(k8s_apiserver: Server) -> Iterator[Any]:
         yield client
     finally:
         client.close()
-        if isinstance(k8s_apiserver, APIServer):
+        if not isinstance(k8s_apiserver, ExternalCluster | ControlPlane):
             k8s_apiserver.faults.clear()
 
 
@@ -253,8 +270,8 @@ def k8s_fresh_apiserver(k8s_apiserver: Server) -> Iterator[APIServer | ControlPl
     if isinstance(k8s_apiserver, ControlPlane):
         with ControlPlane(audit=True) as plane:
             yield plane
-    elif isinstance(k8s_apiserver, APIServer):
-        with APIServer() as server:
+    elif not isinstance(k8s_apiserver, ExternalCluster):
+        with _embedded_server() as server:
             yield server
     else:
         pytest.skip("a fresh server is made only for the embedded and the real control plane")
@@ -263,7 +280,7 @@ def k8s_fresh_apiserver(k8s_apiserver: Server) -> Iterator[APIServer | ControlPl
 @pytest.fixture
 def k8s_embedded_apiserver() -> Iterator[APIServer]:
     """A fresh embedded :class:`APIServer` for one test (faults, stats, resourceVersions)."""
-    with APIServer() as server:
+    with _embedded_server() as server:
         yield server
 
 

@@ -241,7 +241,7 @@ def test_example_app_runs_three_replicas_with_downward_api_identity() -> None:
     assert env["POD_NAME"]["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.name"}}
     assert env["POD_NAMESPACE"]["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.namespace"}}
     assert env["K8SLEASE_GROUP"]["value"] == "billing"
-    assert container["command"] == ["python", "-m", "examples.billing_app"]
+    assert container["command"] == ["python", "-m", "k8slease.cli.demoapp.billing_app"]
     (group,) = [o for o in objects if o["kind"] == "ScheduledJobGroup"]
     assert group["metadata"]["name"] == "billing" and group["spec"]["leaseName"] == "billing"
 
@@ -252,3 +252,24 @@ def test_notes_tell_the_user_to_get_scheduledjobgroups() -> None:
     assert "kubectl get scheduledjobgroups --all-namespaces" in wide
     example = rm.render_notes({"exampleApp": {"enabled": True}})
     assert "kubectl -n k8slease get scheduledjobgroup billing" in example
+
+
+def test_notes_ask_for_bindings_only_when_none_are_set() -> None:
+    empty = rm.render_notes()
+    assert "by listing their ServiceAccount in the chart values" in empty
+    bound = rm.render_notes(
+        {
+            "elector": {
+                "bindings": [
+                    {"serviceAccount": "billing-app"},
+                    {"serviceAccount": "reports", "namespace": "reporting"},
+                ]
+            }
+        }
+    )
+    assert "by listing their ServiceAccount" not in bound
+    assert "bound to\nthese ServiceAccounts: k8slease/billing-app, reporting/reports." in bound
+    assert "does not create the Role" not in bound
+    example = rm.render_notes({"exampleApp": {"enabled": True}, "elector": {"createRole": False}})
+    assert "k8slease/billing-app" in example and "by listing their ServiceAccount" not in example
+    assert "does not create the Role itself (elector.createRole=false)" in example

@@ -35,3 +35,23 @@ def test_healthz_follows_the_check_and_a_raising_check_is_unhealthy() -> None:
         assert status(server.port, "/nope") == 404
     finally:
         server.stop()
+
+
+def test_readyz_follows_the_ready_callable() -> None:
+    state = {"ready": False}
+
+    def ready() -> bool:
+        if state["ready"] is None:
+            raise RuntimeError("boom")
+        return bool(state["ready"])
+
+    server = HealthServer(lambda: True, ready=ready, host="127.0.0.1", port=0).start()
+    try:
+        assert status(server.port, "/readyz") == 503
+        state["ready"] = True
+        assert status(server.port, "/readyz") == 200
+        state["ready"] = None  # type: ignore[assignment]
+        assert status(server.port, "/readyz") == 503
+        assert status(server.port, "/healthz") == 200  # liveness is a separate question
+    finally:
+        server.stop()

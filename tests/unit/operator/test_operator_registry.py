@@ -67,10 +67,15 @@ def test_status_writes_are_coalesced_and_renewals_are_slow() -> None:
     actions = reg.plan(at(0), 0.0)
     patch = next(a for a in actions if isinstance(a, PatchStatus))
     assert patch.patch["leader"] == "a"
-    assert [a.notice.reason for a in actions if isinstance(a, PostEvent)] == ["LeaderElected"]
+    # "a became leader" waits until a is seen renewing (an abandoned Lease gets no Event)
+    assert [a for a in actions if isinstance(a, PostEvent)] == []
     reg.written(patch, 0.0)
+    reg.on_lease("MODIFIED", leader_lease("billing", "a", renew=2), at(2))
+    events = reg.plan(at(2), 2.0)
+    assert [a.notice.reason for a in events if isinstance(a, PostEvent)] == ["LeaderElected"]
+    assert kinds(events) == ["PostEvent"]
     # renewals only: nothing until renew_write_interval
-    for t in (2, 4, 6):
+    for t in (4, 6):
         reg.on_lease("MODIFIED", leader_lease("billing", "a", renew=t), at(t))
         assert reg.plan(at(t), float(t)) == []
     # a failover matters: written, but not within min_write_interval of the last write
@@ -153,6 +158,43 @@ def test_write_failure_retries_later_and_gone_object_is_forgotten() -> None:
     assert kinds(reg.plan(at(1.1), 1.1)) == ["PatchStatus"]
     reg.write_failed(patch, 1.1, gone=True)
     assert reg.plan(at(3), 3.0) == []
+
+
+def test_failed_writes_back_off_exponentially_with_jitter_up_to_a_cap() -> None:
+    import itertools
+    import random
+
+    settings = SETTINGS.with_changes(
+        min_write_interval=0.1, write_backoff_initial=1.0, write_backoff_max=16.0
+    )
+    reg = Registry(settings, rng=random.Random(7))
+    reg.on_object("ADDED", group_object("billing"), at(0))
+    mono = 0.0
+    attempts: list[float] = []
+    while mono < 120.0:  # the API server refuses every write for two minutes
+        for action in reg.plan(at(mono), mono):
+            if isinstance(action, PatchStatus):
+                attempts.append(mono)
+                reg.write_failed(action, mono)
+        mono = round(mono + 0.05, 2)
+    delays = [b - a for a, b in itertools.pairwise(attempts)]
+    # doubling from 1 s, each between half and all of its ceiling, then capped at 16 s
+    for n, delay in enumerate(delays, start=1):
+        ceiling = min(16.0, 2.0 ** (n - 1))
+        assert ceiling / 2 - 0.05 <= delay <= ceiling + 0.05, (n, delay)
+    assert 10 <= len(attempts) <= 20  # without backoff: one per min_write_interval, 1200
+    assert len(set(delays[-4:])) > 1  # jitter: capped delays still differ
+    # one success resets the backoff
+    (patch,) = [a for a in reg.plan(at(mono + 20), mono + 20) if isinstance(a, PatchStatus)]
+    reg.written(patch, mono + 20)
+    assert reg.backoff(1) <= 1.0
+
+
+def test_backoff_settings_are_validated() -> None:
+    with pytest.raises(ConfigError, match="write_backoff_max"):
+        OperatorSettings(write_backoff_initial=5.0, write_backoff_max=1.0)
+    with pytest.raises(ConfigError, match="write_backoff_initial"):
+        OperatorSettings(write_backoff_initial=0)
 
 
 def test_unlabelled_leases_are_ignored() -> None:

@@ -42,7 +42,52 @@ def test_first_holder_is_recorded_as_first() -> None:
     ]
     assert "lastFailoverTime" not in status  # the first election is not a failover
     assert conditions(status)["LeaderElected"]["status"] == "True"
-    assert reasons(f.take_notices()) == ["LeaderElected"]
+    # the Event waits until the holder is seen renewing: the Lease may be abandoned
+    assert reasons(f.take_notices()) == []
+    f.observe(leader_lease("billing", "a", acquire=-5, renew=1), at(1))
+    notices = f.take_notices()
+    assert [(n.reason, n.message) for n in notices] == [("LeaderElected", "a became leader")]
+
+
+def test_an_abandoned_lease_expires_by_observation_and_never_becomes_leader() -> None:
+    f = fold()
+    # renewTime an hour ago: judged by what the operator sees, not by comparing clocks
+    f.observe(leader_lease("billing", "a", renew=-3600, duration=10), at(0))
+    live = f.render(SPEC, at(10))
+    assert live["leader"] == "a" and "expiredLeader" not in live
+    status = f.render(SPEC, at(10.5))
+    assert status["leader"] == ""
+    assert status["expiredLeader"] == "a"
+    assert status["leaderExpiredTime"] == "2026-01-01T02:00:10Z"
+    assert "leaderSince" not in status
+    assert status["message"].startswith("no leader: the Lease of a expired at 2026-01-01T02:00:10Z")
+    assert conditions(status)["LeaderElected"]["reason"] == "LeaseExpired"
+    notices = f.take_notices()
+    assert reasons(notices) == ["LeaderExpired"]  # and no "a became leader"
+    assert notices[0].type == "Warning"
+    f.render(SPEC, at(20))
+    assert f.take_notices() == []  # announced once
+    # the same holder renewing again leads again
+    f.observe(leader_lease("billing", "a", renew=21, duration=10), at(21))
+    again = f.render(SPEC, at(22))
+    assert again["leader"] == "a" and "expiredLeader" not in again
+
+
+def test_expired_leader_replaced_by_another_is_an_expired_failover() -> None:
+    f = fold()
+    f.observe(leader_lease("billing", "a", renew=0, duration=10), at(0))
+    f.observe(leader_lease("billing", "a", renew=1, duration=10), at(1))
+    assert f.render(SPEC, at(12))["expiredLeader"] == "a"
+    f.observe(leader_lease("billing", "b", renew=12, transitions=1, duration=10), at(12.5))
+    status = f.render(SPEC, at(13))
+    assert status["leader"] == "b" and "expiredLeader" not in status
+    last = status["failovers"][-1]
+    assert (last["from"], last["to"], last["reason"], last["gapSeconds"]) == (
+        "a",
+        "b",
+        "expired",
+        11.5,
+    )
 
 
 def test_release_then_acquire_is_released_with_gap_between_observations() -> None:
@@ -141,10 +186,12 @@ def test_leader_condition_turns_false_when_the_lease_is_not_renewed() -> None:
     cond = conditions(f.render(SPEC, at(11)))["LeaderElected"]
     assert (cond["status"], cond["reason"]) == ("False", "LeaseExpired")
     assert cond["lastTransitionTime"] == "2026-01-01T02:00:11Z"
-    # a stale Lease seen for the first time is judged by its renewTime, not by when we saw it
+    # a stale Lease seen for the first time is judged by when we saw it, not by its renewTime
+    # (another machine's clock): seen unchanged for its duration
     g = fold()
     g.observe(leader_lease("billing", "a", renew=-100, duration=10), at(0))
-    assert conditions(g.render(SPEC, at(1)))["LeaderElected"]["reason"] == "LeaseExpired"
+    assert conditions(g.render(SPEC, at(1)))["LeaderElected"]["reason"] == "Elected"
+    assert conditions(g.render(SPEC, at(11)))["LeaderElected"]["reason"] == "LeaseExpired"
 
 
 def test_condition_transition_time_only_moves_when_status_flips() -> None:
@@ -371,9 +418,29 @@ def test_seed_continues_the_history_after_an_operator_restart() -> None:
     moved.seed(old)
     history = moved.render(SPEC, at(61))["failovers"]
     assert [h["to"] for h in history] == ["a", "b", "c"]
-    assert history[-1]["reason"] == "expired"
-    assert history[-1]["gapSeconds"] == 40.0  # from b's last reported renewal
-    assert reasons(moved.take_notices()) == ["LeaderElected"]
+    # b -> c happened while the operator was away: how and how long are unknown; no gap made up
+    assert history[-1] == {
+        "from": "b",
+        "to": "c",
+        "time": "2026-01-01T02:00:00Z",
+        "reason": "unobserved",
+    }
+    notices = moved.take_notices()
+    assert [(n.reason, n.message) for n in notices] == [
+        ("LeaderElected", "c leads; it took over from b while the operator was not watching")
+    ]
+
+    # a release while away is known from the Lease itself (empty holder): released, no gap
+    released = fold()
+    released.observe(leader_lease("billing", "", renew=50, transitions=1, duration=1), at(60))
+    released.seed(old)
+    mid = released.render(SPEC, at(61))
+    assert (mid["leader"], mid["releasedBy"]) == ("", "b")
+    assert reasons(released.take_notices()) == ["LeaderReleased"]
+    released.observe(leader_lease("billing", "c", renew=70, transitions=2), at(70))
+    last = released.render(SPEC, at(71))["failovers"][-1]
+    assert (last["from"], last["to"], last["reason"]) == ("b", "c", "released")
+    assert "gapSeconds" not in last  # the release was not seen when it happened
 
     runs = fold()
     runs.seed(old)
@@ -456,3 +523,23 @@ def test_an_expired_lease_does_not_change_the_status_at_every_evaluation() -> No
     f.observe(leader_lease("billing", "a", renew=0, duration=10), at(0))
     later = [significant(f.render(SPEC, at(t))) for t in (20, 25, 300)]
     assert later[0] == later[1] == later[2]
+
+
+def test_hostile_strings_in_leases_are_bounded_in_status() -> None:
+    import json
+
+    huge = "x" * 1_000_000
+    f = fold()
+    f.observe(leader_lease("billing", huge, renew=0), at(0))
+    f.observe(leader_lease("billing", huge, renew=1), at(1))
+    f.observe(job_lease("billing", "nightly", huge, run=run_record(huge, at(0), "failed")), at(2))
+    status = f.render(SPEC, at(3))
+    assert len(status["leader"]) == 253 and status["leader"].endswith("...")
+    assert status["failovers"][0]["to"] == status["leader"]
+    (job,) = status["jobs"]
+    assert len(job["holder"]) == 253 and len(job["lastRun"]["holder"]) == 253
+    assert len(json.dumps(status)) < 5_000
+    assert all(len(n.message) <= 600 for n in f.take_notices())
+    # the same (cut) identity keeps leading: no failover from comparing cut and uncut names
+    f.observe(leader_lease("billing", huge, renew=4), at(4))
+    assert len(f.render(SPEC, at(5))["failovers"]) == 1

@@ -1,0 +1,175 @@
+"""What a user meets at the command line: --version, a help text for every option (no raw
+reStructuredText), clean one-line errors instead of tracebacks, and who leads once a Lease
+expired."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+from kubernetes import client
+
+from k8slease.cli import demo, status
+from k8slease.cli.main import main, missing_extra_hint
+from k8slease.lease.record import LeaseRecord, new_lease
+from k8slease.lease.transport import LeaseTransport
+from k8slease.names import LABEL_GROUP, LABEL_ROLE, ROLE_LEADER
+from k8slease.operator import run as operator_run
+from k8slease.testing import serve
+from k8slease.testing.pytest_plugin import ExternalCluster
+from k8slease.testing.server import APIServer
+
+PARSERS = {
+    "operator": operator_run._parser,
+    "status": status.build_parser,
+    "demo": demo.build_parser,
+    "apiserver": serve.build_parser,
+}
+
+
+def k8slease(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    environ = dict(os.environ, **(env or {}))
+    environ.pop("KUBERNETES_SERVICE_HOST", None)
+    return subprocess.run(
+        [sys.executable, "-m", "k8slease", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=environ,
+    )
+
+
+def test_version_is_the_installed_distributions(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out == f"k8slease {metadata.version('k8slease')}\n"
+    assert main(["-V"]) == 0
+    assert "--version" in k8slease("--help").stdout
+
+
+@pytest.mark.parametrize("command", sorted(PARSERS))
+def test_every_option_has_help_and_no_rst(command: str) -> None:
+    parser = PARSERS[command]()
+    for action in parser._actions:
+        if isinstance(action, argparse._HelpAction):
+            continue
+        assert action.help and action.help.strip(), f"{command} {action.option_strings}"
+    text = parser.format_help()
+    assert "``" not in text and ":class:" not in text and ":func:" not in text, text
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "message"),
+    [
+        (["status", "--kubeconfig", "BAD"], {}, "cannot load a Kubernetes configuration from"),
+        (["status", "--kubeconfig", "/nonexistent"], {}, "cannot load a Kubernetes configuration"),
+        (
+            ["status", "--kubeconfig", "/nonexistent"],
+            {"POD_NAMESPACE": "Bad_NS!"},
+            "POD_NAMESPACE='Bad_NS!' is not a namespace name",
+        ),
+        (["status", "-n", "No/Such"], {}, "--namespace='No/Such' is not a namespace name"),
+        (["demo", "--kubeconfig", "BAD"], {}, "cannot load a Kubernetes configuration from"),
+        (["demo", "-n", "Bad_NS"], {}, "--namespace='Bad_NS' is not a namespace name"),
+    ],
+)
+def test_bad_input_gives_one_line_not_a_traceback(
+    tmp_path: Path, args: list[str], env: dict[str, str], message: str
+) -> None:
+    bad = tmp_path / "kubeconfig"
+    bad.write_text("garbage: [\n")
+    result = k8slease(*[str(bad) if a == "BAD" else a for a in args], env=env)
+    assert result.returncode in (1, 2)
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+    assert result.stdout == ""
+
+
+def test_status_names_a_missing_namespace(k8s_apiserver: APIServer | ExternalCluster) -> None:
+    result = k8slease("status", "-n", "no-such-ns", "--kubeconfig", str(k8s_apiserver.kubeconfig))
+    assert result.returncode == 1
+    assert "namespace 'no-such-ns' does not exist" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_status_shows_no_leader_once_the_lease_expired(
+    k8s_apiserver: APIServer | ExternalCluster,
+    k8s_api_client: client.ApiClient,
+    k8s_namespace: str,
+) -> None:
+    renewed = datetime.now(UTC) - timedelta(seconds=75)
+    record = LeaseRecord("replica-0-gone", 15, renewed, renewed, 0, 1)
+    labels = {LABEL_GROUP: "stale", LABEL_ROLE: ROLE_LEADER}
+    LeaseTransport(k8s_api_client, k8s_namespace).create(
+        new_lease("stale", k8s_namespace, record, labels=labels)
+    )
+    result = k8slease(
+        "status", "stale", "-n", k8s_namespace, "--kubeconfig", str(k8s_apiserver.kubeconfig)
+    )
+    assert result.returncode == 0, result.stderr
+    row = next(line for line in result.stdout.splitlines() if line.startswith("stale "))
+    assert "(none)" in row and "replica-0-gone" not in row
+    assert re.search(r"no leader: the Lease of replica-0-gone expired 6[012]s ago", result.stdout)
+    assert "this machine's clock" in result.stdout
+
+
+def test_status_prefers_the_operators_judgment_of_expiry() -> None:
+    now = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+    judged = {"leader": "", "expiredLeader": "a", "leaderExpiredTime": "2026-11-30T11:58:30Z"}
+    note = status.expiry_note("a", now, 15, judged, now)  # renewTime looks fresh: clocks differ
+    assert note == (
+        "no leader: the Lease of a expired 90s ago "
+        "(judged by the operator: seen unchanged for its lease duration)"
+    )
+    live = {"leader": "a"}
+    assert status.expiry_note("a", now - timedelta(hours=1), 15, live, now) is None
+    assert status.expiry_note("", now - timedelta(hours=1), 15, {}, now) is None
+
+
+def test_a_missing_extra_is_named_with_its_install_line() -> None:
+    hint = missing_extra_hint(
+        "operator", ModuleNotFoundError("No module named 'kopf'", name="kopf")
+    )
+    assert hint == (
+        "k8slease operator: the Python package 'kopf' is not installed; "
+        "install it with: pip install 'k8slease[operator]'"
+    )
+    other = ModuleNotFoundError("No module named 'nope'", name="nope")
+    assert missing_extra_hint("operator", other) is None
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"POD_NAMESPACE": "Bad_NS"}, "POD_NAMESPACE='Bad_NS' is not a namespace name"),
+        ({"HEALTH_PORT": "eighty"}, "--health-port: invalid int value: 'eighty'"),
+        ({"LOG_LEVEL": "loud"}, "LOG_LEVEL: 'loud' is not a log level"),
+    ],
+)
+def test_demo_app_rejects_bad_environment_without_a_traceback(
+    k8s_apiserver: APIServer | ExternalCluster, env: dict[str, str], message: str
+) -> None:
+    environ = dict(os.environ, **env)
+    environ.pop("KUBERNETES_SERVICE_HOST", None)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "k8slease.cli.demoapp.billing_app",
+            "--kubeconfig",
+            str(k8s_apiserver.kubeconfig),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=environ,
+    )
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
