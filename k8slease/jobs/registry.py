@@ -49,6 +49,12 @@ from k8slease.errors import ConfigError
 from k8slease.jobs.catchup import schedule_catch_up
 from k8slease.jobs.executors import TickAsyncIOExecutor, TickThreadPoolExecutor
 from k8slease.jobs.lock import JobLock
+from k8slease.jobs.lockcache import (
+    DEFAULT_CLAIM_SPREAD,
+    DEFAULT_CLAIM_STEP,
+    ClaimCache,
+    check_claim_spacing,
+)
 from k8slease.jobs.runner import TickRunner
 from k8slease.jobs.singletons import SingletonRun
 from k8slease.jobs.spec import JobOptions, JobSpec, Mode, job_name_from
@@ -84,6 +90,10 @@ class Jobs:
     registered. ``request_timeout`` (seconds, default 10) bounds each lock call. ``metrics``
     receives run and skip counts (default: Prometheus when prometheus-client is installed).
     ``clock`` (wall and monotonic time) is used by the locks, the runners and the election.
+    ``claim_step`` (seconds, default 0.5) and ``claim_spread`` (default 3) space the replicas'
+    claims of a tick: the replica ranked ``r`` for a tick tries after ``min(r, claim_spread) *
+    claim_step`` seconds, and only if it has not seen the claim by then (see
+    ``docs/operations.md``).
     """
 
     def __init__(
@@ -99,6 +109,8 @@ class Jobs:
         restart_delay: float = 5.0,
         clock: Clock | None = None,
         metrics: JobMetrics | None = None,
+        claim_step: float = DEFAULT_CLAIM_STEP,
+        claim_spread: int = DEFAULT_CLAIM_SPREAD,
     ) -> None:
         self.group = validate_lease_name(group)
         if "." in group:
@@ -119,6 +131,9 @@ class Jobs:
             raise ConfigError(f"request_timeout must be > 0, got {request_timeout}")
         self.request_timeout = request_timeout
         self.restart_delay = restart_delay
+        check_claim_spacing(claim_step, claim_spread)
+        self.claim_step = float(claim_step)
+        self.claim_spread = claim_spread
         self._clock = clock or SystemClock()
         self._metrics: JobMetrics = metrics or default_job_metrics()
         self._specs: dict[str, JobSpec] = {}
@@ -261,11 +276,18 @@ class Jobs:
             api_client, self.namespace, identity=self.identity, clock=self._clock
         )
         observations = Observations(self._clock)
+        cache: ClaimCache | None = None
         if any(spec.coordinated for spec in self._specs.values()):
             self._informer = LeaseInformer(
                 transport,
                 observations,
                 label_selector=f"{LABEL_GROUP}={self.group},{LABEL_ROLE}={ROLE_JOB}",
+            )
+            cache = ClaimCache(
+                observations,
+                self._informer.synced.is_set,
+                step=self.claim_step,
+                spread=self.claim_spread,
             )
             self._informer.start()
         for spec in self._specs.values():
@@ -281,6 +303,7 @@ class Jobs:
                     clock=self._clock,
                     events=events,
                     observations=observations,
+                    cache=cache,
                 )
             self.runners[spec.name] = TickRunner(
                 spec,
