@@ -12,20 +12,22 @@ the conditional write it always was (``resourceVersion``-conditional PUT, or a P
 when the Lease exists), so two replicas that disagree on the order, or on who the members are,
 cost a lost race (a 409), never a second run.
 
-Members are the identities the group's job Leases name, as this replica's informer sees them:
-the holder of each Lease and the holder of its last run, plus this replica itself. No presence
-record is written (it would cost writes that grow with the replica count). A replica that has
-never won a tick is not in the others' view yet; it ranks itself among what it sees and may then
-race the first choice once (one 409), after which it appears as a last-run holder. A replica that
-crashed stays in the view until the Leases that name it are rewritten by others; while it does,
-the ticks it would have been first for start ``step`` later (``spread`` bounds the delay when
-several crashed replicas rank ahead). Every function here is pure: no I/O, no clock.
+Members are the identities that the group's job Leases named (as holder or as last-run holder)
+in a write this replica's informer saw within a window (10 minutes by default,
+:data:`k8slease.jobs.lockcache.MEMBER_WINDOW`), plus this replica itself. Winners are spread
+evenly, so every live replica of a busy group is named again and again; no presence record is
+written (it would cost writes that grow with the replica count). A replica that has never won a
+tick is not in the others' view yet; it ranks itself among what it sees and may then race the
+first choice (a 409 for one of them) until it wins once and is named. A replica that crashed
+stays in the view for the window; while it does, the ticks it would have been first for start
+``step`` later (``spread`` bounds the delay when several crashed replicas rank ahead). Every
+function here is pure: no I/O, no clock.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 
 from k8slease.lease.view import LeaseView
@@ -71,14 +73,18 @@ def claim_delay(rank: int, *, step: float, spread: int) -> float:
     return min(rank, spread) * step
 
 
-def members_of(views: Iterable[LeaseView]) -> frozenset[str]:
-    """The identities the group's job Leases name: holders and last-run holders."""
+def named_in(view: LeaseView) -> frozenset[str]:
+    """The identities a job Lease names: its holder and the holder of its last run."""
     found: set[str] = set()
-    for view in views:
-        record = view.record
-        if record.holder and record.holder_readable:
-            found.add(record.holder)
-        run = view.job.last_run
-        if run is not None and run.holder:
-            found.add(run.holder)
+    if view.record.holder and view.record.holder_readable:
+        found.add(view.record.holder)
+    run = view.job.last_run
+    if run is not None and run.holder:
+        found.add(run.holder)
     return frozenset(found)
+
+
+def recent_members(last_seen: Mapping[str, float], *, now: float, window: float) -> frozenset[str]:
+    """The identities seen in a write within the last ``window`` seconds (``last_seen``: when
+    each was last seen named, on this replica's monotonic clock)."""
+    return frozenset(member for member, at in last_seen.items() if now - at <= window)

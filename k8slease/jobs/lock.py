@@ -130,6 +130,16 @@ class JobLock:
         self._observations.see(self.name, view)
         return view.job
 
+    def seen(self) -> LeaseView | None:
+        """The job's Lease as this replica last saw it (informer or own writes), no request."""
+        observation, _, _ = self._observations.current(self.name)
+        return None if observation is None else observation.view
+
+    @property
+    def observations(self) -> Observations:
+        """What this replica has seen of the group's job Leases."""
+        return self._observations
+
     # -- claiming -----------------------------------------------------------------------------
 
     def try_acquire(self, tick: datetime, *, reclaim_own: bool = False) -> Grant | Verdict:
@@ -166,7 +176,7 @@ class JobLock:
         order decides how long it first waits for someone else's claim to show; then, if the
         view still says the tick is free, one conditional write. A 409 (someone won, or the view
         was stale) is the one case that reads the Lease, to judge again on what is there."""
-        rank = claim_rank(cache.members(), self.identity, self.job, tick)
+        rank = claim_rank(cache.members(self._clock.monotonic()), self.identity, self.job, tick)
         deadline = self._clock.monotonic() + claim_delay(rank, step=cache.step, spread=cache.spread)
         while True:
             generation = self._observations.generation

@@ -13,13 +13,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from k8slease.errors import ConfigError
-from k8slease.jobs.claimorder import members_of
-from k8slease.lease.observe import Observations
+from k8slease.jobs.claimorder import named_in, recent_members
+from k8slease.lease.observe import Observation, Observations
 
 #: Default seconds between the attempts of successive replicas in a tick's claim order.
 DEFAULT_CLAIM_STEP = 0.5
 #: Default cap on the rank that delays an attempt (the wait is at most ``spread * step``).
 DEFAULT_CLAIM_SPREAD = 3
+#: Seconds an identity stays a member after a write naming it was last seen.
+MEMBER_WINDOW = 600.0
 
 
 def check_claim_spacing(step: float, spread: int) -> None:
@@ -43,22 +45,31 @@ class ClaimCache:
     synced: Callable[[], bool]
     step: float = DEFAULT_CLAIM_STEP
     spread: int = DEFAULT_CLAIM_SPREAD
-    _members: frozenset[str] = field(default=frozenset(), init=False)
-    _members_at: int = field(default=-1, init=False)
+    window: float = MEMBER_WINDOW
+    _last_seen: dict[str, float] = field(default_factory=dict, init=False)
     _mutex: threading.Lock = field(default_factory=threading.Lock, init=False)
 
     def __post_init__(self) -> None:
         check_claim_spacing(self.step, self.spread)
+        self.observations.add_listener(self._named)
+        for observation in self.observations.observed():
+            self._named(observation)
+
+    def _named(self, observation: Observation) -> None:
+        """Remember who a newly seen Lease content names, and when it was seen."""
+        if observation.view is None:
+            return
+        with self._mutex:
+            for member in named_in(observation.view):
+                seen = self._last_seen.get(member, observation.first_seen_at)
+                self._last_seen[member] = max(seen, observation.first_seen_at)
 
     def usable(self) -> bool:
         """Whether claims may be judged from the cache (else: read the Lease)."""
         return self.synced()
 
-    def members(self) -> frozenset[str]:
-        """The identities the group's job Leases name (recomputed only after a change)."""
-        generation = self.observations.generation
+    def members(self, now: float) -> frozenset[str]:
+        """The identities named in a Lease content first seen within ``window`` seconds before
+        ``now`` (monotonic)."""
         with self._mutex:
-            if generation != self._members_at:
-                self._members = members_of(self.observations.views())
-                self._members_at = generation
-            return self._members
+            return recent_members(self._last_seen, now=now, window=self.window)

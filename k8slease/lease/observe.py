@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -135,6 +135,13 @@ class Observations:
         self._changed = threading.Condition(self._lock)
         self._observers: dict[str, LeaseObserver] = {}
         self._generation = 0
+        self._listeners: list[Callable[[Observation], None]] = []
+
+    def add_listener(self, listener: Callable[[Observation], None]) -> None:
+        """Call ``listener`` (under this object's lock: keep it short, no I/O) with every new
+        observation of a Lease whose content changed."""
+        with self._lock:
+            self._listeners.append(listener)
 
     def see(self, name: str, lease: LeaseView | Mapping[str, Any] | None) -> float:
         """Record ``lease`` (``None``: absent) as seen now; return for how long it is unchanged."""
@@ -142,6 +149,9 @@ class Observations:
             observer = self._observers.setdefault(name, LeaseObserver())
             now = self._clock.monotonic()
             observation = observer.observe(lease, now)
+            if observation.first_seen_at == now and observation.view is not None:
+                for listener in self._listeners:
+                    listener(observation)
             self._generation += 1
             self._changed.notify_all()
             return max(0.0, now - observation.first_seen_at)
@@ -162,11 +172,11 @@ class Observations:
         with self._lock:
             return self._generation
 
-    def views(self) -> list[LeaseView]:
-        """The Leases as last seen (absent ones left out)."""
+    def observed(self) -> list[Observation]:
+        """The current observation of every Lease seen to exist."""
         with self._lock:
-            observed = [o.current for o in self._observers.values()]
-        return [o.view for o in observed if o is not None and o.view is not None]
+            current = [o.current for o in self._observers.values()]
+        return [o for o in current if o is not None and o.view is not None]
 
     def wait_for_change(self, since: int, timeout: float) -> int:
         """Block until something is seen after generation ``since`` or ``timeout`` seconds of the
