@@ -19,12 +19,12 @@ def measure(
     ticks: int = 3,
     workers: int = 30,
     stderr: IO[Any] | None = None,
-    timeout: float = 180.0,
+    timeout: float = 600.0,
 ) -> dict[str, Any]:
     """Run the lock worker; returns its figures."""
     args = ["--kubeconfig", str(server.kubeconfig), "--url", server.url]
     args += ["--jobs", str(jobs), "--replicas", str(replicas)]
-    args += ["--ticks", str(ticks), "--workers", str(workers)]
+    args += ["--ticks", str(ticks), "--workers", str(workers), "--group", f"bench-{replicas}"]
     worker = Replica("locks_worker", args, "locks", stderr)
     try:
         if worker.wait_for("result", timeout) is None:
