@@ -2,8 +2,12 @@
 
 :class:`JobLock` drives the pure decisions in :mod:`k8slease.jobs.lockrules` with a transport,
 a clock and a keep-alive thread. One conditional write grants the lock, claims the tick and bumps
-the fencing token; one conditional write releases it and stores the run record. A skip costs one
-read and writes nothing.
+the fencing token; one conditional write releases it and stores the run record. With a
+:class:`~k8slease.jobs.lockcache.ClaimCache` (what ``Jobs`` gives it) the claim is judged from
+the informer's view after this replica's wait in the tick's claim order
+(:mod:`k8slease.jobs.claimorder`), so a skip costs no request at all and a read happens only after
+a lost conditional write; without one (or while the informer is not synced) the lock reads the
+Lease first, one GET per claim.
 """
 
 from __future__ import annotations
