@@ -84,7 +84,9 @@ class JobLock:
     ``lock_at_most_for`` (seconds) is the Lease duration: the ceiling after which a crashed
     holder's lock may be taken. ``lock_at_least_for`` (seconds, default 0) keeps the lock after a
     run that finished sooner, so replicas whose schedulers fire a little late skip. While a job
-    runs its lock is extended every ``lock_at_most_for / 3`` seconds.
+    runs its lock is extended every ``lock_at_most_for / 3`` seconds. ``cache`` lets claims be
+    judged from the informer's view; ``ordered`` (default) makes this replica first wait for its
+    turn in the tick's claim order (LEADER jobs, fired by the leader alone, do not wait).
     """
 
     def __init__(
@@ -100,6 +102,7 @@ class JobLock:
         events: EventRecorder | None = None,
         observations: Observations | None = None,
         cache: ClaimCache | None = None,
+        ordered: bool = True,
     ) -> None:
         check_lock_times(lock_at_most_for, lock_at_least_for)
         if not identity:
@@ -118,6 +121,7 @@ class JobLock:
         if cache is not None and cache.observations is not self._observations:
             raise ConfigError("cache must read the observations the lock keeps")
         self._cache = cache
+        self._ordered = ordered
         self._active: Grant | None = None
         self._highest_token = 0
         self._active_lock = threading.Lock()

@@ -304,6 +304,8 @@ class Jobs:
                     events=events,
                     observations=observations,
                     cache=cache,
+                    # only the leader fires LEADER jobs: nobody to take turns with
+                    ordered=spec.mode is Mode.ONCE_PER_TICK,
                 )
             self.runners[spec.name] = TickRunner(
                 spec,
