@@ -184,8 +184,12 @@ class JobLock:
         order decides how long it first waits for someone else's claim to show; then, if the
         view still says the tick is free, one conditional write. A 409 (someone won, or the view
         was stale) is the one case that reads the Lease, to judge again on what is there."""
-        rank = claim_rank(cache.members(self._clock.monotonic()), self.identity, self.job, tick)
-        deadline = self._clock.monotonic() + claim_delay(rank, step=cache.step, spread=cache.spread)
+        wait = 0.0  # no turn to wait for when only one replica fires (LEADER jobs)
+        if self._ordered:
+            members = cache.members(self._clock.monotonic())
+            rank = claim_rank(members, self.identity, self.job, tick)
+            wait = claim_delay(rank, step=cache.step, spread=cache.spread)
+        deadline = self._clock.monotonic() + wait
         while True:
             generation = self._observations.generation
             observation, unchanged_for, highest = self._observations.current(self.name)

@@ -18,6 +18,10 @@ from fakeclock import FakeClock
 from k8slease import JobContext, Jobs
 from k8slease.clock import Clock
 from k8slease.jobs.claimorder import claim_order
+from k8slease.jobs.lock import Grant, JobLock
+from k8slease.jobs.lockcache import ClaimCache
+from k8slease.jobs.lockrules import Verdict
+from k8slease.lease.observe import Observations
 from k8slease.lease.transport import LeaseTransport
 from k8slease.lease.view import LeaseView
 from k8slease.testing.server import APIServer
@@ -219,3 +223,50 @@ def test_a_replica_that_never_held_the_lock_continues_the_tokens_after_the_lease
     seen_by_all([other], lambda view: view is None)  # the deletion reached its informer
     assert other.fire("invoices", T0 + timedelta(minutes=3)) == "succeeded"
     assert [token for _, _, token in runs.items] == [1, 2, 3, 4]
+
+
+@pytest.mark.parametrize("ordered", [True, False], ids=["once-per-tick", "leader-job"])
+def test_a_replica_second_in_order_waits_one_step_unless_it_alone_fires(
+    k8s_embedded_apiserver: APIServer, ordered: bool
+) -> None:
+    """Replica "b" is second in the claim order over {"a", "b"}. A ONCE_PER_TICK lock waits one
+    step for "a"'s claim; a LEADER job's lock (only the leader fires it) claims at once."""
+    clock = FakeClock(wall=T0)
+    transport = LeaseTransport(k8s_embedded_apiserver.api_client(), "default")
+    observations = Observations(clock)
+    cache = ClaimCache(observations, lambda: True, step=STEP)
+
+    def lock(identity: str, ordered: bool = True) -> JobLock:
+        return JobLock(
+            transport,
+            group="billing",
+            job="invoices",
+            identity=identity,
+            lock_at_most_for=60,
+            clock=clock,
+            observations=observations,
+            cache=cache,
+            ordered=ordered,
+        )
+
+    first = lock("a")
+    grant = first.try_acquire(T0)
+    assert isinstance(grant, Grant)
+    first.finish(grant, "succeeded")  # "a" is now named on the Lease: a member
+    tick = next(
+        T0 + timedelta(minutes=m)
+        for m in range(1, 100)
+        if claim_order(["a", "b"], "invoices", T0 + timedelta(minutes=m))[0] == "a"
+    )
+    second = lock("b", ordered=ordered)
+    result: list[Grant | Verdict] = []
+    thread = threading.Thread(target=lambda: result.append(second.try_acquire(tick)))
+    thread.start()
+    if ordered:
+        assert clock.settle()
+        assert not result  # waiting for "a", which never fires
+        clock.advance(STEP)
+    thread.join(10)
+    assert len(result) == 1 and isinstance(result[0], Grant)
+    assert result[0].fencing_token == 2
+    second.finish(result[0], "succeeded")
