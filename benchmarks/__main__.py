@@ -42,7 +42,7 @@ class Plan:
     load_warmup: float = 5.0
     candidates: tuple[int, ...] = load.CANDIDATES
     jobs: int = 100
-    replicas: int = 3
+    lock_replicas: tuple[int, ...] = (3, 10)
     lock_ticks: int = 3
     import_runs: int = 5
 
@@ -78,6 +78,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     tiny.add_argument("--load-warmup", type=float)
     tiny.add_argument("--candidates", type=lambda s: tuple(int(n) for n in s.split(",")))
     tiny.add_argument("--jobs", type=int)
+    tiny.add_argument(
+        "--lock-replicas",
+        type=lambda s: tuple(int(n) for n in s.split(",")),
+        help="replica counts of the lock benchmark, comma-separated (default 3,10)",
+    )
     tiny.add_argument("--lock-ticks", type=int)
     tiny.add_argument("--import-runs", type=int)
     return parser.parse_args(argv)
@@ -246,8 +251,10 @@ def main(argv: list[str] | None = None) -> int:
                 target, window=plan.load_window, warmup=plan.load_warmup,
                 candidates=plan.candidates, implementations=impls, stderr=stderr))  # fmt: skip
             section("locks", results, lambda: {
-                "k8slease": locks.measure(server, jobs=plan.jobs, replicas=plan.replicas,
-                                          ticks=plan.lock_ticks, stderr=stderr),
+                "k8slease": {"by_replicas": {
+                    str(n): locks.measure(server, jobs=plan.jobs, replicas=n,
+                                          ticks=plan.lock_ticks, stderr=stderr)
+                    for n in plan.lock_replicas}},
                 "official": "n/a (no per-job locks)"})  # fmt: skip
     if "real" in servers:
         section("real", results, lambda: run_real(plan, impls, rng, stderr))

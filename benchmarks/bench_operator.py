@@ -150,7 +150,8 @@ def run(groups: int = 200) -> dict[str, Any]:
         )
         try:
             converged = _wait(
-                lambda: all(watch.when(n, "replica-0") is not None for n in names), 40
+                lambda: all(watch.when(n, "replica-0") is not None for n in names),
+                max(40.0, groups * 0.1),  # 2,000 groups take longer than 200
             )
             figures["converge_seconds"] = round(time.monotonic() - started, 2)
             figures["converged"] = converged
@@ -175,6 +176,9 @@ def run(groups: int = 200) -> dict[str, Any]:
             figures["status_patches_during_renewals"] = (
                 server.stats.count("patch", "scheduledjobgroups/status") - before
             )
+            figures["status_patches_per_renewal"] = round(
+                figures["status_patches_during_renewals"] / max(1, renewals), 4
+            )
 
             # Failovers: every group, in waves of 20 every 100 ms.
             before = server.stats.count("patch", "scheduledjobgroups/status")
@@ -187,7 +191,10 @@ def run(groups: int = 200) -> dict[str, Any]:
                     written[name] = time.monotonic()
                     ours += 1
                 time.sleep(0.1)
-            _wait(lambda: all(watch.when(n, "replica-1") is not None for n in names), 30)
+            _wait(
+                lambda: all(watch.when(n, "replica-1") is not None for n in names),
+                max(30.0, groups * 0.05),
+            )
             latencies = [
                 seen - written[n] for n in names if (seen := watch.when(n, "replica-1")) is not None
             ]

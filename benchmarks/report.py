@@ -65,6 +65,9 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
         checks.append(
             _check(f"crash failover (max) <= lease + 1 s = {limit:g} s", crash, crash <= limit)
         )
+    locks = results.get("locks", {})
+    if _ok(locks) and isinstance(locks.get("k8slease"), dict):
+        checks += lock_targets(locks["k8slease"])
     load = results.get("api_load", {}).get("k8slease")
     if load:
         periodic = max(
@@ -139,26 +142,71 @@ def _load_rows(load: dict[str, Any], impls: tuple[str, ...]) -> list[Row]:
 
 def _lock_rows(locks: dict[str, Any], others: int) -> list[Row]:
     latency = locks["decision_latency_s"]
+    winner = locks.get("winner_claim_latency_one_job_at_a_time_s", {})
     per_tick = {k.split()[0]: round(v, 2) for k, v in locks["requests_per_job_tick"].items()}
     shape = f"{locks['jobs']} jobs x {locks['replicas']} replicas"
     by_code = locks.get("requests_per_job_tick_by_code", {})
     conflicts = round(sum(v for k, v in by_code.items() if k.endswith(" 409")), 2)
     na = ("n/a",) * others
+    takeover = locks.get("crashed_first_choice", {}).get("takeover_s", {})
     return [
         (
-            f"lock claim decision p50 / p95 s ({shape})",
+            f"lock claim decision p50 / p95 s ({shape}, all at once)",
             f"{_num(latency['median'])} / {_num(latency['p95'])}",
             *na,
         ),
         (
-            "lock claims/s (decisions/s)",
+            "  winner's claim p50 / p95 s, one job at a time",
+            f"{_num(winner.get('median'))} / {_num(winner.get('p95'))}",
+            *na,
+        ),
+        (
+            "  takeover of a crashed first choice p50 / max s",
+            f"{_num(takeover.get('median'))} / {_num(takeover.get('max'))}",
+            *na,
+        ),
+        (
+            "  lock claims/s (decisions/s)",
             f"{locks['claims_per_s']:.0f} ({locks['decisions_per_s']:.0f})",
             *na,
         ),
-        ("lock ticks run twice / missed", f"{locks['duplicates']} / {locks['missed']}", *na),
-        ("API requests per job tick (all replicas)", _rates(per_tick), *na),
+        ("  lock ticks run twice / missed", f"{locks['duplicates']} / {locks['missed']}", *na),
+        ("  API requests per job tick (all replicas)", _rates(per_tick), *na),
         ("  of which conflicts (409, lost races)", f"{conflicts:g}", *na),
     ]
+
+
+def lock_targets(locks: dict[str, Any]) -> list[dict[str, Any]]:
+    """Issue 16's targets, per replica count of the lock benchmark."""
+    checks: list[dict[str, Any]] = []
+    for n, run in sorted(locks.get("by_replicas", {}).items(), key=lambda kv: int(kv[0])):
+        if not isinstance(run, dict) or "requests_per_job_tick" not in run:
+            continue
+        per_tick = sum(run["requests_per_job_tick"].values())
+        checks.append(
+            _check(
+                f"locks at {n} replicas: requests per job tick <= 2.5",
+                round(per_tick, 3),
+                per_tick <= 2.5,
+            )
+        )
+        checks.append(
+            _check(
+                f"locks at {n} replicas: 0 duplicates, 0 missed",
+                f"{run['duplicates']} / {run['missed']}",
+                run["duplicates"] == 0 and run["missed"] == 0,
+            )
+        )
+        winner = run.get("winner_claim_latency_one_job_at_a_time_s", {}).get("median")
+        if winner is not None:
+            checks.append(
+                _check(
+                    f"locks at {n} replicas: winner's claim p50 < 10 ms (s)",
+                    round(winner, 4),
+                    winner < 0.010,
+                )
+            )
+    return checks
 
 
 def _footprint_rows(footprint: dict[str, Any], impls: tuple[str, ...]) -> list[Row]:
@@ -191,7 +239,9 @@ def table(results: dict[str, Any]) -> str:
     if _ok(results.get("api_load")):
         rows += _load_rows(results["api_load"], impls)
     if _ok(results.get("locks")):
-        rows += _lock_rows(results["locks"]["k8slease"], len(impls) - 1)
+        for run in results["locks"]["k8slease"].get("by_replicas", {}).values():
+            if _ok(run):
+                rows += _lock_rows(run, len(impls) - 1)
     if _ok(results.get("footprint")):
         rows += _footprint_rows(results["footprint"], impls)
     header: Row = ("metric", *(LABELS[i] for i in impls))

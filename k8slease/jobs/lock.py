@@ -2,8 +2,12 @@
 
 :class:`JobLock` drives the pure decisions in :mod:`k8slease.jobs.lockrules` with a transport,
 a clock and a keep-alive thread. One conditional write grants the lock, claims the tick and bumps
-the fencing token; one conditional write releases it and stores the run record. A skip costs one
-read and writes nothing.
+the fencing token; one conditional write releases it and stores the run record. With a
+:class:`~k8slease.jobs.lockcache.ClaimCache` (what ``Jobs`` gives it) the claim is judged from
+the informer's view after this replica's wait in the tick's claim order
+(:mod:`k8slease.jobs.claimorder`), so a skip costs no request at all and a read happens only after
+a lost conditional write; without one (or while the informer is not synced) the lock reads the
+Lease first, one GET per claim.
 """
 
 from __future__ import annotations
@@ -15,7 +19,16 @@ from datetime import datetime
 from k8slease.callbacks import CancelHooks
 from k8slease.clock import Clock, SystemClock
 from k8slease.errors import AlreadyExists, ConfigError, Conflict, NotFound, TransportError
-from k8slease.jobs.lockrules import Verdict, check_lock_times, extend, judge_claim, release
+from k8slease.jobs.claimorder import claim_delay, claim_rank
+from k8slease.jobs.lockcache import ClaimCache
+from k8slease.jobs.lockrules import (
+    Claim,
+    Verdict,
+    check_lock_times,
+    extend,
+    judge_claim,
+    release,
+)
 from k8slease.kube.events import EventRecorder
 from k8slease.lease.jobrecord import (
     JobState,
@@ -24,7 +37,7 @@ from k8slease.lease.jobrecord import (
     lease_with_job_state,
 )
 from k8slease.lease.observe import Observations
-from k8slease.lease.record import LeaseRecord, lease_with_record, new_lease
+from k8slease.lease.record import lease_with_record, new_lease
 from k8slease.lease.transport import LeaseTransport
 from k8slease.lease.view import LeaseView
 from k8slease.logs import get_logger
@@ -70,7 +83,9 @@ class JobLock:
     ``lock_at_most_for`` (seconds) is the Lease duration: the ceiling after which a crashed
     holder's lock may be taken. ``lock_at_least_for`` (seconds, default 0) keeps the lock after a
     run that finished sooner, so replicas whose schedulers fire a little late skip. While a job
-    runs its lock is extended every ``lock_at_most_for / 3`` seconds.
+    runs its lock is extended every ``lock_at_most_for / 3`` seconds. ``cache`` lets claims be
+    judged from the informer's view; ``ordered`` (default) makes this replica first wait for its
+    turn in the tick's claim order (LEADER jobs, fired by the leader alone, do not wait).
     """
 
     def __init__(
@@ -85,6 +100,8 @@ class JobLock:
         clock: Clock | None = None,
         events: EventRecorder | None = None,
         observations: Observations | None = None,
+        cache: ClaimCache | None = None,
+        ordered: bool = True,
     ) -> None:
         check_lock_times(lock_at_most_for, lock_at_least_for)
         if not identity:
@@ -100,6 +117,10 @@ class JobLock:
         self._clock = clock or SystemClock()
         self._events = events
         self._observations = observations or Observations(self._clock)
+        if cache is not None and cache.observations is not self._observations:
+            raise ConfigError("cache must read the observations the lock keeps")
+        self._cache = cache
+        self._ordered = ordered
         self._active: Grant | None = None
         self._highest_token = 0
         self._active_lock = threading.Lock()
@@ -115,6 +136,16 @@ class JobLock:
             return None
         self._observations.see(self.name, view)
         return view.job
+
+    def seen(self) -> LeaseView | None:
+        """The job's Lease as this replica last saw it (informer or own writes), no request."""
+        observation, _, _ = self._observations.current(self.name)
+        return None if observation is None else observation.view
+
+    @property
+    def observations(self) -> Observations:
+        """What this replica has seen of the group's job Leases."""
+        return self._observations
 
     # -- claiming -----------------------------------------------------------------------------
 
@@ -135,35 +166,88 @@ class JobLock:
             return grant_or_skip
 
     def _try_acquire(self, tick: datetime, *, reclaim_own: bool) -> Grant | Verdict:
+        cache = self._cache
+        if cache is not None and cache.usable():
+            return self._claim_from_cache(cache, tick, reclaim_own=reclaim_own)
+        lease = self._read()
+        unchanged_for = 0.0 if lease is None else self._observations.see(self.name, lease)
+        claim = self._judge(lease, unchanged_for, tick, reclaim_own=reclaim_own)
+        if claim.verdict is not Verdict.GRANT:
+            return self._skipped(tick, claim)
+        return self._write_claim(lease, claim, tick)
+
+    def _claim_from_cache(
+        self, cache: ClaimCache, tick: datetime, *, reclaim_own: bool
+    ) -> Grant | Verdict:
+        """Claim from the informer's view: no read. This replica's place in the tick's claim
+        order decides how long it first waits for someone else's claim to show; then, if the
+        view still says the tick is free, one conditional write. A 409 (someone won, or the view
+        was stale) is the one case that reads the Lease, to judge again on what is there."""
+        wait = 0.0  # no turn to wait for when only one replica fires (LEADER jobs)
+        if self._ordered:
+            members = cache.members(self._clock.monotonic())
+            rank = claim_rank(members, self.identity, self.job, tick)
+            wait = claim_delay(rank, step=cache.step, spread=cache.spread)
+        deadline = self._clock.monotonic() + wait
+        while True:
+            generation = self._observations.generation
+            observation, unchanged_for, highest = self._observations.current(self.name)
+            self._highest_token = max(self._highest_token, highest)
+            lease = None if observation is None else observation.view
+            claim = self._judge(lease, unchanged_for, tick, reclaim_own=reclaim_own)
+            remaining = deadline - self._clock.monotonic()
+            if claim.verdict is Verdict.ALREADY_CLAIMED or remaining <= 0:
+                break
+            self._observations.wait_for_change(generation, remaining)
+        if claim.verdict is not Verdict.GRANT:
+            return self._skipped(tick, claim)
+        written = self._write_claim(lease, claim, tick)
+        if written is not Verdict.LOST_RACE:
+            return written
+        fresh = self._read()
+        unchanged_for = 0.0 if fresh is None else self._observations.see(self.name, fresh)
+        claim = self._judge(fresh, unchanged_for, tick, reclaim_own=reclaim_own)
+        if claim.verdict is not Verdict.GRANT:
+            self._skipped(tick, claim)
+            return Verdict.LOST_RACE
+        return self._write_claim(fresh, claim, tick)
+
+    def _read(self) -> LeaseView | None:
+        """The job's Lease, read now (``None`` when it does not exist)."""
         try:
-            lease: LeaseView | None = LeaseView.decode(self.transport.get(self.name))
+            return LeaseView.decode(self.transport.get(self.name))
         except NotFound:
-            lease = None
-        now = self._clock.now()
-        record: LeaseRecord | None
-        if lease is None:
-            record, state, unchanged_for = None, JobState(), 0.0
-        else:
-            unchanged_for = self._observations.see(self.name, lease)
-            record, state = lease.record, lease.job
-            self._highest_token = max(self._highest_token, record.fencing_token)
-        claim = judge_claim(
-            record,
-            state,
+            return None
+
+    def _judge(
+        self, lease: LeaseView | None, unchanged_for: float, tick: datetime, *, reclaim_own: bool
+    ) -> Claim:
+        if lease is not None:
+            self._highest_token = max(self._highest_token, lease.fencing_token)
+        return judge_claim(
+            None if lease is None else lease.record,
+            JobState() if lease is None else lease.job,
             me=self.identity,
             tick=tick,
             unchanged_for=unchanged_for,
             lock_at_most_for=self.lock_at_most_for,
-            now=now,
+            now=self._clock.now(),
             reclaim_own=reclaim_own,
             highest_token_seen=self._highest_token,
         )
-        if claim.verdict is not Verdict.GRANT:
-            self._log.debug(
-                "lock.skipped", tick=tick.isoformat(), why=claim.verdict.value, detail=claim.detail
-            )
-            return claim.verdict
+
+    def _skipped(self, tick: datetime, claim: Claim) -> Verdict:
+        self._log.debug(
+            "lock.skipped", tick=tick.isoformat(), why=claim.verdict.value, detail=claim.detail
+        )
+        return claim.verdict
+
+    def _write_claim(
+        self, lease: LeaseView | None, claim: Claim, tick: datetime
+    ) -> Grant | Verdict:
+        """Write a granted ``claim`` conditionally on ``lease`` (create when ``None``)."""
         assert claim.record is not None and claim.state is not None
+        now = claim.record.renew_time or self._clock.now()
         sent = self._clock.monotonic()
         try:
             if lease is None:
@@ -179,7 +263,7 @@ class JobLock:
                     lease_with_record(lease.body, claim.record), claim.state
                 )
                 written = self.transport.replace(self.name, body)
-        except (AlreadyExists, Conflict):
+        except (AlreadyExists, Conflict, NotFound):
             self._log.debug("lock.skipped", tick=tick.isoformat(), why="lost-race")
             return Verdict.LOST_RACE
         view = LeaseView.decode(written)
@@ -194,8 +278,8 @@ class JobLock:
             _view=view,
             _last_ok_send=sent,
         )
-        if record is not None and record.malformed:
-            self._log.warning("lock.repaired_malformed_lease", problems=list(record.problems))
+        if lease is not None and lease.record.malformed:
+            self._log.warning("lock.repaired_malformed_lease", problems=list(lease.record.problems))
         self._log.info("lock.acquired", tick=tick.isoformat(), fencing_token=grant.fencing_token)
         return grant
 

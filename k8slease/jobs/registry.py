@@ -47,6 +47,12 @@ from k8slease.errors import ConfigError
 from k8slease.jobs.catchup import schedule_catch_up
 from k8slease.jobs.executors import TickAsyncIOExecutor, TickThreadPoolExecutor
 from k8slease.jobs.lock import JobLock
+from k8slease.jobs.lockcache import (
+    DEFAULT_CLAIM_SPREAD,
+    DEFAULT_CLAIM_STEP,
+    ClaimCache,
+    check_claim_spacing,
+)
 from k8slease.jobs.misfire import MisfirePolicy
 from k8slease.jobs.runner import TickRunner
 from k8slease.jobs.singletons import SingletonRun
@@ -92,7 +98,10 @@ class Jobs:
     True, as for :class:`~k8slease.LeaderElector`): on ``start`` (so also ``run``, ``with`` and
     ``async with``) from the main thread, SIGTERM and SIGINT stop the jobs (the group Lease is
     released) and then reach the handler that was there before (the default SIGTERM action ends the
-    process; SIGINT raises ``KeyboardInterrupt``).
+    process; SIGINT raises ``KeyboardInterrupt``). ``claim_step``
+    (seconds, default 0.5) and ``claim_spread`` (default 3) space the replicas' claims of a tick:
+    the replica ranked ``r`` for a tick tries after ``min(r, claim_spread) * claim_step`` seconds,
+    and only if it has not seen the claim by then (see ``docs/operations.md``).
     """
 
     def __init__(
@@ -109,6 +118,8 @@ class Jobs:
         clock: Clock | None = None,
         metrics: JobMetrics | None = None,
         handle_signals: bool = True,
+        claim_step: float = DEFAULT_CLAIM_STEP,
+        claim_spread: int = DEFAULT_CLAIM_SPREAD,
     ) -> None:
         self.group = validate_lease_name(group)
         if "." in group:
@@ -131,6 +142,9 @@ class Jobs:
         self.election = election or ElectionTiming()
         self.request_timeout = check_seconds("request_timeout", request_timeout, above=True)
         self.restart_delay = check_seconds("restart_delay", restart_delay)
+        check_claim_spacing(claim_step, claim_spread)
+        self.claim_step = float(claim_step)
+        self.claim_spread = claim_spread
         self._clock = clock or SystemClock()
         self._metrics: JobMetrics = metrics or default_job_metrics()
         self._specs: dict[str, JobSpec] = {}
@@ -293,11 +307,18 @@ class Jobs:
             api_client, self.namespace, identity=self.identity, clock=self._clock
         )
         observations = Observations(self._clock)
+        cache: ClaimCache | None = None
         if any(spec.coordinated for spec in self._specs.values()):
             self._informer = LeaseInformer(
                 transport,
                 observations,
                 label_selector=f"{LABEL_GROUP}={self.group},{LABEL_ROLE}={ROLE_JOB}",
+            )
+            cache = ClaimCache(
+                observations,
+                self._informer.synced.is_set,
+                step=self.claim_step,
+                spread=self.claim_spread,
             )
             self._informer.start()
         for spec in self._specs.values():
@@ -313,6 +334,9 @@ class Jobs:
                     clock=self._clock,
                     events=events,
                     observations=observations,
+                    cache=cache,
+                    # only the leader fires LEADER jobs: nobody to take turns with
+                    ordered=spec.mode is Mode.ONCE_PER_TICK,
                 )
             self.runners[spec.name] = TickRunner(
                 spec,

@@ -27,9 +27,11 @@ log = get_logger("k8slease.informer")
 class LeaseInformer:
     """Feeds ``observations`` from a list+watch of the Leases matching ``label_selector``.
 
-    ``retry_interval`` (seconds, default 5, jittered) is how long to wait before listing again
-    after the API server failed; ``watch_timeout`` (seconds, default 300) is how long one watch
-    request lasts before it is renewed.
+    ``synced`` is set while the view is current (listed, then watching) and cleared when the
+    list or watch fails, so that readers fall back to reading the Lease. ``retry_interval``
+    (seconds, default 5, jittered) is how long to wait before listing again after the API server
+    failed; ``watch_timeout`` (seconds, default 300) is how long one watch request lasts before
+    it is renewed.
     """
 
     transport: LeaseTransport
@@ -72,10 +74,12 @@ class LeaseInformer:
                             return
                         version = resource_version(event.lease)
                         if event.type == "DELETED":
-                            self.observations.forget(lease_name_of(event.lease))
+                            # seen absent, not forgotten: the highest fencing token stays known
+                            self._see(event.lease, absent=True)
                         elif event.type in ("ADDED", "MODIFIED"):
                             self._see(event.lease)
             except TransportError as exc:
+                self.synced.clear()  # until listed again, the view may miss writes
                 if self._stop.is_set():
                     return
                 if exc.status == 410:
@@ -84,10 +88,11 @@ class LeaseInformer:
                 self._errors.failed("list", exc)  # once with a hint, then counted
                 self._stop.wait(self.retry_interval * random.uniform(0.8, 1.2))
             except Exception:  # never let the informer thread die silently
+                self.synced.clear()
                 self._log.exception("informer.crashed")
                 self._stop.wait(self.retry_interval)
 
-    def _see(self, lease: dict[str, object]) -> None:
+    def _see(self, lease: dict[str, object], *, absent: bool = False) -> None:
         name = lease_name_of(lease)
         if name:
-            self.observations.see(name, lease)
+            self.observations.see(name, None if absent else lease)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -131,7 +131,17 @@ class Observations:
     def __init__(self, clock: Clock) -> None:
         self._clock = clock
         self._lock = threading.Lock()
+        #: notified whenever a Lease is seen or forgotten (see :meth:`wait_for_change`)
+        self._changed = threading.Condition(self._lock)
         self._observers: dict[str, LeaseObserver] = {}
+        self._generation = 0
+        self._listeners: list[Callable[[Observation], None]] = []
+
+    def add_listener(self, listener: Callable[[Observation], None]) -> None:
+        """Call ``listener`` (under this object's lock: keep it short, no I/O) with every new
+        observation of a Lease whose content changed."""
+        with self._lock:
+            self._listeners.append(listener)
 
     def see(self, name: str, lease: LeaseView | Mapping[str, Any] | None) -> float:
         """Record ``lease`` (``None``: absent) as seen now; return for how long it is unchanged."""
@@ -139,7 +149,42 @@ class Observations:
             observer = self._observers.setdefault(name, LeaseObserver())
             now = self._clock.monotonic()
             observation = observer.observe(lease, now)
+            if observation.first_seen_at == now and observation.view is not None:
+                for listener in self._listeners:
+                    listener(observation)
+            self._generation += 1
+            self._changed.notify_all()
             return max(0.0, now - observation.first_seen_at)
+
+    def current(self, name: str) -> tuple[Observation | None, float, int]:
+        """What was last seen of ``name`` (``None``: never seen), for how long it has been seen
+        unchanged up to now, and the highest fencing token ever seen on it."""
+        with self._lock:
+            observer = self._observers.get(name)
+            if observer is None or observer.current is None:
+                return None, 0.0, 0 if observer is None else observer.highest_token
+            unchanged = max(0.0, self._clock.monotonic() - observer.current.first_seen_at)
+            return observer.current, unchanged, observer.highest_token
+
+    @property
+    def generation(self) -> int:
+        """A number that grows with every :meth:`see` and :meth:`forget`."""
+        with self._lock:
+            return self._generation
+
+    def observed(self) -> list[Observation]:
+        """The current observation of every Lease seen to exist."""
+        with self._lock:
+            current = [o.current for o in self._observers.values()]
+        return [o for o in current if o is not None and o.view is not None]
+
+    def wait_for_change(self, since: int, timeout: float) -> int:
+        """Block until something is seen after generation ``since`` or ``timeout`` seconds of the
+        clock passed (may return early); returns the generation now."""
+        with self._lock:
+            if self._generation == since and timeout > 0:
+                self._clock.wait(self._changed, timeout)
+            return self._generation
 
     def observer(self, name: str) -> LeaseObserver:
         """The observer of Lease ``name`` (created on first use)."""
@@ -150,3 +195,5 @@ class Observations:
         """Drop what was seen of ``name`` (for example after deleting it)."""
         with self._lock:
             self._observers.pop(name, None)
+            self._generation += 1
+            self._changed.notify_all()

@@ -14,6 +14,7 @@ ROOT = Path(__file__).resolve().parents[3]
 TINY = [
     "--skip-others", "--graceful-trials", "1", "--crash-trials", "0", "--load-window", "2",
     "--load-warmup", "0.5", "--candidates", "2", "--jobs", "5", "--lock-ticks", "1",
+    "--lock-replicas", "2,3",
     "--import-runs", "1",
 ]  # fmt: skip
 
@@ -38,5 +39,7 @@ def test_bench_quick_harness_writes_table_json_and_png(tmp_path: Path) -> None:
         assert "client-go (LeaseLock)" in done.stdout
     else:
         assert "Go" in results["meta"]["left_out"]["clientgo"]
-    assert results["locks"]["k8slease"]["duplicates"] == 0
+    by_replicas = results["locks"]["k8slease"]["by_replicas"]
+    assert sorted(by_replicas) == ["2", "3"]
+    assert all(run["duplicates"] == 0 for run in by_replicas.values())
     assert (tmp_path / "failover.png").read_bytes().startswith(b"\x89PNG")

@@ -142,7 +142,8 @@ def test_an_unreachable_api_server_skips_coordinated_jobs_and_warns_once(
     jobs.cron(NEVER, name="metrics-push", fail_open=True)(lambda ctx: ran.append("push"))
     stop_after.append(jobs)
     jobs.start()
-    server.faults.add("get", "leases", status=503)
+    # claims read the informer's cache and write; every request the lock sends fails
+    server.faults.add(("get", "create", "update"), "leases", status=503)
     with caplog.at_level(logging.DEBUG, logger="k8slease"):
         for minute in range(3):
             tick = T0 + timedelta(minutes=minute)
@@ -168,7 +169,7 @@ def test_a_forbidden_answer_also_skips_rather_than_running_everywhere(
     jobs.cron(NEVER, name="invoices")(lambda ctx: pytest.fail("must not run"))
     stop_after.append(jobs)
     jobs.start()
-    server.faults.add("get", "leases", status=403)
+    server.faults.add(("get", "create", "update"), "leases", status=403)
     assert jobs.fire("invoices", T0) is None
 
 
