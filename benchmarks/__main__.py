@@ -275,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
         print(report.table(results))
     if _has_real(results):
         print("\nreal kube-apiserver (ControlPlane):")
-        print(report.table(results["real"]))
+        print(report.table({**results["real"], "meta": results["meta"]}))
     elif "real" in results:
         print(f"\nreal kube-apiserver: FAILED ({results['real'].get('error')})")
     print(report.others(results.get("others", {})))
