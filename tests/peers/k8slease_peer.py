@@ -42,7 +42,7 @@ class RenewReporter:
     def __init__(self, identity: str) -> None:
         self.identity = identity
 
-    def set_leader(self, lease: str, identity: str, leading: bool) -> None:
+    def set_leader(self, lease: str, leading: bool) -> None:
         pass
 
     def renewed(self, lease: str, seconds: float) -> None:

@@ -136,7 +136,8 @@ def test_readme_jobs_block_runs_as_written_on_the_core(
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert proc.returncode == 0, out
+    # released, then ended by SIGTERM's default action, as the process would have without us
+    assert proc.returncode == -signal.SIGTERM, out
     released = leases.get("billing") or {}
     assert not released.get("spec", {}).get("holderIdentity"), "SIGTERM releases the Lease"
     api.close()
