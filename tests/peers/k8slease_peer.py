@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import signal
 import sys
 import threading
 import time
@@ -93,7 +94,10 @@ def main(argv: list[str] | None = None) -> int:
         handle_signals=True,
         metrics=RenewReporter(me),
     )
-    elector.run()  # returns after SIGTERM/SIGINT, once the Lease is released
+    # like the client-go peer, exit 0 on SIGTERM: the elector releases the Lease first and then
+    # hands the signal on to the handler that was there before it (this one)
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
+    elector.run()
     return 0
 
 
