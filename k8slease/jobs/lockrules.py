@@ -29,7 +29,13 @@ from enum import Enum
 from k8slease.errors import ConfigError
 from k8slease.lease.jobrecord import JobState, Outcome, RunRecord
 from k8slease.lease.record import LeaseRecord
-from k8slease.lease.rules import effective_duration, grant_record, release_record, renewal_record
+from k8slease.lease.rules import (
+    grant_record,
+    is_release,
+    lock_duration,
+    release_record,
+    renewal_record,
+)
 
 
 class Verdict(Enum):
@@ -64,13 +70,14 @@ def whole_seconds(seconds: float) -> int:
 def expired(record: LeaseRecord, *, unchanged_for: float, fallback_duration: float) -> bool:
     """Whether a held Lease may be taken: seen unchanged for its duration on our own clock.
 
-    The Lease's own ``leaseDurationSeconds`` decides; a malformed Lease falls back to the larger
-    of its duration and ``fallback_duration`` so hand edits never shorten it (the same rule as
-    the elector's, :func:`k8slease.lease.rules.effective_duration`).
+    A well-formed held lock's own ``leaseDurationSeconds`` decides (its holder shortens it for
+    ``lock_at_least_for``); a malformed one, or one without holder that is not a release, waits
+    for the longer of its duration and ``fallback_duration``; only a real release is free at once
+    (:func:`k8slease.lease.rules.lock_duration`, :func:`~k8slease.lease.rules.is_release`).
     """
-    if not record.held and not record.malformed:
+    if is_release(record):
         return True
-    return unchanged_for >= effective_duration(record, fallback_duration)
+    return unchanged_for >= lock_duration(record, fallback_duration)
 
 
 def judge_claim(

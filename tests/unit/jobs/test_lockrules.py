@@ -37,7 +37,7 @@ def claim(
 
 
 def test_free_lock_is_granted_with_the_tick_claimed_and_a_new_token() -> None:
-    result = claim(LeaseRecord(fencing_token=41, transitions=3), JobState())
+    result = claim(LeaseRecord(duration_seconds=1, fencing_token=41, transitions=3), JobState())
     assert result.verdict is Verdict.GRANT
     assert result.record is not None and result.state is not None
     assert result.record.holder == "a"
@@ -50,11 +50,18 @@ def test_free_lock_is_granted_with_the_tick_claimed_and_a_new_token() -> None:
 
 def test_a_tick_not_newer_than_the_claimed_one_is_refused_even_when_free() -> None:
     state = JobState(claimed_tick=T0)
-    assert claim(LeaseRecord(), state, tick=T0).verdict is Verdict.ALREADY_CLAIMED
+    free = LeaseRecord(duration_seconds=1)
+    assert claim(free, state, tick=T0).verdict is Verdict.ALREADY_CLAIMED
     earlier = T0 - timedelta(hours=1)
-    assert claim(LeaseRecord(), state, tick=earlier).verdict is Verdict.ALREADY_CLAIMED
+    assert claim(free, state, tick=earlier).verdict is Verdict.ALREADY_CLAIMED
     later = T0 + timedelta(hours=1)
-    assert claim(LeaseRecord(), state, tick=later).verdict is Verdict.GRANT
+    assert claim(free, state, tick=later).verdict is Verdict.GRANT
+
+
+def test_a_lock_without_holder_that_is_not_a_release_is_held_by_someone_unknown() -> None:
+    edited = LeaseRecord(holder="", duration_seconds=30, fencing_token=7)
+    assert claim(edited, JobState(), unchanged_for=31, at_most=60).verdict is Verdict.HELD
+    assert claim(edited, JobState(), unchanged_for=60, at_most=60).verdict is Verdict.GRANT
 
 
 def test_a_held_lock_is_taken_only_after_being_seen_unchanged_for_its_duration() -> None:
