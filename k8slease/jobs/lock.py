@@ -142,12 +142,18 @@ class JobLock:
             lease = None
         now = self._clock.now()
         record: LeaseRecord | None
+        unchanged_for = self._observations.see(self.name, lease)
+        # what this replica (its own reads and its informer) has seen, kept across a deletion
+        observer = self._observations.observer(self.name)
+        self._highest_token = max(self._highest_token, observer.highest_token)
         if lease is None:
-            record, state, unchanged_for = None, JobState(), 0.0
+            # deleted (or never created): a holder seen before the deletion is waited out, and
+            # no tick seen claimed is claimed again
+            current = observer.current
+            record = None if current is None else current.held_before_absence
+            state = JobState(claimed_tick=observer.highest_claimed_tick)
         else:
-            unchanged_for = self._observations.see(self.name, lease)
             record, state = lease.record, lease.job
-            self._highest_token = max(self._highest_token, record.fencing_token)
         claim = judge_claim(
             record,
             state,

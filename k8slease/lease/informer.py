@@ -70,7 +70,9 @@ class LeaseInformer:
                             return
                         version = resource_version(event.lease)
                         if event.type == "DELETED":
-                            self.observations.forget(lease_name_of(event.lease))
+                            # seen absent, not forgotten: the observer keeps the highest token
+                            # and claimed tick, and a Lease deleted while held is waited out
+                            self.observations.see(lease_name_of(event.lease), None)
                         elif event.type in ("ADDED", "MODIFIED"):
                             self._see(event.lease)
             except TransportError as exc:

@@ -18,6 +18,7 @@ import json
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from k8slease.clock import Clock
@@ -73,8 +74,9 @@ def content_key(lease: Mapping[str, Any] | None) -> str:
 class LeaseObserver:
     """Tracks one Lease's observations; not thread-safe (its owner serialises calls).
 
-    It also remembers the highest fencing token ever seen, so that a grant on a Lease whose
-    token annotation was edited away still issues a token above every one this replica saw.
+    It also remembers the highest fencing token and the newest claimed job tick ever seen, so
+    that a grant on a Lease whose annotations were edited away, or that was deleted, still issues
+    a token above every one this replica saw and never claims a tick seen claimed.
     """
 
     def __init__(self) -> None:
@@ -82,6 +84,8 @@ class LeaseObserver:
         self._key: str | None = None
         self._last_held: LeaseRecord | None = None
         self.highest_token = 0
+        #: The newest job tick ever seen claimed on this Lease (kept when it is deleted).
+        self.highest_claimed_tick: datetime | None = None
 
     @property
     def current(self) -> Observation | None:
@@ -98,6 +102,11 @@ class LeaseObserver:
         key = content_key(None if view is None else view.body)
         if view is not None:
             self.highest_token = max(self.highest_token, view.fencing_token)
+            claimed = view.job.claimed_tick
+            if claimed is not None and (
+                self.highest_claimed_tick is None or claimed > self.highest_claimed_tick
+            ):
+                self.highest_claimed_tick = claimed
         previous = self._current
         if previous is not None and key == self._key:
             self._current = Observation(
