@@ -17,8 +17,8 @@ anything) and that the API server applies writes conditionally on ``resourceVers
 2. A candidate takes a held Lease only after it has seen the same record for the longer of the
    record's ``leaseDurationSeconds`` and its own configured duration, timed on its own monotonic
    clock from the first time it saw that record (so a duration shortened by hand is never
-   honoured at once). It reads the clock *after* the answer arrived, so its timer starts no earlier than the
-   write that produced the record (see :mod:`k8slease.lease.observe`).
+   honoured at once). It reads the clock *after* the answer arrived, so its timer starts no
+   earlier than the write that produced the record (see :mod:`k8slease.lease.observe`).
 3. ``renew_deadline < lease_duration`` (enforced by :class:`~k8slease.ElectionTiming`).
    Whenever the leader's last successful write was sent at ``s`` and applied at ``w >= s``, a
    candidate's takeover write lands at ``>= w + lease_duration > s + renew_deadline``: the leader
