@@ -103,6 +103,7 @@ class JobLock:
         self._observations = observations or Observations(self._clock)
         self._active: Grant | None = None
         self._highest_token = 0
+        self._reported_suspect: datetime | None = None
         self._active_lock = threading.Lock()
         self._log = log.bind(lease=self.name, job=job, group=group, identity=identity)
 
@@ -165,6 +166,8 @@ class JobLock:
             reclaim_own=reclaim_own,
             highest_token_seen=self._highest_token,
         )
+        if claim.suspect_claim is not None:
+            self._report_suspect(claim.suspect_claim, now, lease)
         if claim.verdict is not Verdict.GRANT:
             self._log.debug(
                 "lock.skipped", tick=tick.isoformat(), why=claim.verdict.value, detail=claim.detail
@@ -205,6 +208,24 @@ class JobLock:
             self._log.warning("lock.repaired_malformed_lease", problems=list(record.problems))
         self._log.info("lock.acquired", tick=tick.isoformat(), fencing_token=grant.fencing_token)
         return grant
+
+    def _report_suspect(self, claimed: datetime, now: datetime, lease: LeaseView | None) -> None:
+        """Warn (once per suspect tick) and post an Event: a claimed tick far in the future."""
+        if claimed == self._reported_suspect:
+            return
+        self._reported_suspect = claimed
+        message = (
+            f"job {self.job}: claimed tick {claimed.isoformat()} is more than lock_at_most_for "
+            f"({self.lock_at_most_for:g}s) ahead of {self.identity}'s clock ({now.isoformat()}): "
+            "a fast wall clock or a hand edit; ticks after the last run are claimed over it"
+        )
+        self._log.warning(
+            "lock.future_claim", claimed_tick=claimed.isoformat(), now=now.isoformat()
+        )
+        if self._events is not None and lease is not None:
+            self._events.post(
+                lease.body, reason="FutureTickClaimed", message=message, type_="Warning"
+            )
 
     # -- keeping ------------------------------------------------------------------------------
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import Enum
 
 from k8slease.errors import ConfigError
@@ -60,6 +60,9 @@ class Claim:
     record: LeaseRecord | None = None
     state: JobState | None = None
     detail: str = ""
+    #: A claimed tick further ahead of ``now`` than ``lock_at_most_for`` (a fast wall clock or a
+    #: hand edit), judged as not claimed; the caller reports it.
+    suspect_claim: datetime | None = None
 
 
 def whole_seconds(seconds: float) -> int:
@@ -101,10 +104,12 @@ def judge_claim(
     catch-up uses that to run missed ticks back to back. ``highest_token_seen`` keeps fencing
     tokens growing for this replica even if the Lease was deleted or its annotation edited away.
     """
-    if state.claimed_tick is not None and tick <= state.claimed_tick:
+    claimed, suspect = claimed_floor(state, now=now, bound=lock_at_most_for)
+    if claimed is not None and tick <= claimed:
         return Claim(
             Verdict.ALREADY_CLAIMED,
-            detail=f"tick {tick.isoformat()} <= claimed {state.claimed_tick.isoformat()}",
+            detail=f"tick {tick.isoformat()} <= claimed {claimed.isoformat()}",
+            suspect_claim=suspect,
         )
     if record is not None:
         own_idle = reclaim_own and record.holder == me and not record.malformed
@@ -119,7 +124,33 @@ def judge_claim(
         now=now,
         highest_token_seen=highest_token_seen,
     )
-    return Claim(Verdict.GRANT, record=granted, state=replace(state, claimed_tick=tick))
+    return Claim(
+        Verdict.GRANT,
+        record=granted,
+        state=replace(state, claimed_tick=tick),
+        suspect_claim=suspect,
+    )
+
+
+def claimed_floor(
+    state: JobState, *, now: datetime, bound: float
+) -> tuple[datetime | None, datetime | None]:
+    """The newest tick that counts as claimed, and the claimed tick set aside as suspect.
+
+    A claimed tick more than ``bound`` seconds (``lock_at_most_for``) ahead of ``now`` cannot
+    come from a replica whose wall clock is within the stated bound of ours: it is a fast clock or
+    a hand edit. Honouring it would silence the job until the wall clock reaches it, so it is set
+    aside (and reported); the newest tick known to have run (completed, or the last run's, when
+    not suspect themselves) still counts, so a tick that may have really run is never claimed
+    again. Ticks after that may be claimed, and the claim overwrites the suspect tick.
+    """
+    limit = now + timedelta(seconds=bound)
+    claimed = state.claimed_tick
+    if claimed is None or claimed <= limit:
+        return claimed, None
+    ran = [state.completed_tick, state.last_run.tick if state.last_run is not None else None]
+    known = [t for t in ran if t is not None and t <= limit]
+    return (max(known) if known else None), claimed
 
 
 def extend(record: LeaseRecord, *, now: datetime) -> LeaseRecord:

@@ -24,6 +24,7 @@ def claim(
     tick: datetime = T0,
     unchanged_for: float = 0.0,
     at_most: float = 900.0,
+    now: datetime = NOW,
 ):
     return judge_claim(
         record,
@@ -32,7 +33,7 @@ def claim(
         tick=tick,
         unchanged_for=unchanged_for,
         lock_at_most_for=at_most,
-        now=NOW,
+        now=now,
     )
 
 
@@ -154,13 +155,16 @@ def test_no_tick_is_ever_granted_twice_whatever_order_replicas_claim_in(
     ticks: list[int], replicas: int
 ) -> None:
     """Replicas claim ticks in any order (late schedulers included) against one Lease; each
-    successful claim is a conditional write, so claims are serialised. No tick is granted twice."""
+    successful claim is a conditional write, so claims are serialised. No tick is granted twice.
+    Wall clocks are within the bound: a tick is claimed no earlier than its time."""
     record, state = LeaseRecord(), JobState()
     granted: list[datetime] = []
+    latest = T0
     for i, minute in enumerate(ticks):
         me = f"r{i % replicas}"
         tick = T0 + timedelta(minutes=minute)
-        result = claim(record, state, me=me, tick=tick, unchanged_for=10_000)
+        latest = max(latest, tick)
+        result = claim(record, state, me=me, tick=tick, unchanged_for=10_000, now=latest)
         if result.verdict is Verdict.GRANT:
             assert result.record is not None and result.state is not None
             granted.append(tick)
@@ -182,3 +186,33 @@ def test_no_tick_is_ever_granted_twice_whatever_order_replicas_claim_in(
     assert len(granted) == len(set(granted))
     assert granted == sorted(granted)
     assert record.fencing_token == len(granted)
+
+
+# -- hole 2 of issue 15: a claimed tick in the future must not silence a job ---------------------
+
+
+def test_a_claimed_tick_further_ahead_than_lock_at_most_for_is_suspect_and_overwritten() -> None:
+    free = LeaseRecord(duration_seconds=1, fencing_token=5)
+    future = NOW + timedelta(days=3)  # a fast wall clock or a hand edit claimed it
+    state = JobState(claimed_tick=future, completed_tick=T0 - timedelta(minutes=1))
+    result = claim(free, state, tick=T0, at_most=60)
+    assert result.verdict is Verdict.GRANT
+    assert result.suspect_claim == future
+    assert result.state is not None and result.state.claimed_tick == T0
+
+
+def test_a_suspect_claim_still_refuses_ticks_that_have_run() -> None:
+    free = LeaseRecord(duration_seconds=1, fencing_token=5)
+    state = JobState(claimed_tick=NOW + timedelta(days=3), completed_tick=T0)
+    refused = claim(free, state, tick=T0, at_most=60)
+    assert refused.verdict is Verdict.ALREADY_CLAIMED
+    assert refused.suspect_claim == state.claimed_tick, "reported even when refused"
+    later = claim(free, state, tick=T0 + timedelta(minutes=1), at_most=60)
+    assert later.verdict is Verdict.GRANT
+
+
+def test_a_claimed_tick_within_lock_at_most_for_of_now_is_honoured() -> None:
+    free = LeaseRecord(duration_seconds=1, fencing_token=5)
+    near = NOW + timedelta(seconds=59)  # within the clock bound: it may really be running
+    result = claim(free, JobState(claimed_tick=near), tick=T0, at_most=60)
+    assert result.verdict is Verdict.ALREADY_CLAIMED and result.suspect_claim is None
