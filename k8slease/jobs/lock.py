@@ -206,6 +206,8 @@ class JobLock:
         )
         if record is not None and record.malformed:
             self._log.warning("lock.repaired_malformed_lease", problems=list(record.problems))
+        if claim.lost_tick is not None and record is not None:
+            self._report_lost(claim.lost_tick, record.holder, view)
         self._log.info("lock.acquired", tick=tick.isoformat(), fencing_token=grant.fencing_token)
         return grant
 
@@ -225,6 +227,19 @@ class JobLock:
         if self._events is not None and lease is not None:
             self._events.post(
                 lease.body, reason="FutureTickClaimed", message=message, type_="Warning"
+            )
+
+    def _report_lost(self, tick: datetime, holder: str, lease: LeaseView) -> None:
+        """A tick claimed by ``holder`` never finished: warn and post an Event (the grant
+        recorded it as a ``lost`` run, which the operator reports too)."""
+        self._log.warning("lock.tick_lost", lost_tick=tick.isoformat(), holder=holder)
+        if self._events is not None:
+            self._events.post(
+                lease.body,
+                reason="RunLost",
+                message=f"job {self.job} tick {tick.isoformat()} claimed by {holder} never "
+                f"finished: its holder stopped renewing the lock; taken over by {self.identity}",
+                type_="Warning",
             )
 
     # -- keeping ------------------------------------------------------------------------------

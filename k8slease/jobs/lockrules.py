@@ -63,6 +63,9 @@ class Claim:
     #: A claimed tick further ahead of ``now`` than ``lock_at_most_for`` (a fast wall clock or a
     #: hand edit), judged as not claimed; the caller reports it.
     suspect_claim: datetime | None = None
+    #: The tick a previous holder claimed and never finished (it died or stalled mid-run): the
+    #: grant records it as a ``lost`` run, the caller reports it.
+    lost_tick: datetime | None = None
 
 
 def whole_seconds(seconds: float) -> int:
@@ -124,11 +127,41 @@ def judge_claim(
         now=now,
         highest_token_seen=highest_token_seen,
     )
+    lost = None if suspect is not None else unfinished_run(record, state, now=now)
+    if lost is not None:
+        counts = dict(state.counts)
+        counts["lost"] = counts.get("lost", 0) + 1
+        state = replace(state, last_run=lost, counts=counts)
     return Claim(
         Verdict.GRANT,
         record=granted,
         state=replace(state, claimed_tick=tick),
         suspect_claim=suspect,
+        lost_tick=None if lost is None else lost.tick,
+    )
+
+
+def unfinished_run(
+    record: LeaseRecord | None, state: JobState, *, now: datetime
+) -> RunRecord | None:
+    """The run a holder began and never recorded, as a ``lost`` run; ``None`` when there is none.
+
+    A lock taken over while still held (its holder stopped renewing it) whose claimed tick is newer
+    than the last recorded run means that tick's run never finished: its holder died or stalled.
+    """
+    claimed = state.claimed_tick
+    if record is None or not record.held or record.malformed or claimed is None:
+        return None
+    if state.last_run is not None and state.last_run.tick >= claimed:
+        return None
+    return RunRecord(
+        holder=record.holder,
+        tick=claimed,
+        started=record.acquire_time or now,
+        finished=now,
+        outcome="lost",
+        fencing_token=record.fencing_token,
+        error="its holder stopped renewing the lock before the run finished",
     )
 
 

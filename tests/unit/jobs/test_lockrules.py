@@ -216,3 +216,29 @@ def test_a_claimed_tick_within_lock_at_most_for_of_now_is_honoured() -> None:
     near = NOW + timedelta(seconds=59)  # within the clock bound: it may really be running
     result = claim(free, JobState(claimed_tick=near), tick=T0, at_most=60)
     assert result.verdict is Verdict.ALREADY_CLAIMED and result.suspect_claim is None
+
+
+# -- hole 4 of issue 15: a tick claimed by a holder that died mid-run is reported, not lost -------
+
+
+def test_taking_over_a_dead_holders_lock_records_its_claimed_tick_as_lost() -> None:
+    dead = LeaseRecord(holder="b", duration_seconds=60, fencing_token=7, renew_time=T0)
+    state = JobState(claimed_tick=T0, counts={"succeeded": 3})
+    taken = claim(dead, state, tick=T0 + timedelta(minutes=1), unchanged_for=60, at_most=60)
+    assert taken.verdict is Verdict.GRANT and taken.state is not None
+    run = taken.state.last_run
+    assert run is not None
+    assert (run.holder, run.tick, run.outcome, run.fencing_token) == ("b", T0, "lost", 7)
+    assert taken.state.counts == {"succeeded": 3, "lost": 1}
+    assert taken.lost_tick == T0
+
+
+def test_taking_over_an_idle_lock_whose_tick_ran_reports_nothing() -> None:
+    kept = LeaseRecord(holder="b", duration_seconds=60, fencing_token=7, renew_time=T0)
+    ran = RunRecord(
+        holder="b", tick=T0, started=T0, finished=T0, outcome="succeeded", fencing_token=7
+    )
+    state = JobState(claimed_tick=T0, completed_tick=T0, last_run=ran)
+    taken = claim(kept, state, tick=T0 + timedelta(minutes=1), unchanged_for=60, at_most=60)
+    assert taken.verdict is Verdict.GRANT and taken.state is not None
+    assert taken.state.last_run == ran and taken.lost_tick is None
