@@ -456,3 +456,16 @@ def test_an_expired_lease_does_not_change_the_status_at_every_evaluation() -> No
     f.observe(leader_lease("billing", "a", renew=0, duration=10), at(0))
     later = [significant(f.render(SPEC, at(t))) for t in (20, 25, 300)]
     assert later[0] == later[1] == later[2]
+
+
+def test_a_claimed_tick_in_the_future_does_not_hide_missing_runs() -> None:
+    """Hole 2 of issue 15: a fast wall clock or a hand edit claimed a tick days ahead; the job
+    runs no more, and the operator must say so instead of 'runs on time'."""
+    spec = parse_spec(group_object("billing", {"jobs": [EVERY_NIGHT]}))
+    f = fold()
+    day = 86400
+    f.observe(job_lease("billing", "nightly", run=run_record("a", at(0))), at(10))
+    f.observe(job_lease("billing", "nightly", "b", claimed=at(30 * day)), at(20))
+    status = f.render(spec, at(day + 601))
+    assert conditions(status)["RunMissing"]["status"] == "True"
+    assert status["jobs"][0]["missedTick"] == "2026-01-02T02:00:00Z"
