@@ -9,6 +9,7 @@ read and writes nothing.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -34,6 +35,32 @@ from k8slease.names import LABEL_GROUP, LABEL_JOB, LABEL_ROLE, ROLE_JOB, job_lea
 log = structlog.get_logger("k8slease.locks")
 
 
+class LostFlag(threading.Event):
+    """``Grant.lost``: set when the lock could not be kept, and read as set the moment the
+    keep-alive budget has run out on this replica's monotonic clock, even if the keep-alive
+    thread has not run since (a process resumed after SIGSTOP learns it before acting)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.expired: Callable[[], bool] = _never
+        self._once = threading.Lock()
+
+    def is_set(self) -> bool:
+        return super().is_set() or self.expired()
+
+    def set_once(self) -> bool:
+        """Set the flag; returns whether this call set it."""
+        with self._once:
+            if super().is_set():
+                return False
+            self.set()
+            return True
+
+
+def _never() -> bool:
+    return False
+
+
 @dataclass(eq=False)
 class Grant:
     """A lock this replica holds for one tick of one job.
@@ -47,7 +74,7 @@ class Grant:
     fencing_token: int
     started_wall: datetime
     started_mono: float
-    lost: threading.Event = field(default_factory=threading.Event)
+    lost: LostFlag = field(default_factory=LostFlag)
     #: the Lease as last written by (or re-read for) this grant, decoded once
     _view: LeaseView | None = field(default=None, repr=False)
     _last_ok_send: float = 0.0
@@ -57,12 +84,25 @@ class Grant:
     #: run (from the keep-alive thread) when the lock is lost while held; cancels coroutine jobs
     lost_hooks: CancelHooks = field(default_factory=CancelHooks, repr=False)
 
+    #: monotonic clock and keep-alive budget (seconds after the last good write was sent)
+    _clock: Clock | None = field(default=None, repr=False)
+    _budget: float = float("inf")
+
+    def __post_init__(self) -> None:
+        self.lost.expired = self._budget_spent
+
+    def _budget_spent(self) -> bool:
+        if self._clock is None or self._stop.is_set():
+            return False
+        if self._clock.monotonic() - self._last_ok_send < self._budget:
+            return False
+        self.mark_lost()
+        return True
+
     def mark_lost(self) -> None:
         """Record that the lock could not be kept, and tell whoever asked."""
-        if self.lost.is_set():
-            return
-        self.lost.set()
-        self.lost_hooks.fire()
+        if self.lost.set_once():
+            self.lost_hooks.fire()
 
 
 class JobLock:
@@ -203,6 +243,8 @@ class JobLock:
             started_mono=sent,
             _view=view,
             _last_ok_send=sent,
+            _clock=self._clock,
+            _budget=self.lock_at_most_for * 2 / 3,
         )
         if record is not None and record.malformed:
             self._log.warning("lock.repaired_malformed_lease", problems=list(record.problems))
@@ -322,13 +364,14 @@ class JobLock:
         A grant that was lost while the job ran is recorded with outcome ``lost``. Returns the
         run record (also when it could not be written; that is logged).
         """
+        overran = grant.lost.is_set()  # before stopping: the budget may have run out unseen
         grant._stop.set()
         with self._active_lock:
             if self._active is grant:
                 self._active = None
         if grant._thread is not None and grant._thread is not threading.current_thread():
             grant._thread.join(timeout=self.transport.request_timeout * 2)
-        if grant.lost.is_set():
+        if overran or grant.lost.is_set():
             outcome = "lost"
         run = RunRecord(
             holder=self.identity,
