@@ -56,7 +56,7 @@ class Replica:
 
 @pytest.fixture
 def pair(k8s_embedded_apiserver: APIServer) -> Iterator[tuple[Replica, Replica, APIServer]]:
-    clock = FakeClock()
+    clock = FakeClock(wall=TICK + timedelta(minutes=3))  # the ticks claimed are not in the future
     a, b = Replica(k8s_embedded_apiserver, "a", clock), Replica(k8s_embedded_apiserver, "b", clock)
     b.informer.start()
     assert b.informer.synced.wait(5)
