@@ -124,6 +124,7 @@ class Jobs:
         self._clock = clock or SystemClock()
         self._metrics: JobMetrics = metrics or default_job_metrics()
         self._dropped: DroppedTicks | None = None
+        self._stop_done = threading.Event()
         self._specs: dict[str, JobSpec] = {}
         self.runners: dict[str, TickRunner] = {}
         self._elector: LeaderElector | None = None
@@ -338,9 +339,17 @@ class Jobs:
         """Stop: step down (releasing the group Lease), stop singletons and the scheduler."""
         with self._lock:
             if not self._started or self._stopped.is_set():
+                if not self._started:
+                    self._stop_done.set()
                 self._stopped.set()
                 return
             self._stopped.set()
+        try:
+            self._stop_all()
+        finally:
+            self._stop_done.set()
+
+    def _stop_all(self) -> None:
         if self._elector is not None:
             self._elector.stop()
         if self._informer is not None:
@@ -366,6 +375,9 @@ class Jobs:
                 signal.signal(sig, lambda *_: threading.Thread(target=self.stop).start())
         self.start()
         self._stopped.wait()
+        # return only once stop() has finished: the scheduler waited for running jobs, whose
+        # locks were released with their run records (SIGTERM in the middle of a run)
+        self._stop_done.wait()
 
     def __enter__(self) -> Jobs:
         self.start()
