@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -27,14 +27,19 @@ from k8slease.lease.record import LeaseRecord
 from k8slease.lease.view import LeaseView, as_view
 from k8slease.names import ANN_FENCING_TOKEN
 
+#: The problem that marks a released Lease that disappeared: held by someone unknown.
+DELETED_AFTER_SEEN = "deleted after it was seen released"
+
 
 @dataclass(frozen=True, slots=True)
 class Observation:
     """The Lease as last seen and since when it has been seen unchanged.
 
     ``view`` is ``None`` when the Lease did not exist. ``first_seen_at`` is the monotonic time
-    this content was first seen. ``held_before_absence`` is the last held record seen before the
-    Lease disappeared (someone deleted a held Lease), else ``None``.
+    this content was first seen. ``held_before_absence`` is the last record seen before the
+    Lease disappeared (someone deleted it), marked malformed when it was a release (someone may
+    have taken it unseen before the deletion): either way it is held by someone until waited
+    out. ``None`` when the Lease was never seen.
     """
 
     view: LeaseView | None
@@ -88,6 +93,11 @@ class LeaseObserver:
         self.highest_claimed_tick: datetime | None = None
 
     @property
+    def last_held(self) -> LeaseRecord | None:
+        """The last well-formed held record seen (a release must renew after it)."""
+        return self._last_held
+
+    @property
     def current(self) -> Observation | None:
         """The latest observation, or ``None`` before the first one."""
         return self._current
@@ -101,6 +111,8 @@ class LeaseObserver:
         view = None if lease is None else as_view(lease)
         key = content_key(None if view is None else view.body)
         if view is not None:
+            if view.record.held and not view.record.malformed:
+                self._last_held = view.record
             self.highest_token = max(self.highest_token, view.fencing_token)
             claimed = view.job.claimed_tick
             if claimed is not None and (
@@ -117,10 +129,15 @@ class LeaseObserver:
             return self._current
         held_before: LeaseRecord | None = None
         if view is None and previous is not None:
-            if previous.record is not None and (previous.record.held or previous.record.malformed):
-                held_before = previous.record
-            else:
+            seen = previous.record
+            if seen is None:
                 held_before = previous.held_before_absence
+            elif seen.held or seen.malformed:
+                held_before = seen
+            else:
+                # seen released, now gone: someone may have taken it (unseen, the watch lags)
+                # before it was deleted, so it counts as held by someone unknown
+                held_before = replace(seen, problems=(*seen.problems, DELETED_AFTER_SEEN))
         self._key = key
         self._current = Observation(
             view=view,

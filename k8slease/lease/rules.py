@@ -67,6 +67,18 @@ def is_release(record: LeaseRecord) -> bool:
     return not record.malformed and not record.held and record.duration_seconds == 1
 
 
+def is_trusted_release(record: LeaseRecord, last_held: LeaseRecord | None) -> bool:
+    """Whether ``record`` may be taken at once as a release: :func:`is_release`, and its
+    ``renewTime`` is later than that of the last held record this replica saw (a holder's
+    release always moves it forward; hand edits that remove the holder and shorten the duration
+    leave it as it was)."""
+    if not is_release(record):
+        return False
+    if last_held is None or last_held.renew_time is None:
+        return True
+    return record.renew_time is not None and record.renew_time > last_held.renew_time
+
+
 def effective_duration(record: LeaseRecord, fallback_duration: float) -> float:
     """How long ``record`` must be seen unchanged before it may be taken over, in seconds.
 
@@ -97,13 +109,15 @@ def takeover_at(
     identity: str,
     fallback_duration: float,
     held_before_absence: LeaseRecord | None = None,
+    last_held: LeaseRecord | None = None,
 ) -> float:
     """The monotonic time from which this replica may try to take the Lease.
 
     * absent and never seen held: at once (create it);
     * absent after it was seen held (deleted by hand): after the old record's effective duration,
       at least ``fallback_duration``, because its holder may not know yet;
-    * released (:func:`is_release`) or naming us: at once, through a conditional write;
+    * released (:func:`is_trusted_release`, given ``last_held``, the last held record seen) or
+      naming us: at once, through a conditional write;
     * held by someone else, malformed, or without a holder but not released (a hand edit):
       ``first_seen_at`` plus the longer of its duration and ``fallback_duration``.
     """
@@ -112,7 +126,9 @@ def takeover_at(
             return first_seen_at
         wait = max(effective_duration(held_before_absence, fallback_duration), fallback_duration)
         return first_seen_at + wait
-    if is_release(record) or (not record.malformed and record.holder == identity):
+    if is_trusted_release(record, last_held) or (
+        not record.malformed and record.holder == identity
+    ):
         return first_seen_at
     return first_seen_at + effective_duration(record, fallback_duration)
 

@@ -35,6 +35,7 @@ def _gone(replica: Replica) -> bool:
 
 class Replica:
     def __init__(self, server: APIServer, identity: str, clock: FakeClock) -> None:
+        self.clock = clock
         self.transport = LeaseTransport(server.api_client(), "default", request_timeout=2)
         self.observations = Observations(clock)
         self.lock = JobLock(
@@ -83,6 +84,8 @@ def test_after_a_deletion_a_watching_replica_neither_reruns_a_tick_nor_reuses_a_
 
     again = b.lock.try_acquire(TICK + timedelta(minutes=2))
     assert again is Verdict.ALREADY_CLAIMED, "the last claimed tick ran already"
+    assert b.lock.try_acquire(TICK + timedelta(minutes=3)) is Verdict.HELD, "gone: unknown"
+    b.clock.advance(30)  # lock_at_most_for since b saw it disappear
     nxt = b.lock.try_acquire(TICK + timedelta(minutes=3))
     assert isinstance(nxt, Grant)
     assert nxt.fencing_token == 4, "a token above every one this replica's informer saw"
@@ -94,6 +97,20 @@ def test_a_lease_deleted_while_held_is_waited_out_before_it_is_recreated(
     a, b, _ = pair
     running = a.lock.try_acquire(TICK)
     assert isinstance(running, Grant)
+    _until(lambda: b.token_seen() == 1, "token 1")
+    a.transport.delete(NAME)
+    _until(lambda: _gone(b), "the deletion")
+    assert b.lock.try_acquire(TICK + timedelta(minutes=1)) is Verdict.HELD
+
+
+def test_a_lease_deleted_after_a_release_is_still_waited_out(
+    pair: tuple[Replica, Replica, APIServer],
+) -> None:
+    """Found by the simulation (seed 10): a claim lands, the Lease is deleted, and a replica
+    whose watch had not delivered the claim yet saw only the release before it. Absence after a
+    Lease was seen means held by someone unknown for lock_at_most_for, never free."""
+    a, b, _ = pair
+    _run(a, TICK)
     _until(lambda: b.token_seen() == 1, "token 1")
     a.transport.delete(NAME)
     _until(lambda: _gone(b), "the deletion")

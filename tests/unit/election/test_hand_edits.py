@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from elector_model import NAME, Cluster
 
-from k8slease.election.commands import Read, StoppedLeading, Update
+from k8slease.election.commands import Read, StoppedLeading, Update, Wait
 
 
 def _lead(c: Cluster) -> tuple[int, int]:
@@ -144,3 +144,33 @@ def test_two_replicas_never_both_lead_when_hand_edits_race_renewals() -> None:
                     c.apply(i)
                     c.respond(i)
                 c.leader()  # asserts at most one believer
+
+
+def test_hand_edits_that_compose_into_a_release_are_not_trusted_as_one() -> None:
+    """Found by the simulation (seed 9): shortening the duration to 1 and then removing the
+    holder leaves exactly a release record, but its renewTime is the holder's last one. A real
+    release always moves renewTime forward; one that does not is held by someone unknown."""
+    c = Cluster(2)
+    _, other = _lead(c)
+    c.store.edit(NAME, _shorten)
+    c.store.edit(NAME, _drop_holder)
+    c.deliver_watch(other, 1000)
+    seen = c.replicas[other].machine.observation
+    assert seen is not None and seen.record is not None and not seen.record.held
+    command = c.act(other)
+    assert isinstance(command, Wait) and command.until == pytest.approx(seen.first_seen_at + 10)
+
+
+def test_a_lease_deleted_after_a_release_is_waited_out_before_it_is_created() -> None:
+    """The election twin of simulation seed 10: a Lease seen released and then absent may have
+    been taken (unseen) before it was deleted; its holder may still believe. Wait the duration."""
+    c = Cluster(2)
+    leader, other = _lead(c)
+    c.stop(leader)
+    c.roundtrip(leader)
+    c.roundtrip(leader)  # released
+    c.deliver_watch(other, 1000)
+    c.store.delete(NAME)
+    c.deliver_watch(other, 1000)
+    command = c.act(other)
+    assert isinstance(command, Wait)
