@@ -5,7 +5,7 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 PYTEST  := $(BIN)/pytest
 
-.PHONY: install test unit integration lint demo bench e2e manifests clean
+.PHONY: install test unit integration lint demo bench e2e manifests clean soak
 
 install: $(STAMP)
 
@@ -34,6 +34,9 @@ demo: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
+
+soak: $(STAMP)
+	cd tests/sim && ../../$(BIN)/python soak.py
 
 e2e: $(STAMP)
 	$(PYTEST) -q -m kind tests/e2e
