@@ -5,7 +5,7 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 PYTEST  := $(BIN)/pytest
 
-.PHONY: install test unit integration lint demo bench e2e manifests clean soak
+.PHONY: install test unit integration lint demo bench e2e manifests clean soak chaos
 
 install: $(STAMP)
 
@@ -34,6 +34,9 @@ demo: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
+
+chaos: $(STAMP)
+	$(PYTEST) -q -m chaos tests/chaos
 
 soak: $(STAMP)
 	cd tests/sim && ../../$(BIN)/python soak.py
