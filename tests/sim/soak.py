@@ -30,8 +30,8 @@ def main() -> int:
     while coverage.seconds < args.seconds:
         coverage.add(simulate(seed, seconds=args.seconds_per_seed, replicas=args.replicas))
         seed += 1
-        if coverage.seeds % 25 == 0:
-            print(f"... {coverage.seconds:,.0f} s simulated", file=sys.stderr, flush=True)
+        if coverage.seeds % 10 == 0:  # what is covered so far, in case the run is cut short
+            print(coverage.render(), file=sys.stderr, flush=True)
     print(coverage.render())
     print(f"wall time {time.monotonic() - started:.0f} s")
     for failed in coverage.failures[:3]:
