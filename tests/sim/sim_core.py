@@ -1,9 +1,10 @@
 """The simulated world: one true time, an event queue, replica clocks, a Lease store, a network.
 
 Nothing sleeps. True time ``t`` only moves when the next event is taken from the queue. Each
-replica's monotonic clock is ``t * (1 + drift) + offset`` and its wall clock ``T0 + t * (1 +
-drift) + skew``: offsets and skews are arbitrary, drift is within :data:`MAX_DRIFT` (the stated
-bound: the safety margin ``lease_duration - renew_deadline`` must cover it). Every random choice
+replica's monotonic clock is ``t * (1 + drift) + offset`` and its wall clock ``T0 + t + skew``
+(NTP keeps wall clocks in step: a bounded skew, no accumulated drift): offsets are arbitrary,
+skews bounded by the scenario, drift is within :data:`MAX_DRIFT` (the stated bound: the safety
+margin ``lease_duration - renew_deadline`` must cover it). Every random choice
 comes from one seeded ``random.Random``, so a seed replays exactly; the trace records what
 happened for a failing seed.
 """
@@ -37,7 +38,8 @@ class Clock:
         return t * (1 + self.drift) + self.offset
 
     def wall(self, t: float) -> datetime:
-        return T0 + timedelta(seconds=t * (1 + self.drift) + self.skew)
+        # wall clocks are kept in step by NTP: a bounded skew, no accumulated drift
+        return T0 + timedelta(seconds=t + self.skew)
 
     def true_time_of(self, mono: float) -> float:
         """The true time at which this clock reads ``mono``."""

@@ -66,8 +66,8 @@ class JobReplica(Replica):
         self._schedule(first_tick)
 
     def _schedule(self, k: int) -> None:
-        # wall(t) = T0 + t*(1+drift) + skew reaches tick k at t = (k*period - skew)/(1+drift)
-        when = (k * self.period - self.clock.skew) / (1 + self.clock.drift)
+        # wall(t) = T0 + t + skew reaches tick k at t = k*period - skew
+        when = k * self.period - self.clock.skew
         self.later(when, lambda: self._fire(k))
 
     def _fire(self, k: int) -> None:

@@ -50,7 +50,13 @@ class Outcome:
 
 
 def simulate(
-    seed: int, *, seconds: float = 600.0, replicas: int = 3, chaos: float = 60.0, calm: float = 40.0
+    seed: int,
+    *,
+    seconds: float = 600.0,
+    replicas: int = 3,
+    chaos: float = 60.0,
+    calm: float = 40.0,
+    job_edits: bool = True,
 ) -> Outcome:
     world = World(seed)
     rng = world.rng
@@ -158,6 +164,8 @@ def simulate(
                 done = store.edit(LEADER_LEASE, _EDITS[edit])
             if done:
                 fault(f"leader-{edit}")
+        elif not job_edits:
+            pass
         elif choice < 0.9:
             far = T0 + timedelta(days=rng.uniform(1, 30))
             if store.edit(JOB_LEASE, lambda lease: _claim(lease, far)):
