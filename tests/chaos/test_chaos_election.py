@@ -161,7 +161,7 @@ def test_no_two_leaders_and_a_leader_back_after_every_fault(cluster: Cluster) ->
     for name, proc in list(c.procs.items()):  # rolling restart of every live replica
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
-            proc.wait(timeout=15)
+            proc.wait(timeout=45)  # release under load: startup, one request timeout
             c.spawn(f"{name}r")
     c.faults.append("rolling-restart")
     c.wait_leader(within=15)
