@@ -78,7 +78,9 @@ class ElectionReplica(Replica):
             if command.until is not None:
                 self._wake += 1
                 token = self._wake
-                when = self.clock.true_time_of(command.until)
+                # a microsecond past: float rounding must not wake it a hair before ``until``
+                # (then it would wait again at the same instant, for ever)
+                when = max(self.clock.true_time_of(command.until), self.world.t) + 1e-6
                 self.later(when, lambda: self._woken(token))
             return
         if isinstance(command, Done):
