@@ -5,10 +5,12 @@ over it, while a tick that ran is still never claimed again."""
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
-import structlog
+import pytest
 from fakeclock import FakeClock
 from kubernetes import client
 
@@ -24,6 +26,7 @@ NOW = datetime(2026, 11, 30, 2, 0, tzinfo=UTC)
 
 def test_a_far_future_claimed_tick_is_reported_once_and_claimed_over(
     k8s_embedded_apiserver: APIServer,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     server = k8s_embedded_apiserver
     clock = FakeClock(wall=NOW)
@@ -47,13 +50,13 @@ def test_a_far_future_claimed_tick_is_reported_once_and_claimed_over(
     state = job_state_from_lease(lease)
     transport.replace("g.j", lease_with_job_state(lease, replace(state, claimed_tick=far)))
 
-    with structlog.testing.capture_logs() as logs:
+    with caplog.at_level(logging.DEBUG, logger="k8slease"):
         again = lock.try_acquire(NOW - timedelta(minutes=1))
         assert again is Verdict.ALREADY_CLAIMED, "the tick that ran stays claimed"
         grant = lock.try_acquire(NOW)
         assert isinstance(grant, Grant), "the job is not silenced"
         lock.finish(grant, "succeeded")
-    warnings = [e for e in logs if e["event"] == "lock.future_claim"]
+    warnings = [e for e in caplog_events(caplog) if e["event"] == "lock.future_claim"]
     assert len(warnings) == 1 and warnings[0]["claimed_tick"] == far.isoformat()
     raw = client.CoreV1Api(server.api_client()).list_namespaced_event(
         "default", _preload_content=False
@@ -61,3 +64,11 @@ def test_a_far_future_claimed_tick_is_reported_once_and_claimed_over(
     posted = [e for e in json.loads(raw.data)["items"] if e["reason"] == "FutureTickClaimed"]
     assert len(posted) == 1 and posted[0]["type"] == "Warning"
     assert job_state_from_lease(transport.get("g.j")).claimed_tick == NOW
+
+
+def caplog_events(caplog: pytest.LogCaptureFixture) -> list[dict[str, Any]]:
+    """The k8slease events captured, each as its fields with ``event`` set."""
+    return [
+        {**getattr(r, "k8slease_fields", {}), "event": getattr(r, "k8slease_event", "")}
+        for r in caplog.records
+    ]

@@ -4,9 +4,11 @@ recorded as a lost run by whoever takes the lock over, with a warning and a RunL
 from __future__ import annotations
 
 import json
+import logging
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
-import structlog
+import pytest
 from fakeclock import FakeClock
 from kubernetes import client
 
@@ -22,6 +24,7 @@ TICK = datetime(2026, 11, 30, 2, 0, tzinfo=UTC)
 
 def test_a_tick_claimed_by_a_holder_that_died_mid_run_is_reported_lost(
     k8s_embedded_apiserver: APIServer,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     server = k8s_embedded_apiserver
     clock = FakeClock(wall=TICK)
@@ -44,7 +47,7 @@ def test_a_tick_claimed_by_a_holder_that_died_mid_run_is_reported_lost(
     later = TICK + timedelta(minutes=1)
     assert heir.try_acquire(later) is Verdict.HELD
     clock.advance(60)
-    with structlog.testing.capture_logs() as logs:
+    with caplog.at_level(logging.DEBUG, logger="k8slease"):
         grant = heir.try_acquire(later)
     assert isinstance(grant, Grant)
     state = job_state_from_lease(transport.get("g.j"))
@@ -55,8 +58,18 @@ def test_a_tick_claimed_by_a_holder_that_died_mid_run_is_reported_lost(
         "lost",
     )
     assert state.counts.get("lost") == 1
-    assert [e["lost_tick"] for e in logs if e["event"] == "lock.tick_lost"] == [TICK.isoformat()]
+    assert [e["lost_tick"] for e in caplog_events(caplog) if e["event"] == "lock.tick_lost"] == [
+        TICK.isoformat()
+    ]
     raw = client.CoreV1Api(server.api_client()).list_namespaced_event(
         "default", _preload_content=False
     )
     assert [e["reason"] for e in json.loads(raw.data)["items"]] == ["RunLost"]
+
+
+def caplog_events(caplog: pytest.LogCaptureFixture) -> list[dict[str, Any]]:
+    """The k8slease events captured, each as its fields with ``event`` set."""
+    return [
+        {**getattr(r, "k8slease_fields", {}), "event": getattr(r, "k8slease_event", "")}
+        for r in caplog.records
+    ]
