@@ -15,7 +15,6 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Protocol
 
-import structlog
 from apscheduler.events import (
     EVENT_JOB_ERROR,
     EVENT_JOB_EXECUTED,
@@ -24,9 +23,10 @@ from apscheduler.events import (
     JobEvent,
 )
 
+from k8slease.logs import get_logger
 from k8slease.names import job_lease_name
 
-log = structlog.get_logger("k8slease.jobs")
+log = get_logger("k8slease.jobs")
 
 #: The APScheduler events :class:`DroppedTicks` listens to.
 MASK = EVENT_JOB_MAX_INSTANCES | EVENT_JOB_MISSED | EVENT_JOB_EXECUTED | EVENT_JOB_ERROR

@@ -4,12 +4,13 @@ one warning, one TicksDropped Event; every dropped tick is counted."""
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import structlog
+import pytest
 from apscheduler.schedulers.background import BackgroundScheduler
 
 from k8slease import Jobs
@@ -47,7 +48,9 @@ class Counted:
             self.third.set()
 
 
-def test_ticks_dropped_while_a_run_waits_are_reported_once_per_outage() -> None:
+def test_ticks_dropped_while_a_run_waits_are_reported_once_per_outage(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     scheduler = BackgroundScheduler(timezone=UTC)
     release = threading.Event()
     posted, counted = Posted(), Counted()
@@ -62,7 +65,7 @@ def test_ticks_dropped_while_a_run_waits_are_reported_once_per_outage() -> None:
         max_instances=1,
         next_run_time=datetime.now(UTC) + timedelta(seconds=0.01),
     )
-    with structlog.testing.capture_logs() as logs:
+    with caplog.at_level(logging.DEBUG, logger="k8slease"):
         scheduler.start()
         try:
             assert counted.third.wait(10), "the scheduler never dropped a tick"
@@ -72,7 +75,7 @@ def test_ticks_dropped_while_a_run_waits_are_reported_once_per_outage() -> None:
             scheduler.shutdown(wait=True)
     assert posted.reasons == ["TicksDropped"]
     assert set(counted.skips) == {"dropped"} and len(counted.skips) >= 3
-    warnings = [e for e in logs if e["event"] == "job.ticks_dropped"]
+    warnings = [e for e in caplog_events(caplog) if e["event"] == "job.ticks_dropped"]
     assert len(warnings) == 1 and warnings[0]["why"] == "max-instances"
 
 
@@ -90,3 +93,11 @@ def test_jobs_attach_the_reporter_to_their_scheduler(k8s_embedded_apiserver: API
         assert any(isinstance(cb, DroppedTicks) for cb in listeners)
     finally:
         jobs.stop()
+
+
+def caplog_events(caplog: pytest.LogCaptureFixture) -> list[dict[str, Any]]:
+    """The k8slease events captured, each as its fields with ``event`` set."""
+    return [
+        {**getattr(r, "k8slease_fields", {}), "event": getattr(r, "k8slease_event", "")}
+        for r in caplog.records
+    ]
