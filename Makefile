@@ -7,7 +7,7 @@ PYTEST  := $(BIN)/pytest
 # Where Go exists, `make test` first builds (once per machine, cached) the real control plane.
 GO      := $(shell command -v go 2>/dev/null)
 
-.PHONY: install test test-floor unit integration lint demo bench e2e manifests peers controlplane constraints clean
+.PHONY: install test test-floor unit integration lint demo bench e2e manifests peers controlplane constraints clean soak chaos
 
 install: $(STAMP)
 
@@ -61,6 +61,12 @@ demo: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks --server both
+
+chaos: $(STAMP)
+	$(PYTEST) -q -m chaos tests/chaos
+
+soak: $(STAMP)
+	cd tests/sim && ../../$(BIN)/python soak.py
 
 e2e: $(STAMP)
 	$(PYTEST) -q -m kind tests/e2e

@@ -76,6 +76,7 @@ def decide_candidate(
     now: float,
     held_before_absence: LeaseRecord | None = None,
     poll_at: float | None = None,
+    last_held: LeaseRecord | None = None,
 ) -> Decision[CandidateAction]:
     """Read, create, take or wait, given the latest observation (``first_seen_at`` ``None``: none).
 
@@ -90,6 +91,7 @@ def decide_candidate(
         identity=identity,
         fallback_duration=fallback_duration,
         held_before_absence=held_before_absence,
+        last_held=last_held,
     )
     if now >= at:
         return Decision(CandidateAction.TAKE if exists else CandidateAction.CREATE)

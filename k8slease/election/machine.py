@@ -211,19 +211,16 @@ class ElectionMachine:
         self._observe(None if deleted else view, now)
         if self.phase is not Phase.LEADER or self._lead is None:
             return
+        lead = self._lead
         seen = view.record
-        token = self._lead.record.fencing_token
-        if seen.fencing_token < token:
-            return  # an event from before our grant, delivered late
         if deleted:
             self._step_down("lease deleted", now, release=False, after=Phase.CANDIDATE)
-        elif seen.fencing_token > token or seen.holder != self.identity:
-            self._step_down(
-                f"lease taken by {seen.holder or 'nobody'}",
-                now,
-                release=False,
-                after=Phase.CANDIDATE,
-            )
+        elif seen in lead.written:
+            lead.synced = True
+        elif seen.fencing_token < lead.record.fencing_token and not lead.synced:
+            return  # an event from before our grant, delivered late
+        else:
+            self._step_down(_edited_reason(seen), now, release=False, after=Phase.CANDIDATE)
 
     def read_done(self, lease: Mapping[str, Any] | None, *, now: float) -> None:
         """The outstanding :class:`Read` answered ``lease`` (``None``: NotFound) at ``now``."""
@@ -240,21 +237,14 @@ class ElectionMachine:
             lead = self._lead_of(pending.term)
             if lead is None:
                 return
-            if lease is not None and is_ours(
-                record, identity=self.identity, fencing_token=lead.record.fencing_token
-            ):
+            if lease is not None and record is not None and record in lead.written:
                 lead.lease = dict(lease)
                 lead.needs_reread = False
                 lead.next_attempt_at = now if not lead.retried else now + self._renew_retry()
                 lead.retried = True
             else:
-                holder = record.holder if record is not None else "nobody (deleted)"
-                self._step_down(
-                    f"lease taken by {holder or 'nobody'}",
-                    now,
-                    release=False,
-                    after=Phase.CANDIDATE,
-                )
+                reason = "lease deleted" if record is None else _edited_reason(record)
+                self._step_down(reason, now, release=False, after=Phase.CANDIDATE)
         elif purpose is Purpose.RELEASE_READ:
             release = self._release
             if release is None:
@@ -357,6 +347,7 @@ class ElectionMachine:
             lead.record, duration_seconds=self.timing.lease_duration_seconds, now=wall
         )
         body = lease_with_record(lead.lease, record)
+        lead.wrote(record)
         return self._issue(Update(body, Purpose.RENEW), record)
 
     def _release_command(self, now: float, wall: datetime) -> Command | None:
@@ -391,6 +382,7 @@ class ElectionMachine:
             now=now,
             held_before_absence=current.held_before_absence,
             poll_at=None if self.watching else self._poll_at,
+            last_held=self.observer.last_held,
         )
         if decision.action is CandidateAction.READ:
             return self._issue(Read(Purpose.OBSERVE))
@@ -430,6 +422,7 @@ class ElectionMachine:
             last_ok_sent=sent_at,
             next_attempt_at=sent_at + self.timing.renew_interval,
         )
+        self._lead.wrote(record)
         self.phase = Phase.LEADER
         self._events.append(
             StartedLeading(term=self.term, fencing_token=record.fencing_token, record=record)
@@ -502,3 +495,11 @@ class ElectionMachine:
 
     def _renew_retry(self) -> float:
         return self.timing.renew_retry_interval
+
+
+def _edited_reason(seen: LeaseRecord) -> str:
+    """Why a holder stops on seeing ``seen``, a record it did not write."""
+    if seen.holder and seen.holder_readable and not seen.malformed:
+        return f"lease edited by someone else: held by {seen.holder}, token {seen.fencing_token}"
+    problems = "; ".join(seen.problems) or "no holder"
+    return f"lease edited by someone else: {problems}"

@@ -20,6 +20,21 @@ class LeadState:
     next_attempt_at: float
     needs_reread: bool = False
     retried: bool = False
+    #: The records this term wrote or is writing, newest last (bounded): a record seen that is
+    #: not among them is an edit this replica did not make.
+    written: list[LeaseRecord] = field(default_factory=list)
+    #: Whether the watch has delivered one of our own writes of this term yet; before that, an
+    #: event with an older fencing token is a late event from before our grant.
+    synced: bool = False
+
+    def wrote(self, record: LeaseRecord) -> None:
+        """Remember ``record`` as written by this term (the last :data:`WRITTEN_KEPT`)."""
+        self.written.append(record)
+        del self.written[:-WRITTEN_KEPT]
+
+
+#: How many of its own records a term remembers to recognise late watch events of its writes.
+WRITTEN_KEPT = 16
 
 
 @dataclass(slots=True)

@@ -13,6 +13,7 @@ Lease first, one GET per claim.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -36,14 +37,49 @@ from k8slease.lease.jobrecord import (
     RunRecord,
     lease_with_job_state,
 )
-from k8slease.lease.observe import Observations
-from k8slease.lease.record import lease_with_record, new_lease
+from k8slease.lease.observe import Observations, Seen
+from k8slease.lease.record import LeaseRecord, lease_with_record, new_lease
 from k8slease.lease.transport import LeaseTransport
 from k8slease.lease.view import LeaseView
 from k8slease.logs import get_logger
 from k8slease.names import LABEL_GROUP, LABEL_JOB, LABEL_ROLE, ROLE_JOB, job_lease_name
 
 log = get_logger("k8slease.locks")
+
+
+@dataclass(frozen=True, slots=True)
+class _Judged:
+    """A claim judged, with the record it was judged on (for a deleted Lease: the one seen
+    before the deletion), which the grant write reports on."""
+
+    claim: Claim
+    record: LeaseRecord | None
+
+
+class LostFlag(threading.Event):
+    """``Grant.lost``: set when the lock could not be kept, and read as set the moment the
+    keep-alive budget has run out on this replica's monotonic clock, even if the keep-alive
+    thread has not run since (a process resumed after SIGSTOP learns it before acting)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.expired: Callable[[], bool] = _never
+        self._once = threading.Lock()
+
+    def is_set(self) -> bool:
+        return super().is_set() or self.expired()
+
+    def set_once(self) -> bool:
+        """Set the flag; returns whether this call set it."""
+        with self._once:
+            if super().is_set():
+                return False
+            self.set()
+            return True
+
+
+def _never() -> bool:
+    return False
 
 
 @dataclass(eq=False)
@@ -59,7 +95,7 @@ class Grant:
     fencing_token: int
     started_wall: datetime
     started_mono: float
-    lost: threading.Event = field(default_factory=threading.Event)
+    lost: LostFlag = field(default_factory=LostFlag)
     #: the Lease as last written by (or re-read for) this grant, decoded once
     _view: LeaseView | None = field(default=None, repr=False)
     _last_ok_send: float = 0.0
@@ -69,12 +105,25 @@ class Grant:
     #: run (from the keep-alive thread) when the lock is lost while held; cancels coroutine jobs
     lost_hooks: CancelHooks = field(default_factory=CancelHooks, repr=False)
 
+    #: monotonic clock and keep-alive budget (seconds after the last good write was sent)
+    _clock: Clock | None = field(default=None, repr=False)
+    _budget: float = float("inf")
+
+    def __post_init__(self) -> None:
+        self.lost.expired = self._budget_spent
+
+    def _budget_spent(self) -> bool:
+        if self._clock is None or self._stop.is_set():
+            return False
+        if self._clock.monotonic() - self._last_ok_send < self._budget:
+            return False
+        self.mark_lost()
+        return True
+
     def mark_lost(self) -> None:
         """Record that the lock could not be kept, and tell whoever asked."""
-        if self.lost.is_set():
-            return
-        self.lost.set()
-        self.lost_hooks.fire()
+        if self.lost.set_once():
+            self.lost_hooks.fire()
 
 
 class JobLock:
@@ -123,6 +172,7 @@ class JobLock:
         self._ordered = ordered
         self._active: Grant | None = None
         self._highest_token = 0
+        self._reported_suspect: datetime | None = None
         self._active_lock = threading.Lock()
         self._log = log.bind(lease=self.name, job=job, group=group, identity=identity)
 
@@ -139,7 +189,7 @@ class JobLock:
 
     def seen(self) -> LeaseView | None:
         """The job's Lease as this replica last saw it (informer or own writes), no request."""
-        observation, _, _ = self._observations.current(self.name)
+        observation = self._observations.current(self.name).observation
         return None if observation is None else observation.view
 
     @property
@@ -169,12 +219,11 @@ class JobLock:
         cache = self._cache
         if cache is not None and cache.usable():
             return self._claim_from_cache(cache, tick, reclaim_own=reclaim_own)
-        lease = self._read()
-        unchanged_for = 0.0 if lease is None else self._observations.see(self.name, lease)
-        claim = self._judge(lease, unchanged_for, tick, reclaim_own=reclaim_own)
-        if claim.verdict is not Verdict.GRANT:
-            return self._skipped(tick, claim)
-        return self._write_claim(lease, claim, tick)
+        lease, seen = self._read_and_see()
+        judged = self._judge(lease, seen, tick, reclaim_own=reclaim_own)
+        if judged.claim.verdict is not Verdict.GRANT:
+            return self._skipped(tick, judged.claim)
+        return self._write_claim(lease, judged, tick)
 
     def _claim_from_cache(
         self, cache: ClaimCache, tick: datetime, *, reclaim_own: bool
@@ -182,7 +231,11 @@ class JobLock:
         """Claim from the informer's view: no read. This replica's place in the tick's claim
         order decides how long it first waits for someone else's claim to show; then, if the
         view still says the tick is free, one conditional write. A 409 (someone won, or the view
-        was stale) is the one case that reads the Lease, to judge again on what is there."""
+        was stale) is the one case that reads the Lease, to judge again on what is there.
+
+        The view is the same observer a read feeds: a Lease the informer saw deleted is judged
+        on what was seen before the deletion (its holder waited out, its highest token and
+        claimed tick kept), exactly as after a read that found it gone."""
         wait = 0.0  # no turn to wait for when only one replica fires (LEADER jobs)
         if self._ordered:
             members = cache.members(self._clock.monotonic())
@@ -191,50 +244,66 @@ class JobLock:
         deadline = self._clock.monotonic() + wait
         while True:
             generation = self._observations.generation
-            observation, unchanged_for, highest = self._observations.current(self.name)
-            self._highest_token = max(self._highest_token, highest)
-            lease = None if observation is None else observation.view
-            claim = self._judge(lease, unchanged_for, tick, reclaim_own=reclaim_own)
+            seen = self._observations.current(self.name)
+            lease = None if seen.observation is None else seen.observation.view
+            judged = self._judge(lease, seen, tick, reclaim_own=reclaim_own)
             remaining = deadline - self._clock.monotonic()
-            if claim.verdict is Verdict.ALREADY_CLAIMED or remaining <= 0:
+            if judged.claim.verdict is Verdict.ALREADY_CLAIMED or remaining <= 0:
                 break
             self._observations.wait_for_change(generation, remaining)
-        if claim.verdict is not Verdict.GRANT:
-            return self._skipped(tick, claim)
-        written = self._write_claim(lease, claim, tick)
+        if judged.claim.verdict is not Verdict.GRANT:
+            return self._skipped(tick, judged.claim)
+        written = self._write_claim(lease, judged, tick)
         if written is not Verdict.LOST_RACE:
             return written
-        fresh = self._read()
-        unchanged_for = 0.0 if fresh is None else self._observations.see(self.name, fresh)
-        claim = self._judge(fresh, unchanged_for, tick, reclaim_own=reclaim_own)
-        if claim.verdict is not Verdict.GRANT:
-            self._skipped(tick, claim)
+        fresh, seen = self._read_and_see()
+        judged = self._judge(fresh, seen, tick, reclaim_own=reclaim_own)
+        if judged.claim.verdict is not Verdict.GRANT:
+            self._skipped(tick, judged.claim)
             return Verdict.LOST_RACE
-        return self._write_claim(fresh, claim, tick)
+        return self._write_claim(fresh, judged, tick)
 
-    def _read(self) -> LeaseView | None:
-        """The job's Lease, read now (``None`` when it does not exist)."""
+    def _read_and_see(self) -> tuple[LeaseView | None, Seen]:
+        """The job's Lease, read now (``None`` when it does not exist), recorded as seen (an
+        absence too: a Lease seen before and now gone keeps what was seen of it)."""
         try:
-            return LeaseView.decode(self.transport.get(self.name))
+            lease: LeaseView | None = LeaseView.decode(self.transport.get(self.name))
         except NotFound:
-            return None
+            lease = None
+        self._observations.see(self.name, lease)
+        return lease, self._observations.current(self.name)
 
     def _judge(
-        self, lease: LeaseView | None, unchanged_for: float, tick: datetime, *, reclaim_own: bool
-    ) -> Claim:
-        if lease is not None:
+        self, lease: LeaseView | None, seen: Seen, tick: datetime, *, reclaim_own: bool
+    ) -> _Judged:
+        """Judge ``tick`` on ``lease`` as ``seen`` (one snapshot of this Lease's observer)."""
+        # what this replica (its own reads and its informer) has seen, kept across a deletion
+        self._highest_token = max(self._highest_token, seen.highest_token)
+        record: LeaseRecord | None
+        if lease is None:
+            # deleted (or never created): a holder seen before the deletion is waited out, and
+            # no tick seen claimed is claimed again
+            observation = seen.observation
+            record = None if observation is None else observation.held_before_absence
+            state = JobState(claimed_tick=seen.highest_claimed_tick)
+        else:
             self._highest_token = max(self._highest_token, lease.fencing_token)
-        return judge_claim(
-            None if lease is None else lease.record,
-            JobState() if lease is None else lease.job,
+            record, state = lease.record, lease.job
+        now = self._clock.now()
+        claim = judge_claim(
+            record,
+            state,
             me=self.identity,
             tick=tick,
-            unchanged_for=unchanged_for,
+            unchanged_for=seen.unchanged_for,
             lock_at_most_for=self.lock_at_most_for,
-            now=self._clock.now(),
+            now=now,
             reclaim_own=reclaim_own,
             highest_token_seen=self._highest_token,
         )
+        if claim.suspect_claim is not None:
+            self._report_suspect(claim.suspect_claim, now, lease)
+        return _Judged(claim=claim, record=record)
 
     def _skipped(self, tick: datetime, claim: Claim) -> Verdict:
         self._log.debug(
@@ -243,9 +312,10 @@ class JobLock:
         return claim.verdict
 
     def _write_claim(
-        self, lease: LeaseView | None, claim: Claim, tick: datetime
+        self, lease: LeaseView | None, judged: _Judged, tick: datetime
     ) -> Grant | Verdict:
-        """Write a granted ``claim`` conditionally on ``lease`` (create when ``None``)."""
+        """Write a granted claim conditionally on ``lease`` (create when ``None``)."""
+        claim, record = judged.claim, judged.record
         assert claim.record is not None and claim.state is not None
         now = claim.record.renew_time or self._clock.now()
         sent = self._clock.monotonic()
@@ -277,11 +347,46 @@ class JobLock:
             started_mono=sent,
             _view=view,
             _last_ok_send=sent,
+            _clock=self._clock,
+            _budget=self.lock_at_most_for * 2 / 3,
         )
-        if lease is not None and lease.record.malformed:
-            self._log.warning("lock.repaired_malformed_lease", problems=list(lease.record.problems))
+        if record is not None and record.malformed:
+            self._log.warning("lock.repaired_malformed_lease", problems=list(record.problems))
+        if claim.lost_tick is not None and record is not None:
+            self._report_lost(claim.lost_tick, record.holder, view)
         self._log.info("lock.acquired", tick=tick.isoformat(), fencing_token=grant.fencing_token)
         return grant
+
+    def _report_suspect(self, claimed: datetime, now: datetime, lease: LeaseView | None) -> None:
+        """Warn (once per suspect tick) and post an Event: a claimed tick far in the future."""
+        if claimed == self._reported_suspect:
+            return
+        self._reported_suspect = claimed
+        message = (
+            f"job {self.job}: claimed tick {claimed.isoformat()} is more than lock_at_most_for "
+            f"({self.lock_at_most_for:g}s) ahead of {self.identity}'s clock ({now.isoformat()}): "
+            "a fast wall clock or a hand edit; ticks after the last run are claimed over it"
+        )
+        self._log.warning(
+            "lock.future_claim", claimed_tick=claimed.isoformat(), now=now.isoformat()
+        )
+        if self._events is not None and lease is not None:
+            self._events.post(
+                lease.body, reason="FutureTickClaimed", message=message, type_="Warning"
+            )
+
+    def _report_lost(self, tick: datetime, holder: str, lease: LeaseView) -> None:
+        """A tick claimed by ``holder`` never finished: warn and post an Event (the grant
+        recorded it as a ``lost`` run, which the operator reports too)."""
+        self._log.warning("lock.tick_lost", lost_tick=tick.isoformat(), holder=holder)
+        if self._events is not None:
+            self._events.post(
+                lease.body,
+                reason="RunLost",
+                message=f"job {self.job} tick {tick.isoformat()} claimed by {holder} never "
+                f"finished: its holder stopped renewing the lock; taken over by {self.identity}",
+                type_="Warning",
+            )
 
     # -- keeping ------------------------------------------------------------------------------
 
@@ -363,13 +468,14 @@ class JobLock:
         A grant that was lost while the job ran is recorded with outcome ``lost``. Returns the
         run record (also when it could not be written; that is logged).
         """
+        overran = grant.lost.is_set()  # before stopping: the budget may have run out unseen
         grant._stop.set()
         with self._active_lock:
             if self._active is grant:
                 self._active = None
         if grant._thread is not None and grant._thread is not threading.current_thread():
             grant._thread.join(timeout=self.transport.request_timeout * 2)
-        if grant.lost.is_set():
+        if overran or grant.lost.is_set():
             outcome = "lost"
         run = RunRecord(
             holder=self.identity,

@@ -23,13 +23,19 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import Enum
 
 from k8slease.errors import ConfigError
 from k8slease.lease.jobrecord import JobState, Outcome, RunRecord
 from k8slease.lease.record import LeaseRecord
-from k8slease.lease.rules import effective_duration, grant_record, release_record, renewal_record
+from k8slease.lease.rules import (
+    grant_record,
+    is_release,
+    lock_duration,
+    release_record,
+    renewal_record,
+)
 
 
 class Verdict(Enum):
@@ -54,6 +60,12 @@ class Claim:
     record: LeaseRecord | None = None
     state: JobState | None = None
     detail: str = ""
+    #: A claimed tick further ahead of ``now`` than ``lock_at_most_for`` (a fast wall clock or a
+    #: hand edit), judged as not claimed; the caller reports it.
+    suspect_claim: datetime | None = None
+    #: The tick a previous holder claimed and never finished (it died or stalled mid-run): the
+    #: grant records it as a ``lost`` run, the caller reports it.
+    lost_tick: datetime | None = None
 
 
 def whole_seconds(seconds: float) -> int:
@@ -64,13 +76,14 @@ def whole_seconds(seconds: float) -> int:
 def expired(record: LeaseRecord, *, unchanged_for: float, fallback_duration: float) -> bool:
     """Whether a held Lease may be taken: seen unchanged for its duration on our own clock.
 
-    The Lease's own ``leaseDurationSeconds`` decides; a malformed Lease falls back to the larger
-    of its duration and ``fallback_duration`` so hand edits never shorten it (the same rule as
-    the elector's, :func:`k8slease.lease.rules.effective_duration`).
+    A well-formed held lock's own ``leaseDurationSeconds`` decides (its holder shortens it for
+    ``lock_at_least_for``); a malformed one, or one without holder that is not a release, waits
+    for the longer of its duration and ``fallback_duration``; only a real release is free at once
+    (:func:`k8slease.lease.rules.lock_duration`, :func:`~k8slease.lease.rules.is_release`).
     """
-    if not record.held and not record.malformed:
+    if is_release(record):
         return True
-    return unchanged_for >= effective_duration(record, fallback_duration)
+    return unchanged_for >= lock_duration(record, fallback_duration)
 
 
 def judge_claim(
@@ -94,10 +107,12 @@ def judge_claim(
     catch-up uses that to run missed ticks back to back. ``highest_token_seen`` keeps fencing
     tokens growing for this replica even if the Lease was deleted or its annotation edited away.
     """
-    if state.claimed_tick is not None and tick <= state.claimed_tick:
+    claimed, suspect = claimed_floor(state, now=now, bound=lock_at_most_for)
+    if claimed is not None and tick <= claimed:
         return Claim(
             Verdict.ALREADY_CLAIMED,
-            detail=f"tick {tick.isoformat()} <= claimed {state.claimed_tick.isoformat()}",
+            detail=f"tick {tick.isoformat()} <= claimed {claimed.isoformat()}",
+            suspect_claim=suspect,
         )
     if record is not None:
         own_idle = reclaim_own and record.holder == me and not record.malformed
@@ -112,7 +127,63 @@ def judge_claim(
         now=now,
         highest_token_seen=highest_token_seen,
     )
-    return Claim(Verdict.GRANT, record=granted, state=replace(state, claimed_tick=tick))
+    lost = None if suspect is not None else unfinished_run(record, state, now=now)
+    if lost is not None:
+        counts = dict(state.counts)
+        counts["lost"] = counts.get("lost", 0) + 1
+        state = replace(state, last_run=lost, counts=counts)
+    return Claim(
+        Verdict.GRANT,
+        record=granted,
+        state=replace(state, claimed_tick=tick),
+        suspect_claim=suspect,
+        lost_tick=None if lost is None else lost.tick,
+    )
+
+
+def unfinished_run(
+    record: LeaseRecord | None, state: JobState, *, now: datetime
+) -> RunRecord | None:
+    """The run a holder began and never recorded, as a ``lost`` run; ``None`` when there is none.
+
+    A lock taken over while still held (its holder stopped renewing it) whose claimed tick is newer
+    than the last recorded run means that tick's run never finished: its holder died or stalled.
+    """
+    claimed = state.claimed_tick
+    if record is None or not record.held or record.malformed or claimed is None:
+        return None
+    if state.last_run is not None and state.last_run.tick >= claimed:
+        return None
+    return RunRecord(
+        holder=record.holder,
+        tick=claimed,
+        started=record.acquire_time or now,
+        finished=now,
+        outcome="lost",
+        fencing_token=record.fencing_token,
+        error="its holder stopped renewing the lock before the run finished",
+    )
+
+
+def claimed_floor(
+    state: JobState, *, now: datetime, bound: float
+) -> tuple[datetime | None, datetime | None]:
+    """The newest tick that counts as claimed, and the claimed tick set aside as suspect.
+
+    A claimed tick more than ``bound`` seconds (``lock_at_most_for``) ahead of ``now`` cannot
+    come from a replica whose wall clock is within the stated bound of ours: it is a fast clock or
+    a hand edit. Honouring it would silence the job until the wall clock reaches it, so it is set
+    aside (and reported); the newest tick known to have run (completed, or the last run's, when
+    not suspect themselves) still counts, so a tick that may have really run is never claimed
+    again. Ticks after that may be claimed, and the claim overwrites the suspect tick.
+    """
+    limit = now + timedelta(seconds=bound)
+    claimed = state.claimed_tick
+    if claimed is None or claimed <= limit:
+        return claimed, None
+    ran = [state.completed_tick, state.last_run.tick if state.last_run is not None else None]
+    known = [t for t in ran if t is not None and t <= limit]
+    return (max(known) if known else None), claimed
 
 
 def extend(record: LeaseRecord, *, now: datetime) -> LeaseRecord:

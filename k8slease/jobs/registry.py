@@ -45,6 +45,8 @@ from k8slease.election.elector import LeaderElector
 from k8slease.election.timing import ElectionTiming
 from k8slease.errors import ConfigError
 from k8slease.jobs.catchup import schedule_catch_up
+from k8slease.jobs.dropped import MASK as DROPPED_MASK
+from k8slease.jobs.dropped import DroppedTicks
 from k8slease.jobs.executors import TickAsyncIOExecutor, TickThreadPoolExecutor
 from k8slease.jobs.lock import JobLock
 from k8slease.jobs.lockcache import (
@@ -147,6 +149,7 @@ class Jobs:
         self.claim_spread = claim_spread
         self._clock = clock or SystemClock()
         self._metrics: JobMetrics = metrics or default_job_metrics()
+        self._dropped: DroppedTicks | None = None
         self._specs: dict[str, JobSpec] = {}
         self.runners: dict[str, TickRunner] = {}
         self._elector: LeaderElector | None = None
@@ -371,6 +374,13 @@ class Jobs:
                 replace_existing=True,
                 **({"next_run_time": None} if spec.mode is Mode.LEADER else {}),
             )
+        self._dropped = DroppedTicks(
+            group=self.group,
+            names={self._job_id(s.name): s.name for s in self._specs.values() if s.trigger},
+            events=events,
+            metrics=self._metrics,
+        )
+        scheduler.add_listener(self._dropped, DROPPED_MASK)
         if scheduler.state == STATE_STOPPED:
             scheduler.start()
         self._log.info("jobs.started", jobs=sorted(self._specs), namespace=self.namespace)
@@ -416,6 +426,8 @@ class Jobs:
             if self._owns_scheduler:
                 scheduler.shutdown(wait=not isinstance(scheduler, AsyncIOScheduler))
             else:
+                if self._dropped is not None:
+                    scheduler.remove_listener(self._dropped)
                 for spec in self._specs.values():
                     if scheduler.get_job(self._job_id(spec.name)) is not None:
                         scheduler.remove_job(self._job_id(spec.name))
@@ -429,6 +441,8 @@ class Jobs:
             self.handle_signals = flag("handle_signals", handle_signals)
         self.start()
         self._stopped.wait()
+        # return only once stop() has finished: the scheduler waited for running jobs, whose
+        # locks were released with their run records (SIGTERM in the middle of a run)
         self._stop_finished.wait()
 
     def __enter__(self) -> Jobs:

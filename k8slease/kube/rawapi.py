@@ -19,6 +19,7 @@ from typing import Any
 import urllib3
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
+from kubernetes.client.rest import RESTResponse
 
 from k8slease.errors import (
     AlreadyExists,
@@ -98,7 +99,7 @@ def send(
             body=dict(body) if body is not None else None,
             auth_settings=["BearerToken"],
         )
-        response: Any = api_client.call_api(*request, _request_timeout=timeout)
+        response: Any = _request_once(api_client, *request[:4], timeout=timeout)
     except ApiException as exc:
         raise map_api_exception(exc, verb=verb) from None
     except (urllib3.exceptions.HTTPError, OSError) as exc:
@@ -110,6 +111,37 @@ def send(
         error.body = response.data
         raise map_api_exception(error, verb=verb)
     return response
+
+
+def _request_once(
+    api_client: client.ApiClient,
+    method: str,
+    url: str,
+    headers: Mapping[str, str],
+    body: Any,
+    *,
+    timeout: float | tuple[float, float],
+) -> RESTResponse:
+    """One HTTP request on the client's connection pool, without urllib3's own retries.
+
+    ``ApiClient.call_api`` lets urllib3 retry a read that timed out (three times by default), so
+    one request could last four times its timeout; here a float ``timeout`` bounds the whole
+    request and a ``(connect, read)`` pair bounds each phase, once.
+    """
+    if isinstance(timeout, tuple):
+        bound = urllib3.Timeout(connect=timeout[0], read=timeout[1])
+    else:
+        bound = urllib3.Timeout(total=timeout)
+    raw = api_client.rest_client.pool_manager.request(
+        method,
+        url,
+        body=None if body is None else json.dumps(body),
+        headers=dict(headers),
+        timeout=bound,
+        retries=False,
+        preload_content=False,
+    )
+    return RESTResponse(raw)
 
 
 def send_json(

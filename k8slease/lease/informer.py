@@ -74,7 +74,8 @@ class LeaseInformer:
                             return
                         version = resource_version(event.lease)
                         if event.type == "DELETED":
-                            # seen absent, not forgotten: the highest fencing token stays known
+                            # seen absent, not forgotten: the observer keeps the highest token
+                            # and claimed tick, and a Lease deleted while held is waited out
                             self._see(event.lease, absent=True)
                         elif event.type in ("ADDED", "MODIFIED"):
                             self._see(event.lease)

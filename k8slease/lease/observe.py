@@ -17,7 +17,8 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any
 
 from k8slease.clock import Clock
@@ -26,14 +27,19 @@ from k8slease.lease.record import LeaseRecord
 from k8slease.lease.view import LeaseView, as_view
 from k8slease.names import ANN_FENCING_TOKEN
 
+#: The problem that marks a released Lease that disappeared: held by someone unknown.
+DELETED_AFTER_SEEN = "deleted after it was seen released"
+
 
 @dataclass(frozen=True, slots=True)
 class Observation:
     """The Lease as last seen and since when it has been seen unchanged.
 
     ``view`` is ``None`` when the Lease did not exist. ``first_seen_at`` is the monotonic time
-    this content was first seen. ``held_before_absence`` is the last held record seen before the
-    Lease disappeared (someone deleted a held Lease), else ``None``.
+    this content was first seen. ``held_before_absence`` is the last record seen before the
+    Lease disappeared (someone deleted it), marked malformed when it was a release (someone may
+    have taken it unseen before the deletion): either way it is held by someone until waited
+    out. ``None`` when the Lease was never seen.
     """
 
     view: LeaseView | None
@@ -73,8 +79,9 @@ def content_key(lease: Mapping[str, Any] | None) -> str:
 class LeaseObserver:
     """Tracks one Lease's observations; not thread-safe (its owner serialises calls).
 
-    It also remembers the highest fencing token ever seen, so that a grant on a Lease whose
-    token annotation was edited away still issues a token above every one this replica saw.
+    It also remembers the highest fencing token and the newest claimed job tick ever seen, so
+    that a grant on a Lease whose annotations were edited away, or that was deleted, still issues
+    a token above every one this replica saw and never claims a tick seen claimed.
     """
 
     def __init__(self) -> None:
@@ -82,6 +89,13 @@ class LeaseObserver:
         self._key: str | None = None
         self._last_held: LeaseRecord | None = None
         self.highest_token = 0
+        #: The newest job tick ever seen claimed on this Lease (kept when it is deleted).
+        self.highest_claimed_tick: datetime | None = None
+
+    @property
+    def last_held(self) -> LeaseRecord | None:
+        """The last well-formed held record seen (a release must renew after it)."""
+        return self._last_held
 
     @property
     def current(self) -> Observation | None:
@@ -97,7 +111,14 @@ class LeaseObserver:
         view = None if lease is None else as_view(lease)
         key = content_key(None if view is None else view.body)
         if view is not None:
+            if view.record.held and not view.record.malformed:
+                self._last_held = view.record
             self.highest_token = max(self.highest_token, view.fencing_token)
+            claimed = view.job.claimed_tick
+            if claimed is not None and (
+                self.highest_claimed_tick is None or claimed > self.highest_claimed_tick
+            ):
+                self.highest_claimed_tick = claimed
         previous = self._current
         if previous is not None and key == self._key:
             self._current = Observation(
@@ -108,10 +129,15 @@ class LeaseObserver:
             return self._current
         held_before: LeaseRecord | None = None
         if view is None and previous is not None:
-            if previous.record is not None and (previous.record.held or previous.record.malformed):
-                held_before = previous.record
-            else:
+            seen = previous.record
+            if seen is None:
                 held_before = previous.held_before_absence
+            elif seen.held or seen.malformed:
+                held_before = seen
+            else:
+                # seen released, now gone: someone may have taken it (unseen, the watch lags)
+                # before it was deleted, so it counts as held by someone unknown
+                held_before = replace(seen, problems=(*seen.problems, DELETED_AFTER_SEEN))
         self._key = key
         self._current = Observation(
             view=view,
@@ -119,6 +145,20 @@ class LeaseObserver:
             held_before_absence=held_before,
         )
         return self._current
+
+
+@dataclass(frozen=True, slots=True)
+class Seen:
+    """One snapshot of a Lease's observer (see :meth:`Observations.current`).
+
+    ``observation`` is ``None`` when the Lease was never seen; its ``view`` is ``None`` while
+    the Lease is seen absent, and then its ``held_before_absence`` is what must be waited out.
+    """
+
+    observation: Observation | None
+    unchanged_for: float
+    highest_token: int
+    highest_claimed_tick: datetime | None
 
 
 class Observations:
@@ -156,15 +196,21 @@ class Observations:
             self._changed.notify_all()
             return max(0.0, now - observation.first_seen_at)
 
-    def current(self, name: str) -> tuple[Observation | None, float, int]:
-        """What was last seen of ``name`` (``None``: never seen), for how long it has been seen
-        unchanged up to now, and the highest fencing token ever seen on it."""
+    def current(self, name: str) -> Seen:
+        """What this replica has seen of ``name``, as one snapshot: the last observation, for
+        how long it has been unchanged up to now, and the highest fencing token and claimed tick
+        ever seen on it (both kept across a deletion)."""
         with self._lock:
             observer = self._observers.get(name)
-            if observer is None or observer.current is None:
-                return None, 0.0, 0 if observer is None else observer.highest_token
-            unchanged = max(0.0, self._clock.monotonic() - observer.current.first_seen_at)
-            return observer.current, unchanged, observer.highest_token
+            if observer is None:
+                return Seen(None, 0.0, 0, None)
+            current = observer.current
+            unchanged = (
+                0.0
+                if current is None
+                else max(0.0, self._clock.monotonic() - current.first_seen_at)
+            )
+            return Seen(current, unchanged, observer.highest_token, observer.highest_claimed_tick)
 
     @property
     def generation(self) -> int:

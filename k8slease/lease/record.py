@@ -76,7 +76,8 @@ def record_from_lease(lease: Mapping[str, Any]) -> LeaseRecord:
     readable = True
     spec = lease.get("spec")
     if spec is None:
-        spec = {}
+        problems.append("spec is missing")
+        spec, readable = {}, False
     if not isinstance(spec, Mapping):
         problems.append(f"spec is not an object: {type(spec).__name__}")
         spec, readable = {}, False

@@ -14,10 +14,11 @@ anything) and that the API server applies writes conditionally on ``resourceVers
 1. A replica believes it leads from the moment a conditional write that names it as holder
    *succeeded* until ``renew_deadline`` after the last such write was *sent* (or until it steps
    down earlier). Its own timer starts before the write reached the server.
-2. A candidate takes a held Lease only after it has seen the same record for the record's
-   ``leaseDurationSeconds``, timed on its own monotonic clock from the first time it saw that
-   record. It reads the clock *after* the answer arrived, so its timer starts no earlier than the
-   write that produced the record (see :mod:`k8slease.lease.observe`).
+2. A candidate takes a held Lease only after it has seen the same record for the longer of the
+   record's ``leaseDurationSeconds`` and its own configured duration, timed on its own monotonic
+   clock from the first time it saw that record (so a duration shortened by hand is never
+   honoured at once). It reads the clock *after* the answer arrived, so its timer starts no
+   earlier than the write that produced the record (see :mod:`k8slease.lease.observe`).
 3. ``renew_deadline < lease_duration`` (enforced by :class:`~k8slease.ElectionTiming`).
    Whenever the leader's last successful write was sent at ``s`` and applied at ``w >= s``, a
    candidate's takeover write lands at ``>= w + lease_duration > s + renew_deadline``: the leader
@@ -35,9 +36,17 @@ margin, and a process paused for longer than that margin between checking its de
 on it; work done while leading should carry the fencing token so that downstream systems can
 reject a stale leader.
 
-Malformed Leases (``record.problems``) count as held by an unknown holder: they may be taken after
+5. An edit of the record this replica did not write (a hand edit of the duration, the holder or
+   the spec) ends a holder's belief the moment it sees it (:mod:`k8slease.election.machine`).
+   It cannot see it sooner than its watch delivers it, which is why rule 2 never lets the edit
+   hasten a takeover.
+
+Malformed Leases (``record.problems``), a Lease without spec and a Lease without holder that is
+not a release (:func:`is_release`) count as held by an unknown holder: they may be taken after
 being seen unchanged for the longer of their own duration (when valid) and our configured one, and
-writing them repairs the spec. A Lease deleted while held is treated the same way.
+writing them repairs the spec. A Lease deleted while held is treated the same way. A hand edit
+that forges a release exactly (no holder, ``leaseDurationSeconds: 1``) cannot be told from one;
+the holder steps down when its watch delivers it (see docs/reliability.md).
 """
 
 from __future__ import annotations
@@ -51,16 +60,46 @@ from k8slease.lease.record import LeaseRecord
 _MICROSECOND = timedelta(microseconds=1)
 
 
+def is_release(record: LeaseRecord) -> bool:
+    """Whether ``record`` is a release as its holder writes it: well-formed, no holder and
+    ``leaseDurationSeconds`` 1 (client-go's mark, and ours). Anything else without a holder (no
+    spec, a holder removed by hand with the duration left) is held by someone unknown."""
+    return not record.malformed and not record.held and record.duration_seconds == 1
+
+
+def is_trusted_release(record: LeaseRecord, last_held: LeaseRecord | None) -> bool:
+    """Whether ``record`` may be taken at once as a release: :func:`is_release`, and its
+    ``renewTime`` is later than that of the last held record this replica saw (a holder's
+    release always moves it forward; hand edits that remove the holder and shorten the duration
+    leave it as it was)."""
+    if not is_release(record):
+        return False
+    if last_held is None or last_held.renew_time is None:
+        return True
+    return record.renew_time is not None and record.renew_time > last_held.renew_time
+
+
 def effective_duration(record: LeaseRecord, fallback_duration: float) -> float:
     """How long ``record`` must be seen unchanged before it may be taken over, in seconds.
 
-    A well-formed record's own ``leaseDurationSeconds`` decides, not our configuration, so that
-    replicas configured differently (or a Go controller) agree. A malformed record gets the larger
-    of its duration (when usable) and ``fallback_duration``, so a hand edit never shortens it.
+    The longer of the record's own ``leaseDurationSeconds`` (when usable) and
+    ``fallback_duration`` (our configured one): a holder configured for longer (or a Go
+    controller) is waited out for its whole duration, and a duration shortened by hand is never
+    honoured at once; the wait starts when this replica saw the record change.
     """
-    if record.malformed or record.duration_seconds <= 0:
-        return max(float(record.duration_seconds), float(fallback_duration))
-    return float(record.duration_seconds)
+    return max(float(max(record.duration_seconds, 0)), float(fallback_duration))
+
+
+def lock_duration(record: LeaseRecord, fallback_duration: float) -> float:
+    """How long a job lock's ``record`` must be seen unchanged before it may be taken.
+
+    A well-formed held lock's own duration decides: its holder writes shorter durations itself
+    to keep the lock for the rest of ``lock_at_least_for``. Anything else (malformed, no holder
+    but not released) waits for the longer of its duration and ``fallback_duration``.
+    """
+    if record.held and not record.malformed and record.duration_seconds > 0:
+        return float(record.duration_seconds)
+    return effective_duration(record, fallback_duration)
 
 
 def takeover_at(
@@ -70,22 +109,26 @@ def takeover_at(
     identity: str,
     fallback_duration: float,
     held_before_absence: LeaseRecord | None = None,
+    last_held: LeaseRecord | None = None,
 ) -> float:
     """The monotonic time from which this replica may try to take the Lease.
 
     * absent and never seen held: at once (create it);
     * absent after it was seen held (deleted by hand): after the old record's effective duration,
       at least ``fallback_duration``, because its holder may not know yet;
-    * free (empty holder, well-formed) or naming us: at once, through a conditional write;
-    * held by someone else: ``first_seen_at`` plus the record's duration;
-    * malformed: ``first_seen_at`` plus the longer of its duration and ``fallback_duration``.
+    * released (:func:`is_trusted_release`, given ``last_held``, the last held record seen) or
+      naming us: at once, through a conditional write;
+    * held by someone else, malformed, or without a holder but not released (a hand edit):
+      ``first_seen_at`` plus the longer of its duration and ``fallback_duration``.
     """
     if record is None:
         if held_before_absence is None:
             return first_seen_at
         wait = max(effective_duration(held_before_absence, fallback_duration), fallback_duration)
         return first_seen_at + wait
-    if not record.malformed and (not record.held or record.holder == identity):
+    if is_trusted_release(record, last_held) or (
+        not record.malformed and record.holder == identity
+    ):
         return first_seen_at
     return first_seen_at + effective_duration(record, fallback_duration)
 

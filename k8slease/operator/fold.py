@@ -467,7 +467,7 @@ class GroupFold:
         extra: dict[str, dict[str, Any]] = {}
         for expectation in spec.jobs:
             job = self._job(expectation.name)
-            covered = job.covered_until()
+            covered = job.covered_until(now)
             reference = covered if covered is not None else created
             info: dict[str, Any] = {
                 "expected": {

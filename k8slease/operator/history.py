@@ -219,11 +219,17 @@ class JobFold:
     #: True once the job's Lease was observed (runs seen later are new, worth an Event).
     observed: bool = False
 
-    def covered_until(self) -> datetime | None:
-        """The newest tick this job is known to have claimed or run."""
+    def covered_until(self, now: datetime | None = None) -> datetime | None:
+        """The newest tick this job is known to have claimed or run, up to ``now``.
+
+        A tick later than ``now`` (claimed by a replica whose wall clock runs ahead, or by a hand
+        edit) covers nothing yet: counting it would hide every tick missed until then.
+        """
         ticks = [t for t in (self.claimed_tick, self.completed_tick) if t is not None]
         if self.last_run is not None:
             ticks.append(self.last_run.tick)
+        if now is not None:
+            ticks = [t for t in ticks if t <= now]
         return max(ticks) if ticks else None
 
     def add_run(self, run: RunRecord) -> bool:

@@ -71,3 +71,22 @@ def test_a_lock_taken_over_behind_the_holders_back_is_noticed_at_the_next_extens
     lease = LeaseTransport(server.api_client(), "default").get("g.j")
     assert record_from_lease(lease).holder == "intruder"  # the release did not clobber it
     assert job_state_from_lease(lease).last_run is None
+
+
+def test_a_run_stalled_past_two_thirds_of_the_ceiling_reads_lost_before_any_write(
+    k8s_embedded_apiserver: APIServer,
+) -> None:
+    """Hole 5 of issue 15: a process resumed after SIGSTOP must learn ``lost`` the moment it
+    reads it, before the keep-alive thread has run, and before anyone may take the lock."""
+    server, clock = k8s_embedded_apiserver, FakeClock()
+    lock = make_lock(server, clock)
+    grant = lock.try_acquire(TICK)
+    assert isinstance(grant, Grant)
+    told: list[str] = []
+    grant.lost_hooks.add(lambda: told.append("lost"))
+    clock.advance(19.9)
+    assert not grant.lost.is_set()
+    clock.advance(0.1)  # 20 s = 2/3 of lock_at_most_for, with no keep-alive since (stopped)
+    assert grant.lost.is_set() and told == ["lost"]
+    assert not lock.extend_once(grant), "a lost grant is not extended"
+    assert lock.finish(grant, "succeeded").outcome == "lost"

@@ -29,7 +29,7 @@ def test_leader_renews_when_due_and_steps_down_at_the_deadline_first() -> None:
 
 
 def test_candidate_steps() -> None:
-    kw = {"identity": "me", "fallback_duration": 60.0}
+    kw = {"identity": "me", "fallback_duration": 10.0}
     assert decide_candidate(
         record=None, exists=False, first_seen_at=None, now=0.0, **kw
     ).action is (CandidateAction.READ)

@@ -24,6 +24,7 @@ def claim(
     tick: datetime = T0,
     unchanged_for: float = 0.0,
     at_most: float = 900.0,
+    now: datetime = NOW,
 ):
     return judge_claim(
         record,
@@ -32,12 +33,12 @@ def claim(
         tick=tick,
         unchanged_for=unchanged_for,
         lock_at_most_for=at_most,
-        now=NOW,
+        now=now,
     )
 
 
 def test_free_lock_is_granted_with_the_tick_claimed_and_a_new_token() -> None:
-    result = claim(LeaseRecord(fencing_token=41, transitions=3), JobState())
+    result = claim(LeaseRecord(duration_seconds=1, fencing_token=41, transitions=3), JobState())
     assert result.verdict is Verdict.GRANT
     assert result.record is not None and result.state is not None
     assert result.record.holder == "a"
@@ -50,11 +51,18 @@ def test_free_lock_is_granted_with_the_tick_claimed_and_a_new_token() -> None:
 
 def test_a_tick_not_newer_than_the_claimed_one_is_refused_even_when_free() -> None:
     state = JobState(claimed_tick=T0)
-    assert claim(LeaseRecord(), state, tick=T0).verdict is Verdict.ALREADY_CLAIMED
+    free = LeaseRecord(duration_seconds=1)
+    assert claim(free, state, tick=T0).verdict is Verdict.ALREADY_CLAIMED
     earlier = T0 - timedelta(hours=1)
-    assert claim(LeaseRecord(), state, tick=earlier).verdict is Verdict.ALREADY_CLAIMED
+    assert claim(free, state, tick=earlier).verdict is Verdict.ALREADY_CLAIMED
     later = T0 + timedelta(hours=1)
-    assert claim(LeaseRecord(), state, tick=later).verdict is Verdict.GRANT
+    assert claim(free, state, tick=later).verdict is Verdict.GRANT
+
+
+def test_a_lock_without_holder_that_is_not_a_release_is_held_by_someone_unknown() -> None:
+    edited = LeaseRecord(holder="", duration_seconds=30, fencing_token=7)
+    assert claim(edited, JobState(), unchanged_for=31, at_most=60).verdict is Verdict.HELD
+    assert claim(edited, JobState(), unchanged_for=60, at_most=60).verdict is Verdict.GRANT
 
 
 def test_a_held_lock_is_taken_only_after_being_seen_unchanged_for_its_duration() -> None:
@@ -147,13 +155,16 @@ def test_no_tick_is_ever_granted_twice_whatever_order_replicas_claim_in(
     ticks: list[int], replicas: int
 ) -> None:
     """Replicas claim ticks in any order (late schedulers included) against one Lease; each
-    successful claim is a conditional write, so claims are serialised. No tick is granted twice."""
+    successful claim is a conditional write, so claims are serialised. No tick is granted twice.
+    Wall clocks are within the bound: a tick is claimed no earlier than its time."""
     record, state = LeaseRecord(), JobState()
     granted: list[datetime] = []
+    latest = T0
     for i, minute in enumerate(ticks):
         me = f"r{i % replicas}"
         tick = T0 + timedelta(minutes=minute)
-        result = claim(record, state, me=me, tick=tick, unchanged_for=10_000)
+        latest = max(latest, tick)
+        result = claim(record, state, me=me, tick=tick, unchanged_for=10_000, now=latest)
         if result.verdict is Verdict.GRANT:
             assert result.record is not None and result.state is not None
             granted.append(tick)
@@ -175,3 +186,59 @@ def test_no_tick_is_ever_granted_twice_whatever_order_replicas_claim_in(
     assert len(granted) == len(set(granted))
     assert granted == sorted(granted)
     assert record.fencing_token == len(granted)
+
+
+# -- hole 2 of issue 15: a claimed tick in the future must not silence a job ---------------------
+
+
+def test_a_claimed_tick_further_ahead_than_lock_at_most_for_is_suspect_and_overwritten() -> None:
+    free = LeaseRecord(duration_seconds=1, fencing_token=5)
+    future = NOW + timedelta(days=3)  # a fast wall clock or a hand edit claimed it
+    state = JobState(claimed_tick=future, completed_tick=T0 - timedelta(minutes=1))
+    result = claim(free, state, tick=T0, at_most=60)
+    assert result.verdict is Verdict.GRANT
+    assert result.suspect_claim == future
+    assert result.state is not None and result.state.claimed_tick == T0
+
+
+def test_a_suspect_claim_still_refuses_ticks_that_have_run() -> None:
+    free = LeaseRecord(duration_seconds=1, fencing_token=5)
+    state = JobState(claimed_tick=NOW + timedelta(days=3), completed_tick=T0)
+    refused = claim(free, state, tick=T0, at_most=60)
+    assert refused.verdict is Verdict.ALREADY_CLAIMED
+    assert refused.suspect_claim == state.claimed_tick, "reported even when refused"
+    later = claim(free, state, tick=T0 + timedelta(minutes=1), at_most=60)
+    assert later.verdict is Verdict.GRANT
+
+
+def test_a_claimed_tick_within_lock_at_most_for_of_now_is_honoured() -> None:
+    free = LeaseRecord(duration_seconds=1, fencing_token=5)
+    near = NOW + timedelta(seconds=59)  # within the clock bound: it may really be running
+    result = claim(free, JobState(claimed_tick=near), tick=T0, at_most=60)
+    assert result.verdict is Verdict.ALREADY_CLAIMED and result.suspect_claim is None
+
+
+# -- hole 4 of issue 15: a tick claimed by a holder that died mid-run is reported, not lost -------
+
+
+def test_taking_over_a_dead_holders_lock_records_its_claimed_tick_as_lost() -> None:
+    dead = LeaseRecord(holder="b", duration_seconds=60, fencing_token=7, renew_time=T0)
+    state = JobState(claimed_tick=T0, counts={"succeeded": 3})
+    taken = claim(dead, state, tick=T0 + timedelta(minutes=1), unchanged_for=60, at_most=60)
+    assert taken.verdict is Verdict.GRANT and taken.state is not None
+    run = taken.state.last_run
+    assert run is not None
+    assert (run.holder, run.tick, run.outcome, run.fencing_token) == ("b", T0, "lost", 7)
+    assert taken.state.counts == {"succeeded": 3, "lost": 1}
+    assert taken.lost_tick == T0
+
+
+def test_taking_over_an_idle_lock_whose_tick_ran_reports_nothing() -> None:
+    kept = LeaseRecord(holder="b", duration_seconds=60, fencing_token=7, renew_time=T0)
+    ran = RunRecord(
+        holder="b", tick=T0, started=T0, finished=T0, outcome="succeeded", fencing_token=7
+    )
+    state = JobState(claimed_tick=T0, completed_tick=T0, last_run=ran)
+    taken = claim(kept, state, tick=T0 + timedelta(minutes=1), unchanged_for=60, at_most=60)
+    assert taken.verdict is Verdict.GRANT and taken.state is not None
+    assert taken.state.last_run == ran and taken.lost_tick is None

@@ -126,10 +126,10 @@ def test_malformed_leases_are_read_without_raising(lease: dict[str, object], fra
     assert any(fragment in problem for problem in record.problems)
 
 
-def test_missing_spec_is_a_free_lease() -> None:
+def test_missing_spec_is_malformed_never_free() -> None:
     record = record_from_lease({"metadata": {"name": "x"}})
-    assert record == LeaseRecord()
-    assert not record.held and not record.malformed
+    assert record.problems == ("spec is missing",)
+    assert not record.held and record.malformed and not record.holder_readable
 
 
 def test_resource_version_of_odd_bodies() -> None:

@@ -32,11 +32,29 @@ def may_take(record: LeaseRecord | None, first_seen: float, now: float, **kw: An
 # -- may I take it? --------------------------------------------------------------------------
 
 
-def test_a_held_lease_may_be_taken_after_its_own_duration_not_ours() -> None:
-    kw = {"identity": "me", "fallback_duration": 60.0}
+def test_a_held_lease_may_be_taken_after_the_longer_of_its_duration_and_ours() -> None:
+    kw = {"identity": "me", "fallback_duration": 10.0}
     assert not may_take(HELD, 100.0, 114.999, **kw)
     assert may_take(HELD, 100.0, 115.0, **kw)
     assert takeover_at(HELD, 100.0, **kw) == 115.0
+    # a duration shorter than ours (shortened by hand, or a holder configured shorter) is not
+    # honoured: we wait our own 60 s from when we saw it
+    assert takeover_at(HELD, 100.0, identity="me", fallback_duration=60.0) == 160.0
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        LeaseRecord(holder="", duration_seconds=15, transitions=3, fencing_token=4),
+        LeaseRecord(holder="", duration_seconds=0, fencing_token=4),
+        LeaseRecord(holder="", problems=("spec is missing",), holder_readable=False),
+    ],
+    ids=["holder-removed", "empty-spec", "no-spec"],
+)
+def test_a_lease_without_holder_that_is_not_a_release_is_held_by_someone_unknown(
+    record: LeaseRecord,
+) -> None:
+    assert takeover_at(record, 100.0, identity="me", fallback_duration=60.0) == 160.0
 
 
 def test_an_empty_holder_may_be_taken_at_once() -> None:

@@ -543,3 +543,16 @@ def test_hostile_strings_in_leases_are_bounded_in_status() -> None:
     # the same (cut) identity keeps leading: no failover from comparing cut and uncut names
     f.observe(leader_lease("billing", huge, renew=4), at(4))
     assert len(f.render(SPEC, at(5))["failovers"]) == 1
+
+
+def test_a_claimed_tick_in_the_future_does_not_hide_missing_runs() -> None:
+    """Hole 2 of issue 15: a fast wall clock or a hand edit claimed a tick days ahead; the job
+    runs no more, and the operator must say so instead of 'runs on time'."""
+    spec = parse_spec(group_object("billing", {"jobs": [EVERY_NIGHT]}))
+    f = fold()
+    day = 86400
+    f.observe(job_lease("billing", "nightly", run=run_record("a", at(0))), at(10))
+    f.observe(job_lease("billing", "nightly", "b", claimed=at(30 * day)), at(20))
+    status = f.render(spec, at(day + 601))
+    assert conditions(status)["RunMissing"]["status"] == "True"
+    assert status["jobs"][0]["missedTick"] == "2026-01-02T02:00:00Z"

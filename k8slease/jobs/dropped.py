@@ -1,0 +1,122 @@
+"""Ticks the scheduler dropped before k8slease saw them, reported instead of lost without a word.
+
+APScheduler runs at most one instance of a job (``max_instances=1``): while a claim waits out a
+slow or paused API server, the next tick is dropped with only APScheduler's own log line, and a
+tick past its ``misfire_grace_time`` is dropped as missed. :class:`DroppedTicks` listens for both
+and reports each outage once per job: one warning, one Warning Event (reason ``TicksDropped``)
+on the job's Lease, and the ``dropped`` skip counter for every tick. The outage ends when the job
+runs again. Whether the tick ran elsewhere is the operator's call (``RunMissing``).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any, Protocol
+
+from apscheduler.events import (
+    EVENT_JOB_ERROR,
+    EVENT_JOB_EXECUTED,
+    EVENT_JOB_MAX_INSTANCES,
+    EVENT_JOB_MISSED,
+    JobEvent,
+)
+
+from k8slease.logs import get_logger
+from k8slease.names import job_lease_name
+
+log = get_logger("k8slease.jobs")
+
+#: The APScheduler events :class:`DroppedTicks` listens to.
+MASK = EVENT_JOB_MAX_INSTANCES | EVENT_JOB_MISSED | EVENT_JOB_EXECUTED | EVENT_JOB_ERROR
+
+
+class EventPoster(Protocol):
+    def post(
+        self,
+        involved: Mapping[str, Any],
+        *,
+        reason: str,
+        message: str,
+        type_: str = "Normal",
+        action: str = "",
+    ) -> bool: ...
+
+
+class SkipCounter(Protocol):
+    def skipped(self, group: str, job: str, reason: str) -> None: ...
+
+
+class DroppedTicks:
+    """Reports ticks the scheduler dropped, once per outage per job.
+
+    ``names`` maps APScheduler job ids to job names; ``events`` posts the Event (``None``: log
+    only); ``metrics`` counts each dropped tick as a skip with reason ``dropped``.
+    """
+
+    def __init__(
+        self,
+        *,
+        group: str,
+        names: Mapping[str, str],
+        events: EventPoster | None = None,
+        metrics: SkipCounter | None = None,
+    ) -> None:
+        self.group = group
+        self._names = dict(names)
+        self._events = events
+        self._metrics = metrics
+        self._lock = threading.Lock()
+        self._outage: dict[str, int] = {}
+        self._log = log.bind(group=group)
+
+    def dropped(self, name: str) -> int:
+        """Ticks of job ``name`` dropped in the current outage (0: none)."""
+        with self._lock:
+            return self._outage.get(name, 0)
+
+    def __call__(self, event: JobEvent) -> None:
+        """The scheduler listener (add it with :data:`MASK`)."""
+        name = self._names.get(event.job_id)
+        if name is None:
+            return
+        if event.code in (EVENT_JOB_EXECUTED, EVENT_JOB_ERROR):
+            with self._lock:
+                ended = self._outage.pop(name, 0)
+            if ended:
+                self._log.info("job.ticks_dropped_ended", job=name, dropped=ended)
+            return
+        ticks = _ticks_of(event)
+        why = "max-instances" if event.code == EVENT_JOB_MAX_INSTANCES else "misfired"
+        with self._lock:
+            before = self._outage.get(name, 0)
+            self._outage[name] = before + len(ticks)
+        if self._metrics is not None:
+            for _ in ticks:
+                self._metrics.skipped(self.group, name, "dropped")
+        if before:
+            return
+        first = ticks[0].isoformat() if ticks else "?"
+        self._log.warning("job.ticks_dropped", job=name, tick=first, why=why)
+        if self._events is not None:
+            lease = job_lease_name(self.group, name)
+            self._events.post(
+                {
+                    "apiVersion": "coordination.k8s.io/v1",
+                    "kind": "Lease",
+                    "metadata": {"name": lease},
+                },
+                reason="TicksDropped",
+                message=f"job {name}: the scheduler dropped tick {first} on this replica ({why}:"
+                " the previous tick was still waiting or running); reported once per outage",
+                type_="Warning",
+            )
+
+
+def _ticks_of(event: JobEvent) -> list[datetime]:
+    times = getattr(event, "scheduled_run_times", None)
+    if times is None:
+        one = getattr(event, "scheduled_run_time", None)
+        times = [] if one is None else [one]
+    return list(times)

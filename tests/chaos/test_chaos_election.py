@@ -1,0 +1,183 @@
+"""Chaos on real processes: three electors (tests/chaos/chaos_elector.py) on the embedded API
+server, while the suite SIGSTOPs, SIGKILLs and SIGTERMs leaders, edits the Lease by hand
+(issue 15, hole 1), pauses the API server and answers 5xx bursts, and restarts every replica.
+
+Checked from the journals of every act of leading (CLOCK_MONOTONIC, shared by the processes):
+no two processes acted as leader at the same instant, fencing tokens only grow from one leader
+to the next, and a leader is back within lease + renew deadline (+ margin) after each fault.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from k8slease.lease.transport import LeaseTransport
+from k8slease.testing.server import APIServer
+
+pytestmark = [pytest.mark.chaos, pytest.mark.slow]
+
+APP = Path(__file__).resolve().parent / "chaos_elector.py"
+LEASE, DEADLINE = 2.0, 1.4
+BACK_WITHIN = LEASE + DEADLINE + 2.0  # + a poll, a retry and process start-up on 2 busy cores
+
+
+class Cluster:
+    def __init__(self, server: APIServer, tmp: Path) -> None:
+        self.server = server
+        self.tmp = tmp
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.transport = LeaseTransport(server.api_client(), "default", request_timeout=2)
+        self.faults: list[str] = []
+
+    def spawn(self, identity: str) -> None:
+        self.procs[identity] = subprocess.Popen(
+            [sys.executable, str(APP), "--kubeconfig", str(self.server.kubeconfig),
+             "--identity", identity, "--journal", str(self.tmp / f"{identity}.log")],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )  # fmt: skip
+
+    def holder(self) -> str:
+        try:
+            lease = self.transport.get("chaos")
+        except Exception:
+            return ""
+        spec = lease.get("spec") or {}
+        return str(spec.get("holderIdentity") or "")
+
+    def wait_leader(self, *, not_: str = "", within: float = BACK_WITHIN) -> tuple[str, float]:
+        """Wait until a live process other than ``not_`` acts as leader; returns it and when."""
+        start = time.monotonic()
+        while time.monotonic() - start < within + 10:
+            last = self.last_work()
+            for identity, when in last.items():
+                if identity != not_ and when > start and self.procs[identity].poll() is None:
+                    return identity, when - start
+            time.sleep(0.05)
+        raise AssertionError(f"no leader within {within + 10:.0f}s")
+
+    def last_work(self) -> dict[str, float]:
+        found: dict[str, float] = {}
+        for identity in self.procs:
+            lines = self.journal(identity)
+            if lines:
+                found[identity] = lines[-1][0]
+        return found
+
+    def journal(self, identity: str) -> list[tuple[float, int]]:
+        path = self.tmp / f"{identity}.log"
+        if not path.exists():
+            return []
+        rows = []
+        for line in path.read_text().splitlines():
+            parts = line.split()
+            if len(parts) == 3 and parts[0] == "work":
+                rows.append((float(parts[1]), int(parts[2])))
+        return rows
+
+    def segments(self) -> list[tuple[float, float, int, str]]:
+        """Each process's acts of leading grouped by token: (first, last, token, identity)."""
+        out = []
+        for identity in self.procs:
+            by_token: dict[int, list[float]] = {}
+            for when, token in self.journal(identity):
+                by_token.setdefault(token, []).append(when)
+            out.extend((min(t), max(t), tok, identity) for tok, t in by_token.items())
+        return sorted(out)
+
+
+@pytest.fixture
+def cluster(k8s_embedded_apiserver: APIServer, tmp_path: Path) -> Iterator[Cluster]:
+    c = Cluster(k8s_embedded_apiserver, tmp_path)
+    yield c
+    for proc in c.procs.values():
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(signal.SIGCONT)
+            proc.kill()
+        proc.wait(timeout=10)
+
+
+def _edit(c: Cluster, change: Callable[[dict[str, Any]], None]) -> None:
+    lease = c.transport.get("chaos")
+    change(lease)
+    c.transport.replace("chaos", lease)
+
+
+def test_no_two_leaders_and_a_leader_back_after_every_fault(cluster: Cluster) -> None:
+    c = cluster
+    for name in ("a", "b", "c"):
+        c.spawn(name)
+    leader, _ = c.wait_leader(within=15)
+    heal: list[tuple[str, float]] = []
+
+    def fault(name: str, act: Callable[[str], None], *, any_leader: bool = False) -> None:
+        nonlocal leader
+        c.faults.append(name)
+        act(leader)
+        new, took = c.wait_leader(not_="" if any_leader else leader)
+        heal.append((name, took))
+        leader = new
+
+    stopped = leader
+    fault("sigstop-past-lease", lambda who: c.procs[who].send_signal(signal.SIGSTOP))
+    time.sleep(LEASE)  # stopped well past its lease while another leads, then resumed
+    c.procs[stopped].send_signal(signal.SIGCONT)
+    for edit in (
+        lambda lease: lease["spec"].update(leaseDurationSeconds=1),
+        lambda lease: lease["spec"].pop("holderIdentity", None),
+        lambda lease: lease.pop("spec", None),
+    ):
+        fault("hand-edit", lambda who, edit=edit: _edit(c, edit), any_leader=True)
+    fault("sigkill", lambda who: c.procs[who].kill())
+    c.spawn("d")
+    fault("sigterm", lambda who: c.procs[who].send_signal(signal.SIGTERM))
+    c.spawn("e")
+
+    def api_pause(_: str) -> None:
+        rule = c.server.faults.add(latency=2.5)
+        time.sleep(3)
+        c.server.faults.remove(rule)
+
+    fault("api-pause", api_pause, any_leader=True)
+
+    def burst(_: str) -> None:
+        rule = c.server.faults.add(status=503)
+        time.sleep(2)
+        c.server.faults.remove(rule)
+
+    fault("5xx-burst", burst, any_leader=True)
+
+    for name, proc in list(c.procs.items()):  # rolling restart of every live replica
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=45)  # release under load: startup, one request timeout
+            c.spawn(f"{name}r")
+    c.faults.append("rolling-restart")
+    c.wait_leader(within=15)
+
+    segments = c.segments()
+    overlaps = [
+        (x, y)
+        for i, x in enumerate(segments)
+        for y in segments[i + 1 :]
+        if y[0] <= x[1] and x[3] != y[3]
+    ]
+    tokens = [s[2] for s in segments]
+    print(
+        f"chaos: faults {c.faults}; terms {len(segments)}; heal times "
+        f"{[(n, round(t, 2)) for n, t in heal]}; overlaps {len(overlaps)}"
+    )
+    assert not overlaps, overlaps
+    assert tokens == sorted(tokens) and len(set(tokens)) == len(tokens), segments
+    assert all(took <= BACK_WITHIN for _, took in heal), heal

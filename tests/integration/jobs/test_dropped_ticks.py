@@ -1,0 +1,103 @@
+"""Hole 4 of issue 15 (ticks dropped while a claim waits): with ``max_instances=1`` APScheduler
+drops a tick while the previous one still waits on the API server. Each outage is reported once:
+one warning, one TicksDropped Event; every dropped tick is counted."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from apscheduler.schedulers.background import BackgroundScheduler
+
+from k8slease import Jobs
+from k8slease.jobs.dropped import MASK, DroppedTicks
+from k8slease.testing.server import APIServer
+
+
+class Posted:
+    def __init__(self) -> None:
+        self.reasons: list[str] = []
+        self.first = threading.Event()
+
+    def post(
+        self,
+        involved: Mapping[str, Any],
+        *,
+        reason: str,
+        message: str,
+        type_: str = "Normal",
+        action: str = "",
+    ) -> bool:
+        self.reasons.append(reason)
+        self.first.set()
+        return True
+
+
+class Counted:
+    def __init__(self) -> None:
+        self.skips: list[str] = []
+        self.third = threading.Event()
+
+    def skipped(self, group: str, job: str, reason: str) -> None:
+        self.skips.append(reason)
+        if len(self.skips) >= 3:
+            self.third.set()
+
+
+def test_ticks_dropped_while_a_run_waits_are_reported_once_per_outage(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    scheduler = BackgroundScheduler(timezone=UTC)
+    release = threading.Event()
+    posted, counted = Posted(), Counted()
+    reporter = DroppedTicks(group="g", names={"g:slow": "slow"}, events=posted, metrics=counted)
+
+    scheduler.add_listener(reporter, MASK)
+    scheduler.add_job(
+        release.wait,
+        "interval",
+        seconds=0.05,
+        id="g:slow",
+        max_instances=1,
+        next_run_time=datetime.now(UTC) + timedelta(seconds=0.01),
+    )
+    with caplog.at_level(logging.DEBUG, logger="k8slease"):
+        scheduler.start()
+        try:
+            assert counted.third.wait(10), "the scheduler never dropped a tick"
+            assert posted.first.wait(10)
+        finally:
+            release.set()
+            scheduler.shutdown(wait=True)
+    assert posted.reasons == ["TicksDropped"]
+    assert set(counted.skips) == {"dropped"} and len(counted.skips) >= 3
+    warnings = [e for e in caplog_events(caplog) if e["event"] == "job.ticks_dropped"]
+    assert len(warnings) == 1 and warnings[0]["why"] == "max-instances"
+
+
+def test_jobs_attach_the_reporter_to_their_scheduler(k8s_embedded_apiserver: APIServer) -> None:
+    jobs = Jobs(group="g", api_client=k8s_embedded_apiserver.api_client(), namespace="default")
+
+    @jobs.interval(seconds=3600, name="hourly")
+    def hourly(ctx: Any) -> None: ...
+
+    jobs.start()
+    try:
+        scheduler = jobs.scheduler
+        assert scheduler is not None
+        listeners = [cb for cb, _ in scheduler._listeners]
+        assert any(isinstance(cb, DroppedTicks) for cb in listeners)
+    finally:
+        jobs.stop()
+
+
+def caplog_events(caplog: pytest.LogCaptureFixture) -> list[dict[str, Any]]:
+    """The k8slease events captured, each as its fields with ``event`` set."""
+    return [
+        {**getattr(r, "k8slease_fields", {}), "event": getattr(r, "k8slease_event", "")}
+        for r in caplog.records
+    ]

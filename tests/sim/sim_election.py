@@ -1,0 +1,180 @@
+"""A replica's election in the simulation: the real :class:`ElectionMachine`, driven by events.
+
+The driver does what :mod:`k8slease.election.runner` does (one command at a time, watch events,
+deadline checks, polling without a watch) on the simulated network, with the replica's own
+clocks. A paused replica handles nothing until its pause ends; its clocks keep running.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from typing import Any
+
+from sim_core import Clock, Network, World
+
+from k8slease.election.commands import Create, Done, Read, Update, Wait
+from k8slease.election.machine import ElectionMachine
+from k8slease.election.timing import ElectionTiming
+from k8slease.errors import NotFound, TransportError
+
+LEADER_LEASE = "leader"
+
+
+class Replica:
+    """Pause-aware scheduling shared by the election and job drivers."""
+
+    def __init__(self, index: int, world: World, net: Network, clock: Clock) -> None:
+        self.index = index
+        self.world = world
+        self.net = net
+        self.clock = clock
+
+    def mono(self) -> float:
+        return self.clock.mono(self.world.t)
+
+    def later(self, when: float, action: Callable[[], None]) -> None:
+        """Run ``action`` at true time ``when``, or when this replica's pause ends."""
+
+        def fire() -> None:
+            until = self.net.faults.paused_until.get(self.index, 0.0)
+            if self.world.t < until:
+                self.world.at(until, fire)
+                return
+            action()
+
+        self.world.at(when, fire)
+
+
+class ElectionReplica(Replica):
+    def __init__(
+        self, index: int, world: World, net: Network, clock: Clock, timing: ElectionTiming
+    ) -> None:
+        super().__init__(index, world, net, clock)
+        self.machine = ElectionMachine(
+            name=LEADER_LEASE,
+            namespace="sim",
+            identity=f"r{index}",
+            timing=timing,
+            rng=random.Random(world.rng.random()),
+        )
+        self.machine.set_watching(True, self.mono())
+        self._busy = False
+        self._wake = 0
+
+    def believes(self) -> bool:
+        return self.machine.believes_leading(self.mono())
+
+    def start(self) -> None:
+        self.later(self.world.t, self.step)
+
+    def step(self) -> None:
+        machine = self.machine
+        machine.check(self.mono())
+        if self._busy:
+            return
+        command = machine.next_command(self.mono(), self.clock.wall(self.world.t))
+        if isinstance(command, Wait):
+            if command.until is not None:
+                self._wake += 1
+                token = self._wake
+                # a microsecond past: float rounding must not wake it a hair before ``until``
+                # (then it would wait again at the same instant, for ever)
+                when = max(self.clock.true_time_of(command.until), self.world.t) + 1e-6
+                self.later(when, lambda: self._woken(token))
+            return
+        if isinstance(command, Done):
+            return
+        self._busy = True
+        sent = self.mono()
+        self.world.log(f"r{self.index} sends {type(command).__name__} {command.purpose.value}")
+        if isinstance(command, Read):
+            self.net.request(self.index, _read, self._read_answer)
+        elif isinstance(command, Create):
+            body = command.body
+            self.net.request(
+                self.index, lambda s: s.create(body), lambda r, e: self._write_answer(r, e, sent)
+            )
+        elif isinstance(command, Update):
+            body = command.body
+            self.net.request(
+                self.index,
+                lambda s: s.replace(LEADER_LEASE, body),
+                lambda r, e: self._write_answer(r, e, sent),
+            )
+
+    def _woken(self, token: int) -> None:
+        if token == self._wake:
+            self.step()
+
+    def _read_answer(self, result: dict[str, Any] | None, error: TransportError | None) -> None:
+        def handle() -> None:
+            self.world.log(f"r{self.index} read answer {_brief(result, error)}")
+            self._busy = False
+            if error is None or isinstance(error, NotFound):
+                self.machine.read_done(result, now=self.mono())
+            else:
+                self.machine.read_failed(error, now=self.mono())
+            self.step()
+
+        self.later(self.world.t, handle)
+
+    def _write_answer(
+        self, result: dict[str, Any] | None, error: TransportError | None, sent: float
+    ) -> None:
+        def handle() -> None:
+            self.world.log(f"r{self.index} write answer {_brief(result, error)}")
+            self._busy = False
+            if error is None:
+                assert result is not None
+                self.machine.write_done(result, sent_at=sent, now=self.mono())
+            else:
+                self.machine.write_failed(error, sent_at=sent, now=self.mono())
+            self.step()
+
+        self.later(self.world.t, handle)
+
+    def on_change(self, kind: str, lease: dict[str, Any]) -> None:
+        """A change of the leader Lease reaches this replica's watch (if it has one)."""
+        if self.index in self.net.faults.partitioned or not self.machine.watching:
+            return
+
+        def handle() -> None:
+            if self.index in self.net.faults.partitioned:
+                return
+            self.machine.on_watch(lease, deleted=kind == "DELETED", now=self.mono())
+            self.world.log(f"r{self.index} watch {kind} {_brief(lease, None)}")
+            self.step()
+
+        self.later(self.world.t + self.world.rng.uniform(0, self.net.faults.latency), handle)
+
+    def set_watching(self, watching: bool, current: dict[str, Any] | None) -> None:
+        """The watch broke (partition) or was re-established (then the current state is
+        delivered as a watch restart's list would)."""
+
+        def handle() -> None:
+            self.machine.set_watching(watching, self.mono())
+            if watching and current is not None:
+                self.machine.on_watch(current, deleted=False, now=self.mono())
+            self.step()
+
+        self.later(self.world.t, handle)
+
+
+def _brief(lease: dict[str, Any] | None, error: TransportError | None) -> str:
+    if error is not None:
+        return f"error {error}"
+    if lease is None:
+        return "absent"
+    spec = lease.get("spec")
+    token = lease["metadata"].get("annotations", {}).get("k8slease.io/fencing-token")
+    rv = lease["metadata"].get("resourceVersion")
+    return f"rv={rv} token={token} spec={spec}"
+
+
+def _read(store: Any) -> dict[str, Any] | None:
+    try:
+        lease: dict[str, Any] = store.get(LEADER_LEASE)
+    except NotFound:
+        return None
+    return lease

@@ -1,0 +1,246 @@
+"""One seeded simulation: replicas, a fault schedule, the checks, the figures.
+
+Time alternates between chaos (``chaos`` seconds: latency up to 1.5 s, lost answers, 5xx bursts,
+partitions, pauses past the lease, hand edits and deletions of the leader Lease, far-future
+claims and deletions of the job Lease) and calm (``calm`` seconds: everything healed). Checked
+after every event, which covers every instant because belief only ends between events:
+
+* at most one replica believes it leads;
+* no tick of the job is granted (run) twice;
+* within ``lease_duration + renew_deadline`` (+ one poll and the answer's latency) of the start of
+  a calm window some replica leads;
+* at the end, every tick was run, or is reported: a lost-run record, or a skip that the replica
+  reports (dropped by the scheduler, API unavailable, lock held by the run before).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from sim_core import MAX_DRIFT, T0, Clock, Faults, Network, Store, World
+from sim_election import LEADER_LEASE, ElectionReplica
+from sim_jobs import JOB_LEASE, JobReplica, Ledger
+
+from k8slease.election.timing import ElectionTiming
+from k8slease.names import ANN_CLAIMED_TICK
+
+TIMING = ElectionTiming(lease_duration=10, renew_interval=2, renew_deadline=7, retry_interval=2)
+PERIOD = 5.0
+LOCK_AT_MOST_FOR = 15.0
+REPORTED_SKIPS = {"dropped", "unavailable", "held", "running"}
+
+
+@dataclass
+class Outcome:
+    seed: int
+    seconds: float
+    events: int
+    faults: Counter[str] = field(default_factory=Counter)
+    terms: int = 0
+    ticks: int = 0
+    runs: int = 0
+    skips: Counter[str] = field(default_factory=Counter)
+    lost_recorded: int = 0
+    heal_times: list[float] = field(default_factory=list)
+    violations: list[str] = field(default_factory=list)
+    trace: list[str] = field(default_factory=list)
+
+
+def simulate(
+    seed: int,
+    *,
+    seconds: float = 600.0,
+    replicas: int = 3,
+    chaos: float = 60.0,
+    calm: float = 40.0,
+    job_edits: bool = True,
+) -> Outcome:
+    world = World(seed)
+    rng = world.rng
+    store = Store(world)
+    faults = Faults()
+    net = Network(world, store, faults, timeout=TIMING.request_timeout)
+    clocks = [
+        Clock(
+            drift=rng.uniform(-MAX_DRIFT, MAX_DRIFT),
+            offset=rng.uniform(0, 1e5),
+            skew=rng.uniform(-1.0, 1.0),
+        )
+        for _ in range(replicas)
+    ]
+    electors = [ElectionReplica(i, world, net, clocks[i], TIMING) for i in range(replicas)]
+    ledger = Ledger()
+    workers = [
+        JobReplica(
+            i,
+            world,
+            net,
+            clocks[i],
+            ledger,
+            period=PERIOD,
+            lock_at_most_for=LOCK_AT_MOST_FOR,
+            run_time=(0.1, 7.0),
+        )
+        for i in range(replicas)
+    ]
+    out = Outcome(seed=seed, seconds=seconds, events=0)
+
+    def on_change(kind: str, lease: dict[str, Any]) -> None:
+        name = lease["metadata"]["name"]
+        for replica in electors if name == LEADER_LEASE else workers:
+            replica.on_change(kind, lease)
+
+    store.watchers.append(on_change)
+    for e in electors:
+        e.start()
+    first_tick = 1
+    for w in workers:
+        w.start(first_tick)
+
+    leaders: dict[str, Any] = {"current": None, "healing_since": None}
+    heal_bound = (
+        TIMING.lease_duration
+        + TIMING.renew_deadline
+        + 1.5 * TIMING.retry_interval
+        + 2 * TIMING.request_timeout
+    )
+
+    def check() -> None:
+        believers = [e.index for e in electors if e.believes()]
+        if len(believers) > 1:
+            out.violations.append(f"t={world.t:.3f}: two leaders {believers}")
+        leader = believers[0] if believers else None
+        if leader is not None and leader != leaders["current"]:
+            out.terms += 1
+            world.log(f"leader r{leader}")
+        leaders["current"] = leader
+        since = leaders["healing_since"]
+        if since is not None:
+            if leader is not None:
+                out.heal_times.append(world.t - since)
+                leaders["healing_since"] = None
+            elif world.t - since > heal_bound:
+                out.violations.append(f"t={world.t:.3f}: no leader {heal_bound:.1f}s after healing")
+                leaders["healing_since"] = None
+
+    def fault(kind: str, text: str = "") -> None:
+        out.faults[kind] += 1
+        world.log(f"fault {kind} {text}")
+
+    def inject() -> None:
+        if in_calm():
+            return
+        choice = rng.random()
+        if choice < 0.15:
+            faults.latency = rng.uniform(0.05, 1.5)
+            fault("latency", f"{faults.latency:.2f}")
+        elif choice < 0.25:
+            faults.loss = rng.uniform(0, 0.3)
+            fault("lost-answers", f"{faults.loss:.2f}")
+        elif choice < 0.35:
+            faults.errors = rng.uniform(0.2, 1.0)
+            fault("5xx-burst", f"{faults.errors:.2f}")
+            world.at(world.t + rng.uniform(1, 8), lambda: setattr(faults, "errors", 0.0))
+        elif choice < 0.5:
+            i = rng.randrange(replicas)
+            if i not in faults.partitioned:
+                fault("partition", f"r{i}")
+                faults.partitioned.add(i)
+                electors[i].set_watching(False, None)
+                world.at(world.t + rng.uniform(1, 30), lambda: heal(i))
+        elif choice < 0.65:
+            i = rng.randrange(replicas)
+            length = rng.uniform(0.5, 25)
+            fault("pause", f"r{i} {length:.1f}s")
+            faults.paused_until[i] = max(faults.paused_until.get(i, 0.0), world.t + length)
+        elif choice < 0.8:
+            edit = rng.choice(["shorten", "drop-spec", "drop-holder", "delete"])
+            if edit == "delete":
+                done = store.delete(LEADER_LEASE)
+            else:
+                done = store.edit(LEADER_LEASE, _EDITS[edit])
+            if done:
+                fault(f"leader-{edit}")
+        elif not job_edits:
+            pass
+        elif choice < 0.9:
+            far = T0 + timedelta(days=rng.uniform(1, 30))
+            if store.edit(JOB_LEASE, lambda lease: _claim(lease, far)):
+                fault("job-future-claim")
+        else:
+            if store.delete(JOB_LEASE):
+                fault("job-delete")
+        world.at(world.t + rng.expovariate(1 / 3.0), inject)
+
+    def heal(i: int) -> None:
+        if i in faults.partitioned:
+            faults.partitioned.discard(i)
+            current = store.leases.get(LEADER_LEASE)
+            electors[i].set_watching(True, None if current is None else dict(current))
+
+    def in_calm() -> bool:
+        return world.t % (chaos + calm) >= chaos
+
+    def calm_down() -> None:
+        faults.latency, faults.loss, faults.errors = 0.05, 0.0, 0.0
+        for i in list(faults.partitioned):
+            heal(i)
+        for i in faults.paused_until:
+            faults.paused_until[i] = min(faults.paused_until[i], world.t)
+        leaders["healing_since"] = world.t
+        world.at(world.t + calm, lambda: world.at(world.t, inject))
+        world.at(world.t + calm + chaos, calm_down)
+
+    world.at(1.0, inject)
+    world.at(chaos, calm_down)
+    try:
+        world.run_until(seconds, check)
+    except Exception as exc:  # a crash of the real code is a finding too
+        out.violations.append(f"t={world.t:.3f}: {type(exc).__name__}: {exc}")
+    out.events = world.events
+    out.violations.extend(ledger.violations)
+    last_tick = int((seconds - 2 * LOCK_AT_MOST_FOR - 2 * PERIOD) // PERIOD)
+    for k in range(first_tick, last_tick):
+        out.ticks += 1
+        if ledger.runs.get(k):
+            out.runs += 1
+            continue
+        if k in ledger.lost_recorded:
+            out.lost_recorded += 1
+            continue
+        fates = ledger.fates.get(k, {})
+        reported = [f for f in fates.values() if f in REPORTED_SKIPS]
+        if reported:
+            out.skips[reported[0]] += 1
+        else:
+            out.violations.append(f"tick {k}: not run and not reported ({fates})")
+    out.trace = list(world.trace)
+    for key, value in net.counts.items():
+        out.faults[key] += value
+    return out
+
+
+def _claim(lease: dict[str, Any], tick: Any) -> None:
+    lease["metadata"].setdefault("annotations", {})[ANN_CLAIMED_TICK] = tick.strftime(
+        "%Y-%m-%dT%H:%M:%S.%fZ"
+    )
+
+
+def _shorten(lease: dict[str, Any]) -> None:
+    if isinstance(lease.get("spec"), dict):
+        lease["spec"]["leaseDurationSeconds"] = 1
+
+
+def _drop_spec(lease: dict[str, Any]) -> None:
+    lease.pop("spec", None)
+
+
+def _drop_holder(lease: dict[str, Any]) -> None:
+    if isinstance(lease.get("spec"), dict):
+        lease["spec"].pop("holderIdentity", None)
+
+
+_EDITS = {"shorten": _shorten, "drop-spec": _drop_spec, "drop-holder": _drop_holder}

@@ -1,0 +1,176 @@
+"""Hole 1 of issue 15: a hand edit of the held Lease must never make two leaders.
+
+The holder ends its belief the moment it sees an edit of its record it did not write; candidates
+never honour a shortened duration at once and treat a Lease without spec or holder (that is not a
+release) as held by someone unknown.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from elector_model import NAME, Cluster
+
+from k8slease.election.commands import Read, StoppedLeading, Update, Wait
+
+
+def _lead(c: Cluster) -> tuple[int, int]:
+    c.run_until(lambda: c.leader() is not None)
+    leader = c.leader()
+    assert leader is not None
+    for i in range(len(c.replicas)):
+        c.deliver_watch(i, 1000)
+    return leader, 1 - leader
+
+
+def _shorten(lease: dict[str, Any]) -> None:
+    lease["spec"]["leaseDurationSeconds"] = 1
+
+
+def _drop_spec(lease: dict[str, Any]) -> None:
+    lease.pop("spec")
+
+
+def _drop_holder(lease: dict[str, Any]) -> None:
+    lease["spec"].pop("holderIdentity")
+
+
+EDITS: list[Callable[[dict[str, Any]], None]] = [_shorten, _drop_spec, _drop_holder]
+
+
+@pytest.mark.parametrize("edit", EDITS, ids=lambda e: e.__name__)
+def test_the_holder_steps_down_the_moment_it_sees_an_edit_it_did_not_make(
+    edit: Callable[[dict[str, Any]], None],
+) -> None:
+    c = Cluster(2)
+    leader, _ = _lead(c)
+    c.store.edit(NAME, edit)
+    c.deliver_watch(leader, 1000)
+    assert not c.replicas[leader].machine.believes_leading(c.mono(leader))
+    stopped = [e for e in c.replicas[leader].events if isinstance(e, StoppedLeading)]
+    assert stopped and "edit" in stopped[-1].reason
+
+
+def test_the_holder_keeps_leading_through_late_events_of_its_own_renewals() -> None:
+    c = Cluster(1)
+    c.run_until(lambda: c.leader() == 0)
+    c.deliver_watch(0, 1000)
+    backlog = len(c.store.history)
+    for _ in range(3):
+        c.advance(3.0)
+        assert isinstance(c.roundtrip(0), Update)
+    assert c.replicas[0].cursor < backlog + 3
+    c.deliver_watch(0, 1000)  # three renewals, delivered late, after all were answered
+    assert c.leader() == 0
+
+
+def test_the_holder_keeps_leading_when_its_own_renewal_is_seen_before_the_answer() -> None:
+    c = Cluster(1)
+    c.run_until(lambda: c.leader() == 0)
+    c.deliver_watch(0, 1000)
+    c.advance(3.0)
+    assert isinstance(c.act(0), Update)
+    c.apply(0)
+    c.deliver_watch(0, 1000)  # the watch is faster than the PUT's answer
+    c.respond(0)
+    assert c.leader() == 0
+
+
+def test_a_renew_conflict_on_an_edited_record_steps_down_instead_of_renewing() -> None:
+    c = Cluster(1)
+    c.run_until(lambda: c.leader() == 0)
+    c.store.edit(NAME, _shorten)
+    c.advance(3.0)
+    assert isinstance(c.roundtrip(0), Update)  # conflict
+    command = c.roundtrip(0)
+    assert isinstance(command, Read)
+    assert c.leader() is None
+
+
+@pytest.mark.parametrize("edit", EDITS, ids=lambda e: e.__name__)
+def test_a_candidate_waits_its_configured_duration_after_a_hand_edit(
+    edit: Callable[[dict[str, Any]], None],
+) -> None:
+    c = Cluster(2)
+    leader, other = _lead(c)
+    c.store.edit(NAME, edit)
+    c.deliver_watch(other, 1000)
+    seen = c.replicas[other].machine.observation
+    assert seen is not None
+    edited_at = seen.first_seen_at
+    # the holder's watch is broken: it never hears of the edit and the renewals fail
+    while c.mono(other) < edited_at + 10 - 0.25:
+        c.advance(0.25)
+        c.check(leader)
+        command = c.act(other)
+        if command is not None:
+            c.apply(other)
+            c.respond(other)
+        assert not c.replicas[other].machine.believes_leading(c.mono(other)), (
+            f"took over {c.mono(other) - edited_at:.2f}s after the edit, before the 10s lease"
+        )
+        c.leader()
+
+
+def test_a_real_release_is_still_taken_at_once() -> None:
+    c = Cluster(2)
+    leader, other = _lead(c)
+    c.stop(leader)
+    c.roundtrip(leader)  # release read
+    c.roundtrip(leader)  # release write
+    c.deliver_watch(other, 1000)
+    assert isinstance(c.roundtrip(other), Update)
+    assert c.leader() == other
+
+
+def test_two_replicas_never_both_lead_when_hand_edits_race_renewals() -> None:
+    for edit in EDITS:
+        c = Cluster(3)
+        leader, _ = _lead(c)
+        for round_ in range(40):
+            if round_ % 7 == 0:
+                with contextlib.suppress(KeyError):  # the spec was dropped by the last edit
+                    c.store.edit(NAME, edit)
+            c.advance(0.5)
+            for i in range(3):
+                if i != leader or round_ % 3 == 0:
+                    c.deliver_watch(i, 1000)
+                c.check(i)
+                command = c.act(i)
+                if command is not None:
+                    c.apply(i)
+                    c.respond(i)
+                c.leader()  # asserts at most one believer
+
+
+def test_hand_edits_that_compose_into_a_release_are_not_trusted_as_one() -> None:
+    """Found by the simulation (seed 9): shortening the duration to 1 and then removing the
+    holder leaves exactly a release record, but its renewTime is the holder's last one. A real
+    release always moves renewTime forward; one that does not is held by someone unknown."""
+    c = Cluster(2)
+    _, other = _lead(c)
+    c.store.edit(NAME, _shorten)
+    c.store.edit(NAME, _drop_holder)
+    c.deliver_watch(other, 1000)
+    seen = c.replicas[other].machine.observation
+    assert seen is not None and seen.record is not None and not seen.record.held
+    command = c.act(other)
+    assert isinstance(command, Wait) and command.until == pytest.approx(seen.first_seen_at + 10)
+
+
+def test_a_lease_deleted_after_a_release_is_waited_out_before_it_is_created() -> None:
+    """The election twin of simulation seed 10: a Lease seen released and then absent may have
+    been taken (unseen) before it was deleted; its holder may still believe. Wait the duration."""
+    c = Cluster(2)
+    leader, other = _lead(c)
+    c.stop(leader)
+    c.roundtrip(leader)
+    c.roundtrip(leader)  # released
+    c.deliver_watch(other, 1000)
+    c.store.delete(NAME)
+    c.deliver_watch(other, 1000)
+    command = c.act(other)
+    assert isinstance(command, Wait)
