@@ -219,6 +219,19 @@ class ResourceAPI:
             )
         old = self.store.get(rt.key, namespace, name)
         if old is None:
+            uid = new["metadata"].get("uid")
+            if uid and rt.allow_create_on_update and not sub:
+                # the real server checks a UID precondition before creating on update: a PUT
+                # of an object read before it was deleted must not recreate it
+                key = f"/registry/{rt.plural}/{namespace}/{name}" if namespace else (
+                    f"/registry/{rt.plural}/{name}"
+                )
+                raise st.conflict(
+                    rt.plural, rt.group, name,
+                    f"StorageError: invalid object, Code: 4, Key: {key}, ResourceVersion: 0, "
+                    f"AdditionalErrorMsg: Precondition failed: UID in precondition: {uid}, "
+                    "UID in object meta: ",
+                )  # fmt: skip
             if rt.allow_create_on_update and not sub:
                 new["metadata"].pop("resourceVersion", None)
                 return 201, self.create(rt, namespace, new)

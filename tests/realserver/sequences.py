@@ -180,6 +180,10 @@ def conflicts(s: Session) -> None:
         {**unconditional, "metadata": {"name": "c", "uid": "0000-not-it"}},
     )
     s.request("update-missing", "PUT", leases(s, "nope"), {**lease("nope")})
+    # a PUT of a Lease as read before its deletion: the UID is a precondition, never a create
+    _, gone = s.request("create-gone", "POST", leases(s), lease("gone"))
+    s.request("delete-gone", "DELETE", leases(s, "gone"))
+    s.request("update-deleted", "PUT", leases(s, "gone"), {**gone, "spec": {"holderIdentity": "l"}})
     s.request("patch-missing", "PATCH", leases(s, "nope"), {"spec": {}}, content_type=MERGE)
     s.request(
         "delete-wrong-uid",

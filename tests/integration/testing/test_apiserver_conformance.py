@@ -283,6 +283,32 @@ def test_update_of_missing_lease_creates_it(
     assert coord.read_namespaced_lease("ghost", k8s_namespace).metadata.uid
 
 
+def test_update_of_a_deleted_lease_with_its_uid_is_a_conflict_not_a_create(
+    coord: client.CoordinationV1Api, k8s_namespace: str
+) -> None:
+    """A PUT of a Lease as read before someone deleted it carries the old UID: the real server
+    checks it as a precondition and answers 409 instead of creating the Lease anew (which would
+    let a claim judged on a stale view bypass its resourceVersion condition). Without a UID the
+    same PUT creates it."""
+    before = coord.create_namespaced_lease(k8s_namespace, lease_body("gone"))
+    coord.delete_namespaced_lease("gone", k8s_namespace)
+    stale = lease_body("gone", holderIdentity="late")
+    stale["metadata"].update(
+        uid=before.metadata.uid, resourceVersion=before.metadata.resource_version
+    )
+    with pytest.raises(client.ApiException) as info:
+        coord.replace_namespaced_lease("gone", k8s_namespace, stale)
+    body = status_of(info.value)
+    assert (info.value.status, body["reason"]) == (409, "Conflict")
+    assert f"UID in precondition: {before.metadata.uid}" in body["message"]
+    with pytest.raises(client.ApiException) as missing:
+        coord.read_namespaced_lease("gone", k8s_namespace)
+    assert missing.value.status == 404
+    del stale["metadata"]["uid"]
+    _, code, _ = coord.replace_namespaced_lease_with_http_info("gone", k8s_namespace, stale)
+    assert code == 201
+
+
 def test_merge_and_json_and_strategic_patch(
     coord: client.CoordinationV1Api, k8s_namespace: str
 ) -> None:

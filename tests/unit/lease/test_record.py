@@ -73,6 +73,7 @@ def test_writing_preserves_unknown_fields_and_resource_version() -> None:
         "metadata": {
             "name": "demo",
             "resourceVersion": "17",
+            "uid": "u-1",
             "labels": {"team": "x"},
             "annotations": {"other": "kept"},
         },
@@ -89,6 +90,7 @@ def test_writing_preserves_unknown_fields_and_resource_version() -> None:
     assert body["metadata"]["labels"] == {"team": "x"}
     assert body["metadata"]["annotations"] == {"other": "kept", ANN_FENCING_TOKEN: "3"}
     assert resource_version(body) == "17"
+    assert body["metadata"]["uid"] == "u-1", "a PUT after a deletion must fail the UID check"
     assert lease["spec"]["holderIdentity"] == "old", "the input is not modified"
 
 
