@@ -174,6 +174,17 @@ def run_failover(
     return out
 
 
+def run_locks(target: Target, plan: Plan, stderr: IO[Any] | None) -> dict[str, Any]:
+    """The lock benchmark at each replica count of the plan, on ``target``."""
+    by_replicas = {
+        str(n): locks.measure(
+            target, jobs=plan.jobs, replicas=n, ticks=plan.lock_ticks, stderr=stderr
+        )
+        for n in plan.lock_replicas
+    }
+    return {"k8slease": {"by_replicas": by_replicas}, "official": "n/a (no per-job locks)"}
+
+
 def run_real(
     plan: Plan, impls: tuple[str, ...], rng: random.Random, stderr: IO[Any] | None
 ) -> dict[str, Any]:
@@ -184,7 +195,12 @@ def run_real(
         section("real api_load", real, lambda: load.measure(
             target, window=plan.load_window, warmup=plan.load_warmup,
             candidates=plan.candidates, implementations=impls, stderr=stderr))  # fmt: skip
-    return {"failover": real["real failover"], "api_load": real["real api_load"]}
+        section("real locks", real, lambda: run_locks(target, plan, stderr))
+    return {
+        "failover": real["real failover"],
+        "api_load": real["real api_load"],
+        "locks": real["real locks"],
+    }
 
 
 def run_others() -> dict[str, Any]:
@@ -245,17 +261,11 @@ def main(argv: list[str] | None = None) -> int:
     if "embedded" in servers:
         with open_target("embedded", NAMESPACE) as target:
             assert isinstance(target, EmbeddedTarget)
-            server = target.server
             section("failover", results, lambda: run_failover(target, plan, impls, rng, stderr))
             section("api_load", results, lambda: load.measure(
                 target, window=plan.load_window, warmup=plan.load_warmup,
                 candidates=plan.candidates, implementations=impls, stderr=stderr))  # fmt: skip
-            section("locks", results, lambda: {
-                "k8slease": {"by_replicas": {
-                    str(n): locks.measure(server, jobs=plan.jobs, replicas=n,
-                                          ticks=plan.lock_ticks, stderr=stderr)
-                    for n in plan.lock_replicas}},
-                "official": "n/a (no per-job locks)"})  # fmt: skip
+            section("locks", results, lambda: run_locks(target, plan, stderr))
     if "real" in servers:
         section("real", results, lambda: run_real(plan, impls, rng, stderr))
     section("footprint", results, lambda: {"import_s": footprint.import_times(plan.import_runs)})

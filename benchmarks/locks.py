@@ -1,10 +1,12 @@
 """Per-job lock claims of ONCE_PER_TICK jobs (k8slease only: the official client has no per-job
 locks). The claims run in a child process (``locks_worker``) so that they do not share a GIL
-with the API server in this process.
+with the API server in this process. The server counts the requests (the embedded one from its
+request log, a real kube-apiserver from its audit log): the worker says when the measured ticks
+begin and end and waits for the count to be taken.
 
-On its own, for other sizes (one embedded API server per replica count)::
+On its own, for other sizes (one server per replica count)::
 
-    .venv/bin/python -m benchmarks.locks --replicas 10 --jobs 1000 --ticks 2 [--out FILE]
+    .venv/bin/python -m benchmarks.locks --replicas 10 --jobs 1000 --ticks 2 [--server real]
 """
 
 from __future__ import annotations
@@ -16,13 +18,13 @@ from collections import Counter
 from pathlib import Path
 from typing import IO, Any
 
-from benchmarks.common import quiet_logging
+from benchmarks.common import NAMESPACE, quiet_logging
 from benchmarks.replicas import Replica
-from k8slease.testing.server import APIServer
+from benchmarks.targets import SERVERS, Target, open_target
 
 
 def measure(
-    server: APIServer,
+    target: Target,
     *,
     jobs: int = 100,
     replicas: int = 3,
@@ -32,27 +34,44 @@ def measure(
     timeout: float = 600.0,
 ) -> dict[str, Any]:
     """Run the lock worker; returns its figures."""
-    args = ["--kubeconfig", str(server.kubeconfig), "--url", server.url]
+    args = ["--kubeconfig", str(target.kubeconfig)]
     args += ["--jobs", str(jobs), "--replicas", str(replicas)]
     args += ["--ticks", str(ticks), "--workers", str(workers), "--group", f"bench-{replicas}"]
-    worker = Replica("locks_worker", args, "locks", stderr)
+    worker = Replica("locks_worker", args, "locks", stderr, stdin=True)
     try:
+        if worker.wait_for("measuring", timeout) is None:
+            raise RuntimeError("the lock worker did not reach its measured ticks")
+        target.reset()
+        worker.send("go")
+        if worker.wait_for("measured", timeout) is None:
+            raise RuntimeError("the lock worker did not finish its measured ticks")
+        codes = target.lease_writes_and_reads()
+        worker.send("go")
         if worker.wait_for("result", timeout) is None:
             raise RuntimeError("the lock worker gave no result")
         result = worker.result("result")
         result.pop("t", None)
     finally:
         worker.close()
-    # The worker reset the server's counters after its warm-up tick: the log holds the measured
-    # ticks (and the watches that ended at its stop), with status codes (409: lost a race).
-    codes = Counter(
-        f"{r.verb} {r.code}" for r in server.stats.requests() if r.verb not in ("watch", "list")
-    )
+    # requests between the two marks, with status codes (409: lost a race); the informers'
+    # lists and watches are left out (they do not grow with ticks)
     job_ticks = result["job_ticks"]
+    result["server"] = target.name
+    result["requests_per_job_tick"] = {
+        f"{verb} leases.coordination.k8s.io": round(n / job_ticks, 3)
+        for verb, n in sorted(_by_verb(codes).items())
+    }
     result["requests_per_job_tick_by_code"] = {
         key: round(n / job_ticks, 3) for key, n in sorted(codes.items())
     }
     return result
+
+
+def _by_verb(codes: Counter[str]) -> Counter[str]:
+    verbs: Counter[str] = Counter()
+    for key, n in codes.items():
+        verbs[key.split()[0]] += n
+    return verbs
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -60,13 +79,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--replicas", default="3,10", help="replica counts, comma-separated")
     parser.add_argument("--jobs", type=int, default=100)
     parser.add_argument("--ticks", type=int, default=3)
+    parser.add_argument("--server", choices=SERVERS, default="embedded")
     parser.add_argument("--out", type=Path, help="write the figures there as JSON")
     args = parser.parse_args(argv)
     quiet_logging()
     results: dict[str, Any] = {}
     for n in (int(x) for x in args.replicas.split(",")):
-        with APIServer(log_size=2_000_000) as server:
-            results[str(n)] = measure(server, jobs=args.jobs, replicas=n, ticks=args.ticks)
+        with open_target(args.server, NAMESPACE) as target:
+            results[str(n)] = measure(target, jobs=args.jobs, replicas=n, ticks=args.ticks)
     text = json.dumps(results, indent=1)
     if args.out is not None:
         args.out.write_text(text + "\n")

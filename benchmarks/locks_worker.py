@@ -1,19 +1,18 @@
 """Per-job lock claims: 3 ``Jobs`` replicas x 100 ONCE_PER_TICK jobs in one process, every
 replica firing the same tick of every job at once through ``Jobs.fire`` (the lock path):
-``python -m benchmarks.locks_worker --kubeconfig P --url URL``.
+``python -m benchmarks.locks_worker --kubeconfig P``.
 
-Prints one ``result`` JSON line. A first, unmeasured tick creates the job Leases; requests are
-counted by the server (its ``/_k8slease/stats``, reset after that tick).
+Prints one ``result`` JSON line. Unmeasured ticks first create the job Leases; the harness counts
+the requests on the server: the worker prints ``measuring`` and ``measured`` around the measured
+ticks and waits for a line on stdin after each (the harness has taken its count).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import threading
 import time
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -74,11 +73,11 @@ def settle(replicas: list[Jobs], names: list[str], tick: datetime, timeout: floa
     return True
 
 
-def server_stats(url: str, method: str = "GET") -> dict[str, int]:
-    request = urllib.request.Request(f"{url}/_k8slease/stats", method=method)
-    with urllib.request.urlopen(request, timeout=10) as response:
-        counts: dict[str, int] = json.load(response)["counts"]
-    return counts
+def handshake(event: str) -> None:
+    """Tell the harness ``event`` and wait until it has counted (a line on stdin)."""
+    emit(event)
+    if not sys.stdin.readline():
+        raise SystemExit(f"the harness went away at {event}")
 
 
 def fire_tick(
@@ -157,7 +156,6 @@ def crash_tick(
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--kubeconfig", required=True)
-    parser.add_argument("--url", required=True)
     parser.add_argument("--jobs", type=int, default=100)
     parser.add_argument("--replicas", type=int, default=3)
     parser.add_argument("--ticks", type=int, default=3)
@@ -187,12 +185,12 @@ def main(argv: list[str] | None = None) -> int:
             for name in names[: min(len(names), 50)]
         ]
         warmup += 1
-        server_stats(args.url, "DELETE")
+        handshake("measuring")
         ticks = [
             fire_tick(replicas, names, base + timedelta(minutes=k), args.workers, recorder)
             for k in range(warmup + 1, warmup + 1 + args.ticks)
         ]
-        requests = server_stats(args.url)
+        handshake("measured")
     finally:
         for registry in replicas:
             registry.stop()
@@ -223,7 +221,6 @@ def main(argv: list[str] | None = None) -> int:
         ),
         crashed_first_choice=crashed,
         claim_run_release_s=summary(winner_total),
-        requests_per_job_tick={k: v / job_ticks for k, v in requests.items()},
     )
     return 0
 

@@ -42,6 +42,7 @@ class Replica:
         *,
         argv: list[str] | None = None,
         aliases: dict[str, str] | None = None,
+        stdin: bool = False,
     ) -> None:
         self.label = label
         self._aliases = aliases or {}
@@ -49,6 +50,7 @@ class Replica:
         self._cond = threading.Condition()
         self.process = subprocess.Popen(
             argv or [sys.executable, "-m", f"benchmarks.{module}", *args],
+            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=stderr if stderr is not None else subprocess.DEVNULL,
             text=True,
@@ -124,6 +126,12 @@ class Replica:
             record = dict(self._events[event])
         record.pop("event", None)
         return record
+
+    def send(self, line: str) -> None:
+        """Write ``line`` to the replica's stdin (started with ``stdin=True``)."""
+        assert self.process.stdin is not None, "started without stdin=True"
+        self.process.stdin.write(line + "\n")
+        self.process.stdin.flush()
 
     def signal(self, signum: signal.Signals) -> float:
         """Send ``signum``; returns the wall-clock time just before sending it."""

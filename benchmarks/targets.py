@@ -41,6 +41,10 @@ class Target(Protocol):
     def open_watches(self, name: str) -> int | None:
         """Lease watches open now that would see the Lease ``name``; None if unknown."""
 
+    def lease_writes_and_reads(self) -> Counter[str]:
+        """Lease requests in the namespace since :meth:`reset` other than lists and watches
+        (the informers' traffic), as ``"verb code"`` -> count (``update 409``: a lost race)."""
+
 
 class EmbeddedTarget:
     name = "embedded"
@@ -62,6 +66,15 @@ class EmbeddedTarget:
             if request.resource == "leases.coordination.k8s.io":
                 by_name.setdefault(request.name or "(collection)", Counter())[request.verb] += 1
         return by_name
+
+    def lease_writes_and_reads(self) -> Counter[str]:
+        return Counter(
+            f"{r.verb} {r.code}"
+            for r in self.server.stats.requests()
+            if r.resource == "leases.coordination.k8s.io"
+            and r.namespace == self.namespace
+            and r.verb not in ("watch", "list")
+        )
 
     def open_watches(self, name: str) -> int | None:
         rt = self.server.registry.find("coordination.k8s.io", "v1", "leases")
@@ -98,6 +111,18 @@ class RealTarget:
             name = ref.get("name") or "(collection)"
             by_name.setdefault(name, Counter())[str(event.get("verb"))] += 1
         return by_name
+
+    def lease_writes_and_reads(self) -> Counter[str]:
+        found: Counter[str] = Counter()
+        for event in audit.events(self.plane.audit_log, self._since):
+            ref = event.get("objectRef") or {}
+            if (ref.get("apiGroup"), ref.get("resource")) != LEASES or ref.get("subresource"):
+                continue
+            if ref.get("namespace") != self.namespace or event.get("verb") in ("watch", "list"):
+                continue
+            code = (event.get("responseStatus") or {}).get("code")
+            found[f"{event.get('verb')} {code}"] += 1
+        return found
 
     def open_watches(self, name: str) -> int | None:
         return None

@@ -121,8 +121,9 @@ def lease_with_record(lease: Mapping[str, Any], record: LeaseRecord) -> dict[str
 
     Fields the record does not own are preserved, including ``metadata.resourceVersion`` so that the
     result can be PUT as a conditional update, and ``metadata.uid``, so that a PUT to a Lease
-    deleted since it was read fails the server's UID precondition (409) instead of creating it. An empty holder is written as an absent
-    ``holderIdentity`` with the other fields kept, as client-go does on release.
+    deleted since it was read fails the server's UID precondition (409) instead of creating it.
+    An empty holder is written as an absent ``holderIdentity`` with the other fields kept, as
+    client-go does on release.
     """
     body: dict[str, Any] = copy.deepcopy(dict(lease))
     spec = body.get("spec")
