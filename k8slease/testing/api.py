@@ -223,8 +223,10 @@ class ResourceAPI:
             if uid and rt.allow_create_on_update and not sub:
                 # the real server checks a UID precondition before creating on update: a PUT
                 # of an object read before it was deleted must not recreate it
-                key = f"/registry/{rt.plural}/{namespace}/{name}" if namespace else (
-                    f"/registry/{rt.plural}/{name}"
+                key = (
+                    f"/registry/{rt.plural}/{namespace}/{name}"
+                    if namespace
+                    else (f"/registry/{rt.plural}/{name}")
                 )
                 raise st.conflict(
                     rt.plural, rt.group, name,
