@@ -14,6 +14,12 @@ class FakeClock:
     Threads that wait on it (``wait``) are woken by :meth:`advance`; :meth:`settle` then blocks
     until every such thread is waiting again, so that a test knows the threads have acted on the
     new time before it looks or moves the clock again.
+
+    The clock knows a thread only from its first ``wait``: a thread that has just started, or
+    that is still acting before its first wait (an elector's loop dispatching the grant it won
+    without ever waiting), is invisible to it. A test that starts such threads and then drives
+    the clock says how many threads must be waiting first (``settle(sleepers=...)``,
+    ``run_until(..., sleepers=...)``), or the clock may move while they are still busy.
     """
 
     #: Real seconds a waiter waits at most between checks, in case a notification raced its wait.
@@ -69,22 +75,29 @@ class FakeClock:
             with self._lock:
                 self._asleep.pop(me, None)
 
-    def settle(self, timeout: float = 5.0) -> bool:
+    def settle(self, timeout: float = 5.0, *, sleepers: int = 0) -> bool:
         """Block until every live thread that waits on this clock waits again since the last
-        :meth:`advance` (or ``timeout`` real seconds passed); returns whether it settled."""
+        :meth:`advance`, and at least ``sleepers`` threads do (or ``timeout`` real seconds
+        passed); returns whether it settled."""
+        if sleepers < 0:
+            raise ValueError(f"sleepers must be >= 0, got {sleepers}")
 
         def settled() -> bool:
             self._known = {thread for thread in self._known if thread.is_alive()}
-            return all(self._asleep.get(thread) == self._generation for thread in self._known)
+            waiting = [t for t in self._known if self._asleep.get(t) == self._generation]
+            return len(waiting) == len(self._known) and len(waiting) >= sleepers
 
         with self._lock:
             return self._changed.wait_for(settled, timeout)
 
-    def run_until(self, done: Callable[[], bool], *, limit: float, step: float = 0.05) -> bool:
+    def run_until(
+        self, done: Callable[[], bool], *, limit: float, step: float = 0.05, sleepers: int = 0
+    ) -> bool:
         """Advance by ``step`` until ``done()`` or ``limit`` seconds passed; after each step the
         threads waiting on this clock have acted on the new time (:meth:`settle`) before
-        ``done`` is asked. Returns ``done()``."""
-        self.settle()
+        ``done`` is asked. It starts once at least ``sleepers`` threads wait on the clock.
+        Returns ``done()``."""
+        assert self.settle(sleepers=sleepers), f"fewer than {sleepers} threads wait on the clock"
         for _ in range(round(limit / step)):
             if done():
                 return True

@@ -168,8 +168,10 @@ def test_a_returning_callback_is_a_notification_and_leadership_stays(
     ).start()
     assert a.wait_until_leading(5)
     b = make(store, electors, "b", clock=clock).start()
-    # five lease durations: a returning callback must not make it step down and retake
-    assert not clock.run_until(lambda: not a.is_leader or b.is_leader, limit=10.0)
+    # five lease durations: a returning callback must not make it step down and retake. The
+    # clock starts once both electors' loops and watchdogs wait on it: a's loop first waits
+    # only after dispatching its grant, and moving the clock before that starves its renewals.
+    assert not clock.run_until(lambda: not a.is_leader or b.is_leader, limit=10.0, sleepers=4)
     assert a.is_leader and a.fencing_token == 1 and len(started) == 1
     assert seen and seen[0] in ("a", "?")
 
@@ -241,7 +243,7 @@ def test_renew_failures_end_leadership_at_the_deadline_and_it_comes_back(
     assert a.wait_until_leading(5)
     broken_at = clock.monotonic()
     transport.fail_always["update"] = Unavailable("503")
-    assert clock.run_until(lambda: bool(stopped_at), limit=3.0)
+    assert clock.run_until(lambda: bool(stopped_at), limit=3.0, sleepers=2)
     assert not a.is_leader and a.healthy()
     # renew_deadline (1 s) after the last good send (at most renew_interval before the break),
     # and before anyone else may take over (lease_duration, 2 s)
