@@ -71,7 +71,8 @@ class OperatorRun:
         all-namespaces operator also sees namespaces other tests deleted, which stay
         Terminating here (no namespace controller), where the server refuses new objects
         with 403 whatever the RBAC."""
-        other = re.compile(r"namespace='(?!" + re.escape(self.namespace) + r"')[^']*'")
+        # key=value logs, the value quoted or not
+        other = re.compile(r"namespace='?(?!" + re.escape(self.namespace) + r"(?:'|\s|$))[^'\s]+")
         refused = [
             ln for ln in self.text().splitlines() if REFUSED.search(ln) and not other.search(ln)
         ]

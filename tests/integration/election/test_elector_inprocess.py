@@ -224,8 +224,10 @@ def test_malformed_lease_is_waited_out_and_repaired(server: APIServer, cleanup: 
     a = elector(server, cleanup, "a", clock=clock, on_new_leader=seen_by(0)).start()
     b = elector(server, cleanup, "b", clock=clock, on_new_leader=seen_by(1)).start()
     assert all(seen.wait(5) for seen in saw_ghost), "both read the Lease before time moves"
-    assert not clock.run_until(lambda: a.is_leader or b.is_leader, limit=2.0 - 0.05)
-    assert clock.run_until(lambda: a.is_leader or b.is_leader, limit=1.0)
+    # both electors' loop and watchdog threads wait on the clock before it moves (a thread the
+    # clock has not seen wait yet would not be waited for, and fake time would run past it)
+    assert not clock.run_until(lambda: a.is_leader or b.is_leader, limit=2.0 - 0.05, sleepers=4)
+    assert clock.run_until(lambda: a.is_leader or b.is_leader, limit=1.0, sleepers=4)
     at, record = watch.wait_for(lambda r: r.holder in ("a", "b"), 5, after=started)
     assert at - started >= 2.0 - 0.05, "waited our lease_duration: the record has none"
     assert not record.malformed and record.duration_seconds == 2 and record.fencing_token == 1
