@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 TINY = [
     "--skip-others", "--graceful-trials", "1", "--crash-trials", "0", "--load-window", "3",
     "--load-warmup", "1", "--candidates", "2", "--jobs", "5", "--lock-ticks", "1",
-    "--import-runs", "1",
+    "--lock-replicas", "2", "--import-runs", "1",
 ]  # fmt: skip
 
 
@@ -36,3 +36,6 @@ def test_bench_runs_failover_and_load_on_the_real_server(
     load = real["api_load"]["k8slease"]
     assert load["leader_alone"].get("update", 0) > 0, "the audit log counted the renewals"
     assert load["groups"]["2"]["open_watches"] is None
+    locks = real["locks"]["k8slease"]["by_replicas"]["2"]
+    assert locks["server"] == "real" and locks["duplicates"] == 0 and locks["missed"] == 0
+    assert locks["requests_per_job_tick_by_code"].get("update 200", 0) > 0, "audit log counted"

@@ -42,4 +42,6 @@ def test_bench_quick_harness_writes_table_json_and_png(tmp_path: Path) -> None:
     by_replicas = results["locks"]["k8slease"]["by_replicas"]
     assert sorted(by_replicas) == ["2", "3"]
     assert all(run["duplicates"] == 0 for run in by_replicas.values())
+    assert all(run["requests_per_job_tick_by_code"].get("update 200", 0) > 0
+               for run in by_replicas.values()), "the server counted the claims"  # fmt: skip
     assert (tmp_path / "failover.png").read_bytes().startswith(b"\x89PNG")
