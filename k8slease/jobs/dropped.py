@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Protocol
 
 from apscheduler.events import (
     EVENT_JOB_ERROR,
@@ -23,6 +23,7 @@ from apscheduler.events import (
     JobEvent,
 )
 
+from k8slease.kube.events import EventPoster
 from k8slease.logs import get_logger
 from k8slease.names import job_lease_name
 
@@ -30,18 +31,6 @@ log = get_logger("k8slease.jobs")
 
 #: The APScheduler events :class:`DroppedTicks` listens to.
 MASK = EVENT_JOB_MAX_INSTANCES | EVENT_JOB_MISSED | EVENT_JOB_EXECUTED | EVENT_JOB_ERROR
-
-
-class EventPoster(Protocol):
-    def post(
-        self,
-        involved: Mapping[str, Any],
-        *,
-        reason: str,
-        message: str,
-        type_: str = "Normal",
-        action: str = "",
-    ) -> bool: ...
 
 
 class SkipCounter(Protocol):
