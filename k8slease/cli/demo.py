@@ -59,15 +59,22 @@ class Narrator:
     def say(self, text: str) -> None:
         print(f"[{time.monotonic() - self.started:6.1f}s] {text}", flush=True)
 
-    def follow(self, name: str, stream: IO[str]) -> None:
-        """Read a replica's JSON log lines (in a thread) and queue the interesting ones."""
-        for line in stream:
-            try:
-                event = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(event, dict):
-                self.events.put((name, event))
+    def follow(self, name: str, stream: IO[str], keep: Path) -> None:
+        """Read a replica's JSON log lines (in a thread), keep them all in ``keep`` and queue
+        the interesting ones."""
+        with keep.open("a") as kept:
+            for line in stream:
+                kept.write(line)
+                kept.flush()
+                self._queue(name, line)
+
+    def _queue(self, name: str, line: str) -> None:
+        try:
+            event = json.loads(line)
+        except ValueError:
+            return
+        if isinstance(event, dict):
+            self.events.put((name, event))
 
     def next_event(self, timeout: float) -> tuple[str, dict[str, Any]] | None:
         try:
@@ -217,7 +224,7 @@ class Demo:
                 str(self.store),
                 "--fast",
                 "--log-level",
-                "info",
+                "debug",
             ],
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -228,7 +235,9 @@ class Demo:
         replica = Replica(name, process)
         assert process.stdout is not None
         threading.Thread(
-            target=self.narrator.follow, args=(name, process.stdout), daemon=True
+            target=self.narrator.follow,
+            args=(name, process.stdout, self.workdir / f"{name}.log"),
+            daemon=True,
         ).start()
         self.replicas.append(replica)
         return replica
@@ -296,6 +305,7 @@ class Demo:
             self.verify()
         if self.failures:
             print("\nDEMO FAILED:\n  " + "\n  ".join(self.failures), flush=True)
+            print(f"  the replicas' and the operator's logs are in {self.workdir}", flush=True)
             return 1
         print("\nDemo finished: one leader at a time, every invoice tick ran exactly once.")
         return 0
