@@ -26,6 +26,7 @@ from k8slease.jobs.lockrules import (
     Claim,
     Verdict,
     check_lock_times,
+    claimed_after_deletion,
     extend,
     judge_claim,
     release,
@@ -280,16 +281,22 @@ class JobLock:
         # what this replica (its own reads and its informer) has seen, kept across a deletion
         self._highest_token = max(self._highest_token, seen.highest_token)
         record: LeaseRecord | None
+        now = self._clock.now()
         if lease is None:
             # deleted (or never created): a holder seen before the deletion is waited out, and
-            # no tick seen claimed is claimed again
+            # no tick seen claimed is claimed again (a far-future claim seen does not hide it)
             observation = seen.observation
             record = None if observation is None else observation.held_before_absence
-            state = JobState(claimed_tick=seen.highest_claimed_tick)
+            claimed = claimed_after_deletion(
+                seen.highest_claimed_tick,
+                seen.claimed_ticks,
+                now=now,
+                bound=self.lock_at_most_for,
+            )
+            state = JobState(claimed_tick=claimed)
         else:
             self._highest_token = max(self._highest_token, lease.fencing_token)
             record, state = lease.record, lease.job
-        now = self._clock.now()
         claim = judge_claim(
             record,
             state,

@@ -22,6 +22,7 @@ Safety model, in the Kubernetes way:
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from enum import Enum
@@ -184,6 +185,27 @@ def claimed_floor(
     ran = [state.completed_tick, state.last_run.tick if state.last_run is not None else None]
     known = [t for t in ran if t is not None and t <= limit]
     return (max(known) if known else None), claimed
+
+
+def claimed_after_deletion(
+    highest: datetime | None,
+    seen: Sequence[datetime],
+    *,
+    now: datetime,
+    bound: float,
+) -> datetime | None:
+    """The claimed tick to judge a deleted Lease on, from the claimed ticks seen on it.
+
+    The highest tick seen claimed, unless it is more than ``bound`` seconds (``lock_at_most_for``)
+    ahead of ``now``: such a claim is set aside as suspect (:func:`claimed_floor`), and with the
+    Lease gone no completed tick is left to fall back on, so the newest tick seen claimed that is
+    not that far ahead counts instead (it may have run: it must not be claimed again). With no
+    such tick, the suspect one is returned (and set aside by :func:`judge_claim`).
+    """
+    if highest is None or highest <= now + timedelta(seconds=bound):
+        return highest
+    plausible = [t for t in seen if t <= now + timedelta(seconds=bound)]
+    return max(plausible) if plausible else highest
 
 
 def extend(record: LeaseRecord, *, now: datetime) -> LeaseRecord:

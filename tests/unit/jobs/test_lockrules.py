@@ -242,3 +242,17 @@ def test_taking_over_an_idle_lock_whose_tick_ran_reports_nothing() -> None:
     taken = claim(kept, state, tick=T0 + timedelta(minutes=1), unchanged_for=60, at_most=60)
     assert taken.verdict is Verdict.GRANT and taken.state is not None
     assert taken.state.last_run == ran and taken.lost_tick is None
+
+
+def test_after_a_deletion_a_far_future_claim_does_not_hide_the_newest_plausible_one() -> None:
+    from k8slease.jobs.lockrules import claimed_after_deletion
+
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    far, seen = now + timedelta(days=20), now + timedelta(seconds=5)
+    assert claimed_after_deletion(None, (), now=now, bound=15) is None
+    assert claimed_after_deletion(seen, (seen,), now=now, bound=15) == seen
+    assert (
+        claimed_after_deletion(far, (seen - timedelta(seconds=5), far, seen), now=now, bound=15)
+        == seen
+    )
+    assert claimed_after_deletion(far, (far,), now=now, bound=15) == far
