@@ -17,6 +17,7 @@ class Coverage:
     ticks: int = 0
     runs: int = 0
     lost_recorded: int = 0
+    across_deletion: int = 0
     faults: Counter[str] = field(default_factory=Counter)
     skips: Counter[str] = field(default_factory=Counter)
     worst_heal: float = 0.0
@@ -30,6 +31,7 @@ class Coverage:
         self.ticks += out.ticks
         self.runs += out.runs
         self.lost_recorded += out.lost_recorded
+        self.across_deletion += len(out.across_deletion)
         self.faults.update(out.faults)
         self.skips.update(out.skips)
         self.worst_heal = max([self.worst_heal, *out.heal_times])
@@ -46,6 +48,8 @@ class Coverage:
             f"{self.worst_heal:.2f} s\n"
             f"job ticks {self.ticks:,}: run once {self.runs:,}, lost and recorded "
             f"{self.lost_recorded:,}, skipped and reported: {skips}\n"
+            f"ticks run twice because a hand deletion erased the first claim (outside the "
+            f"safety model, counted apart): {self.across_deletion}\n"
             f"violations: {sum(len(f.violations) for f in self.failures)} "
             f"(two leaders, a tick run twice, no leader after healing, a tick lost unreported)"
         )
