@@ -31,6 +31,7 @@ list that does not contain the Lease does not tell the observer it is gone.
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
@@ -53,8 +54,10 @@ JOB_LEASE = "g.job"
 JOB = "job"
 #: The informer's pause before listing again after a failed list (jittered 0.8-1.2).
 INFORMER_RETRY = 5.0
-#: The claim paths a replica may take (``ordered``: the new one; ``read-first``: always read).
-CLAIM_PATHS = ("ordered", "read-first")
+#: The claim paths a replica may take: ``ordered`` (the lock's), ``read-first`` (always read, as
+#: while the informer is not synced) and ``unconditional`` (``ordered`` with a write that
+#: overwrites whatever is there: a safeguard removed, to show that the checks catch it).
+CLAIM_PATHS = ("ordered", "read-first", "unconditional")
 
 
 class Ledger:
@@ -71,6 +74,8 @@ class Ledger:
         #: ticks run twice because a hand deletion erased the first claim (out of scope)
         self.across_deletion: list[str] = []
         self.violations: list[str] = []
+        #: what the claims did: from the view / read first, 409s, reads after one, grants
+        self.claims: Counter[str] = Counter()
 
     def granted(
         self,
@@ -217,10 +222,11 @@ class JobReplica(Replica):
             self._fate(k, "dropped")
             return
         self.busy = True
-        if self.claim_path == "ordered" and self.cache.usable():
+        if self.claim_path != "read-first" and self.cache.usable():
             self._claim_ordered(k)
         else:
             self.world.log(f"r{self.index} reads to claim tick {k} (informer not synced)")
+            self.ledger.claims["read-first"] += 1
             self.net.request(
                 self.index,
                 _read,
@@ -260,6 +266,7 @@ class JobReplica(Replica):
 
     def _claim_ordered(self, k: int) -> None:
         """``JobLock._claim_from_cache``: wait this replica's turn, judging on every change."""
+        self.ledger.claims["from-view"] += 1
         tick = self._tick(k)
         rank = claim_rank(self.cache.members(self.mono()), self.me, JOB, tick)
         wait = claim_delay(rank, step=self.cache.step, spread=self.cache.spread)
@@ -289,6 +296,7 @@ class JobReplica(Replica):
 
     def _read_after_409(self, k: int) -> None:
         """A lost conditional write from the view: read once, judge again on what is there."""
+        self.ledger.claims["read-after-409"] += 1
         self.net.request(
             self.index,
             _read,
@@ -309,7 +317,13 @@ class JobReplica(Replica):
             # fate is that reason (held: waited out; already-claimed: someone won)
             self._skip(k, judged.claim.verdict.value)
             return
-        self._write_claim(k, view, judged, on_lost_race=lambda k: self._skip(k, "lost-race"))
+        self._write_claim(
+            k,
+            view,
+            judged,
+            on_lost_race=lambda k: self._skip(k, "lost-race"),
+            after_409=attempt == 1,
+        )
 
     def _write_claim(
         self,
@@ -318,6 +332,7 @@ class JobReplica(Replica):
         judged: _Judged,
         *,
         on_lost_race: Callable[[int], None],
+        after_409: bool = False,
     ) -> None:
         """``JobLock._write_claim``: conditional on ``lease`` (create when ``None``)."""
         claim = judged.claim
@@ -334,6 +349,9 @@ class JobReplica(Replica):
         else:
             body = lease_with_job_state(lease_with_record(lease.body, claim.record), state)
             op = lambda s: s.replace(JOB_LEASE, body)  # noqa: E731
+        if self.claim_path == "unconditional":  # a hole put in on purpose (test_sim.py)
+            written = lease_with_job_state(body, state)
+            op = lambda s: _overwrite(s, written)  # noqa: E731
         sent = self.mono()
         sent_event = self.world.events
         lost_tick = claim.lost_tick
@@ -343,11 +361,13 @@ class JobReplica(Replica):
         def answer(result: dict[str, Any] | None, error: TransportError | None) -> None:
             self.world.log(f"r{self.index} claim of tick {k}: {error or 'granted'}")
             if isinstance(error, AlreadyExists | Conflict | NotFound):
+                self.ledger.claims["409"] += 1
                 on_lost_race(k)
             elif error is not None or result is None:
                 self._skip(k, "unavailable")
             else:
                 self.lock._highest_token = max(self.lock._highest_token, token)
+                self.ledger.claims["granted-after-409" if after_409 else "granted"] += 1
                 self._granted(k, result, sent, lost_tick, created, sent_event)
 
         self.net.request(
@@ -576,6 +596,15 @@ class _Run:
         self.started = started
         self.done = False
         self.lost = False
+
+
+def _overwrite(store: Any, body: dict[str, Any]) -> dict[str, Any]:
+    """A claim write without its condition: last writer wins (never what the lock does)."""
+    current = store.leases.get(JOB_LEASE)
+    if current is None:
+        return store.create(body)  # type: ignore[no-any-return]
+    body = {**body, "metadata": {**body["metadata"], **current["metadata"]}}
+    return store.replace(JOB_LEASE, body)  # type: ignore[no-any-return]
 
 
 def _read(store: Any) -> dict[str, Any] | None:

@@ -46,6 +46,7 @@ class Outcome:
     lost_recorded: int = 0
     #: ticks run twice because a hand deletion erased the first claim (outside the model)
     across_deletion: list[str] = field(default_factory=list)
+    claims: Counter[str] = field(default_factory=Counter)
     heal_times: list[float] = field(default_factory=list)
     violations: list[str] = field(default_factory=list)
     trace: list[str] = field(default_factory=list)
@@ -239,6 +240,7 @@ def simulate(
     out.events = world.events
     out.violations.extend(ledger.violations)
     out.across_deletion.extend(ledger.across_deletion)
+    out.claims.update(ledger.claims)
     last_tick = int((seconds - 2 * LOCK_AT_MOST_FOR - 2 * PERIOD) // PERIOD)
     for k in range(first_tick, last_tick):
         out.ticks += 1
