@@ -65,8 +65,8 @@ class Ledger:
 
     def __init__(self) -> None:
         self.runs: dict[int, list[tuple[int, int]]] = {}  # tick -> [(replica, token)]
-        #: tick -> [(resourceVersion written, fencing token, whether the grant created)]
-        self.grants: dict[int, list[tuple[int, int, bool]]] = {}
+        #: tick -> [(resourceVersion written, whether the grant created, what its replica saw)]
+        self.grants: dict[int, list[tuple[int, bool, Callable[[int], bool]]]] = {}
         self.fates: dict[int, dict[int, str]] = {}  # tick -> replica -> why it did not run
         self.lost_recorded: set[int] = set()
         #: resourceVersions of the job Lease's deletions by hand (the ``job-delete`` fault)
@@ -96,15 +96,18 @@ class Ledger:
         runs = self.runs.setdefault(k, [])
         grants = self.grants.setdefault(k, [])
         runs.append((replica, token))
-        grants.append((rv, token, created))
+        grants.append((rv, created, saw))
         if len(runs) == 1:
             return
-        first_rv = grants[0][0]
-        erased = any(first_rv < d < rv for d in self.deletions)
-        if created and erased and not saw(first_rv) and len(runs) == 2:
-            self.across_deletion.append(f"tick {k} ran twice across a hand deletion: {runs}")
-        else:
-            self.violations.append(f"tick {k} ran twice: {runs}")
+        if len(grants) == 2:
+            # in the order the store applied them (answers may arrive the other way round)
+            ordered = sorted(grants, key=lambda g: g[0])
+            (first_rv, _, _), (later_rv, later_created, later_saw) = ordered
+            erased = any(first_rv < d < later_rv for d in self.deletions)
+            if later_created and erased and not later_saw(first_rv):
+                self.across_deletion.append(f"tick {k} ran twice across a hand deletion: {runs}")
+                return
+        self.violations.append(f"tick {k} ran twice: {runs}")
 
 
 class _SimClock:
