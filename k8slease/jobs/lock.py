@@ -26,9 +26,9 @@ from k8slease.jobs.lockrules import (
     Claim,
     Verdict,
     check_lock_times,
-    claimed_after_deletion,
     extend,
     judge_claim,
+    newest_plausible_claim,
     release,
 )
 from k8slease.kube.events import EventRecorder
@@ -284,16 +284,10 @@ class JobLock:
         now = self._clock.now()
         if lease is None:
             # deleted (or never created): a holder seen before the deletion is waited out, and
-            # no tick seen claimed is claimed again (a far-future claim seen does not hide it)
+            # no tick seen claimed is claimed again
             observation = seen.observation
             record = None if observation is None else observation.held_before_absence
-            claimed = claimed_after_deletion(
-                seen.highest_claimed_tick,
-                seen.claimed_ticks,
-                now=now,
-                bound=self.lock_at_most_for,
-            )
-            state = JobState(claimed_tick=claimed)
+            state = JobState(claimed_tick=seen.highest_claimed_tick)
         else:
             self._highest_token = max(self._highest_token, lease.fencing_token)
             record, state = lease.record, lease.job
@@ -307,6 +301,10 @@ class JobLock:
             now=now,
             reclaim_own=reclaim_own,
             highest_token_seen=self._highest_token,
+            # a far-future claim set aside must not hide a tick seen claimed before it
+            seen_claimed=newest_plausible_claim(
+                seen.claimed_ticks, now=now, bound=self.lock_at_most_for
+            ),
         )
         if claim.suspect_claim is not None:
             self._report_suspect(claim.suspect_claim, now, lease)

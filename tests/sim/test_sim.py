@@ -24,14 +24,15 @@ def test_bounded_seeds_keep_one_leader_one_run_per_tick_and_report_every_lost_ti
 
 
 @pytest.mark.timeout(300)
-@pytest.mark.parametrize("seed", [1006, 2016, 2020, 2048])
+@pytest.mark.parametrize("seed", [1006, 2016, 2020, 2048, 5019])
 def test_soak_seeds_that_failed_once_stay_fixed(seed: int) -> None:
     """Seeds that failed while the claim path was brought into the simulation (3600 s each, cut
-    after the failure): 2020 ran a tick twice (a far-future claim hid a claim seen before a
-    deletion; fixed in ``lockrules.claimed_after_deletion``); 2048 ran one twice across a hand
+    after the failure): 2020 and 5019 ran a tick twice (a far-future claim, set aside as
+    suspect, hid a claim seen before a deletion / that it overwrote; fixed by
+    ``judge_claim(seen_claimed=...)``); 2048 ran one twice across a hand
     deletion (counted apart, not a violation); 1006 and 2016 lost a tick unreported (the model
     recorded a lost race where the lock's re-judgement after its 409 said held)."""
-    seconds = {1006: 2450.0, 2016: 3500.0, 2020: 300.0, 2048: 2300.0}[seed]
+    seconds = {1006: 2450.0, 2016: 3500.0, 2020: 300.0, 2048: 2300.0, 5019: 2160.0}[seed]
     out = simulate(seed, seconds=seconds)
     assert not out.violations, replay_text(out, seconds)
 

@@ -85,3 +85,50 @@ def test_a_tick_seen_claimed_after_a_far_future_claim_is_not_claimed_again_after
     assert transport.created == []
     later = lock.try_acquire(tick + timedelta(seconds=5))
     assert isinstance(later, Grant) and later.fencing_token == 6
+
+
+class _Edited(_Gone):
+    """A transport whose job Lease was edited by hand (a far-future claim) after a grant."""
+
+    def __init__(self, lease: dict[str, Any]) -> None:
+        super().__init__()
+        self.lease = lease
+        self.replaced: list[dict[str, Any]] = []
+
+    def get(self, name: str) -> dict[str, Any]:
+        return self.lease
+
+    def replace(self, name: str, body: dict[str, Any]) -> dict[str, Any]:
+        self.replaced.append(body)
+        return {**body, "metadata": {**body["metadata"], "resourceVersion": "8"}}
+
+
+def test_a_tick_seen_claimed_is_not_claimed_again_when_a_far_future_claim_overwrote_it() -> None:
+    """Found by the simulation (seed 5019): the holder of tick T stops renewing mid-run, and a
+    hand edit overwrites the claimed tick with one a month ahead. The far-future claim is set
+    aside as suspect and the last *completed* tick is the floor, but T was seen claimed (it may
+    have run): a replica whose claim of T was delayed must not take the expired lock for T."""
+    clock = FakeClock()
+    tick = clock.now() + timedelta(seconds=5)
+    far = clock.now() + timedelta(days=20)
+    granted = _lease(clock, "other", 5, tick, "6")
+    edited = _lease(clock, "other", 5, far, "7")
+    edited["spec"] = granted["spec"]  # the edit touched the annotation only
+    transport = _Edited(edited)
+    lock = JobLock(
+        transport,  # type: ignore[arg-type]
+        group="g",
+        job="job",
+        identity="me",
+        lock_at_most_for=15,
+        clock=clock,
+    )
+    lock.observations.see(NAME, granted)  # other claims T
+    clock.advance(20)  # ... and stops renewing: its lock expires
+
+    verdict = lock.try_acquire(tick)
+
+    assert not isinstance(verdict, Grant), "tick T, seen claimed, was granted again"
+    assert verdict is Verdict.ALREADY_CLAIMED
+    later = lock.try_acquire(tick + timedelta(seconds=5))
+    assert isinstance(later, Grant) and later.fencing_token == 6
