@@ -83,8 +83,9 @@ def test_the_simulation_finds_a_double_tick_when_the_claim_write_is_not_conditio
 def test_the_simulation_finds_a_double_tick_when_the_claimed_tick_is_ignored(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """``judge_claim`` as the lock calls it, blind to the claimed tick: a replica whose
-    scheduler fires late claims a tick another already ran. Some seed must report it."""
+    """``judge_claim`` as the lock calls it, blind to claimed ticks (the Lease's and those the
+    replica saw): a replica whose scheduler fires late claims a tick another already ran. Some
+    seed must report it."""
     import dataclasses
 
     import k8slease.jobs.lock as lock
@@ -92,6 +93,7 @@ def test_the_simulation_finds_a_double_tick_when_the_claimed_tick_is_ignored(
     judge = lock.judge_claim
 
     def blind(record, state, **kwargs):  # type: ignore[no-untyped-def]
+        kwargs["seen_claimed"] = None  # nor the claimed ticks this replica remembers
         return judge(record, dataclasses.replace(state, claimed_tick=None), **kwargs)
 
     monkeypatch.setattr(lock, "judge_claim", blind)
