@@ -28,6 +28,7 @@ from k8slease.jobs.lockrules import (
     check_lock_times,
     extend,
     judge_claim,
+    newest_plausible_claim,
     release,
 )
 from k8slease.kube.events import EventRecorder
@@ -280,6 +281,7 @@ class JobLock:
         # what this replica (its own reads and its informer) has seen, kept across a deletion
         self._highest_token = max(self._highest_token, seen.highest_token)
         record: LeaseRecord | None
+        now = self._clock.now()
         if lease is None:
             # deleted (or never created): a holder seen before the deletion is waited out, and
             # no tick seen claimed is claimed again
@@ -289,7 +291,6 @@ class JobLock:
         else:
             self._highest_token = max(self._highest_token, lease.fencing_token)
             record, state = lease.record, lease.job
-        now = self._clock.now()
         claim = judge_claim(
             record,
             state,
@@ -300,6 +301,10 @@ class JobLock:
             now=now,
             reclaim_own=reclaim_own,
             highest_token_seen=self._highest_token,
+            # a far-future claim set aside must not hide a tick seen claimed before it
+            seen_claimed=newest_plausible_claim(
+                seen.claimed_ticks, now=now, bound=self.lock_at_most_for
+            ),
         )
         if claim.suspect_claim is not None:
             self._report_suspect(claim.suspect_claim, now, lease)

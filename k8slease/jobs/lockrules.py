@@ -22,6 +22,7 @@ Safety model, in the Kubernetes way:
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from enum import Enum
@@ -97,6 +98,7 @@ def judge_claim(
     now: datetime,
     reclaim_own: bool = False,
     highest_token_seen: int = 0,
+    seen_claimed: datetime | None = None,
 ) -> Claim:
     """Decide whether ``me`` may run ``tick`` and, if so, the record and state to write.
 
@@ -106,8 +108,13 @@ def judge_claim(
     replica holds idle (kept by ``lock_at_least_for``) blocks it too, unless ``reclaim_own``:
     catch-up uses that to run missed ticks back to back. ``highest_token_seen`` keeps fencing
     tokens growing for this replica even if the Lease was deleted or its annotation edited away.
+    ``seen_claimed`` is the newest plausible tick this replica saw claimed
+    (:func:`newest_plausible_claim`): it counts as claimed too, so that a tick seen claimed is
+    never claimed again when a hand edit (a far-future claim) or a deletion erased the claim.
     """
     claimed, suspect = claimed_floor(state, now=now, bound=lock_at_most_for)
+    if seen_claimed is not None and (claimed is None or seen_claimed > claimed):
+        claimed = seen_claimed
     if claimed is not None and tick <= claimed:
         return Claim(
             Verdict.ALREADY_CLAIMED,
@@ -184,6 +191,18 @@ def claimed_floor(
     ran = [state.completed_tick, state.last_run.tick if state.last_run is not None else None]
     known = [t for t in ran if t is not None and t <= limit]
     return (max(known) if known else None), claimed
+
+
+def newest_plausible_claim(
+    seen: Sequence[datetime], *, now: datetime, bound: float
+) -> datetime | None:
+    """The newest of the claimed ticks ``seen`` that is not more than ``bound`` seconds
+    (``lock_at_most_for``) ahead of ``now`` (:func:`claimed_floor` sets those aside as suspect);
+    ``None`` when there is none. A tick seen claimed may have run: :func:`judge_claim` never
+    claims it again, even after a hand edit overwrote it or the Lease was deleted."""
+    limit = now + timedelta(seconds=bound)
+    plausible = [t for t in seen if t <= limit]
+    return max(plausible) if plausible else None
 
 
 def extend(record: LeaseRecord, *, now: datetime) -> LeaseRecord:

@@ -29,6 +29,8 @@ from k8slease.names import ANN_FENCING_TOKEN
 
 #: The problem that marks a released Lease that disappeared: held by someone unknown.
 DELETED_AFTER_SEEN = "deleted after it was seen released"
+#: How many distinct claimed ticks an observer remembers (see ``LeaseObserver.claimed_ticks``).
+CLAIMED_TICKS_KEPT = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +93,9 @@ class LeaseObserver:
         self.highest_token = 0
         #: The newest job tick ever seen claimed on this Lease (kept when it is deleted).
         self.highest_claimed_tick: datetime | None = None
+        #: The last distinct claimed ticks seen, oldest first (kept when it is deleted): when the
+        #: highest is a suspect far-future claim, the newest plausible one still counts.
+        self.claimed_ticks: list[datetime] = []
 
     @property
     def last_held(self) -> LeaseRecord | None:
@@ -119,6 +124,9 @@ class LeaseObserver:
                 self.highest_claimed_tick is None or claimed > self.highest_claimed_tick
             ):
                 self.highest_claimed_tick = claimed
+            if claimed is not None and claimed not in self.claimed_ticks:
+                self.claimed_ticks.append(claimed)
+                del self.claimed_ticks[:-CLAIMED_TICKS_KEPT]
         previous = self._current
         if previous is not None and key == self._key:
             self._current = Observation(
@@ -159,6 +167,8 @@ class Seen:
     unchanged_for: float
     highest_token: int
     highest_claimed_tick: datetime | None
+    #: the last distinct claimed ticks seen, oldest first (``LeaseObserver.claimed_ticks``)
+    claimed_ticks: tuple[datetime, ...] = ()
 
 
 class Observations:
@@ -210,7 +220,13 @@ class Observations:
                 if current is None
                 else max(0.0, self._clock.monotonic() - current.first_seen_at)
             )
-            return Seen(current, unchanged, observer.highest_token, observer.highest_claimed_tick)
+            return Seen(
+                current,
+                unchanged,
+                observer.highest_token,
+                observer.highest_claimed_tick,
+                tuple(observer.claimed_ticks),
+            )
 
     @property
     def generation(self) -> int:

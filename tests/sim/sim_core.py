@@ -83,6 +83,7 @@ class Store:
     world: World
     leases: dict[str, dict[str, Any]] = field(default_factory=dict)
     rv: int = 0
+    uids: int = 0
     watchers: list[Callable[[str, dict[str, Any]], None]] = field(default_factory=list)
 
     def _bump(self, kind: str, lease: dict[str, Any]) -> dict[str, Any]:
@@ -109,14 +110,29 @@ class Store:
             raise AlreadyExists(f"create {name}: exists", status=409, reason="AlreadyExists")
         lease = copy.deepcopy(body)
         lease["metadata"].pop("resourceVersion", None)
+        self.uids += 1
+        lease["metadata"]["uid"] = f"uid-{self.uids}"
         return self._bump("ADDED", lease)
 
     def replace(self, name: str, body: dict[str, Any]) -> dict[str, Any]:
-        if name not in self.leases:
-            raise NotFound(f"update {name}: not found", status=404)
-        if body["metadata"].get("resourceVersion") != self.leases[name]["metadata"].get(
-            "resourceVersion"
-        ):
+        """A PUT as kube-apiserver answers it: conditional on ``resourceVersion``, and on
+        ``metadata.uid`` when the body carries one (checked before create-on-update, so a PUT of
+        a Lease read before it was deleted is a 409, never a new Lease); a PUT of a missing Lease
+        without a uid creates it."""
+        uid = body["metadata"].get("uid")
+        current = self.leases.get(name)
+        if current is None:
+            if uid:
+                raise Conflict(
+                    f"update {name}: Precondition failed: UID in precondition: {uid}, "
+                    "UID in object meta: ",
+                    status=409,
+                    reason="Conflict",
+                )
+            return self.create(body)
+        if uid and uid != current["metadata"].get("uid"):
+            raise Conflict(f"update {name}: UID precondition", status=409, reason="Conflict")
+        if body["metadata"].get("resourceVersion") != current["metadata"].get("resourceVersion"):
             raise Conflict(f"update {name}: conflict", status=409, reason="Conflict")
         return self._bump("MODIFIED", copy.deepcopy(body))
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from sim_core import Clock, Network, World
 
-from k8slease.election.commands import Create, Done, Read, Update, Wait
+from k8slease.election.commands import Create, Done, Purpose, Read, Update, Wait
 from k8slease.election.machine import ElectionMachine
 from k8slease.election.timing import ElectionTiming
 from k8slease.errors import NotFound, TransportError
@@ -29,21 +29,49 @@ class Replica:
         self.world = world
         self.net = net
         self.clock = clock
+        #: what came due while paused, in the order it came due
+        self._deferred: list[Callable[[], None]] = []
 
     def mono(self) -> float:
         return self.clock.mono(self.world.t)
 
+    def paused(self) -> bool:
+        return self.world.t < self.net.faults.paused_until.get(self.index, 0.0)
+
     def later(self, when: float, action: Callable[[], None]) -> None:
-        """Run ``action`` at true time ``when``, or when this replica's pause ends."""
+        """Run ``action`` at true time ``when``, or, if this replica is paused then, after its
+        pause, in the order things came due (a process resumed after SIGSTOP handles what
+        waited in the order it arrived, even when its pause is cut short)."""
 
         def fire() -> None:
-            until = self.net.faults.paused_until.get(self.index, 0.0)
-            if self.world.t < until:
-                self.world.at(until, fire)
+            if self._deferred or self.paused():
+                self._deferred.append(action)
+                if len(self._deferred) == 1:
+                    self.world.at(self._pause_end(), self._resume_one)
                 return
             action()
 
         self.world.at(when, fire)
+
+    def _pause_end(self) -> float:
+        return max(self.world.t, self.net.faults.paused_until.get(self.index, 0.0))
+
+    def resume(self) -> None:
+        """The pause was cut short: handle what waited from now on."""
+        if self._deferred:
+            self.world.at(self.world.t, self._resume_one)
+
+    def _resume_one(self) -> None:
+        """One deferred action per event, so that the checks run between them."""
+        if not self._deferred:
+            return
+        if self.paused():
+            self.world.at(self._pause_end(), self._resume_one)
+            return
+        action = self._deferred.pop(0)
+        action()
+        if self._deferred:
+            self.world.at(self.world.t, self._resume_one)
 
 
 class ElectionReplica(Replica):
@@ -61,6 +89,15 @@ class ElectionReplica(Replica):
         self.machine.set_watching(True, self.mono())
         self._busy = False
         self._wake = 0
+        #: for the checks: when (event number) this replica first saw each write (by
+        #: resourceVersion), and its last granting write (resourceVersion, whether a create, the
+        #: event that sent it)
+        self.seen_at: dict[int, int] = {}
+        self.grant: tuple[int, bool, int] | None = None
+
+    def _saw(self, lease: dict[str, Any] | None) -> None:
+        if lease is not None:
+            self.seen_at.setdefault(int(lease["metadata"]["resourceVersion"]), self.world.events)
 
     def believes(self) -> bool:
         return self.machine.believes_leading(self.mono())
@@ -88,19 +125,23 @@ class ElectionReplica(Replica):
         self._busy = True
         sent = self.mono()
         self.world.log(f"r{self.index} sends {type(command).__name__} {command.purpose.value}")
+        at = self.world.events
         if isinstance(command, Read):
             self.net.request(self.index, _read, self._read_answer)
         elif isinstance(command, Create):
             body = command.body
             self.net.request(
-                self.index, lambda s: s.create(body), lambda r, e: self._write_answer(r, e, sent)
+                self.index,
+                lambda s: s.create(body),
+                lambda r, e: self._write_answer(r, e, sent, (True, at)),
             )
         elif isinstance(command, Update):
             body = command.body
+            take = (False, at) if command.purpose is Purpose.TAKE else None
             self.net.request(
                 self.index,
                 lambda s: s.replace(LEADER_LEASE, body),
-                lambda r, e: self._write_answer(r, e, sent),
+                lambda r, e: self._write_answer(r, e, sent, take),
             )
 
     def _woken(self, token: int) -> None:
@@ -110,6 +151,7 @@ class ElectionReplica(Replica):
     def _read_answer(self, result: dict[str, Any] | None, error: TransportError | None) -> None:
         def handle() -> None:
             self.world.log(f"r{self.index} read answer {_brief(result, error)}")
+            self._saw(result)
             self._busy = False
             if error is None or isinstance(error, NotFound):
                 self.machine.read_done(result, now=self.mono())
@@ -120,10 +162,17 @@ class ElectionReplica(Replica):
         self.later(self.world.t, handle)
 
     def _write_answer(
-        self, result: dict[str, Any] | None, error: TransportError | None, sent: float
+        self,
+        result: dict[str, Any] | None,
+        error: TransportError | None,
+        sent: float,
+        grant: tuple[bool, int] | None = None,
     ) -> None:
         def handle() -> None:
             self.world.log(f"r{self.index} write answer {_brief(result, error)}")
+            self._saw(result)
+            if result is not None and grant is not None:
+                self.grant = (int(result["metadata"]["resourceVersion"]), *grant)
             self._busy = False
             if error is None:
                 assert result is not None
@@ -143,6 +192,7 @@ class ElectionReplica(Replica):
             if self.index in self.net.faults.partitioned:
                 return
             self.machine.on_watch(lease, deleted=kind == "DELETED", now=self.mono())
+            self._saw(lease)
             self.world.log(f"r{self.index} watch {kind} {_brief(lease, None)}")
             self.step()
 
@@ -156,6 +206,7 @@ class ElectionReplica(Replica):
             self.machine.set_watching(watching, self.mono())
             if watching and current is not None:
                 self.machine.on_watch(current, deleted=False, now=self.mono())
+                self._saw(current)
             self.step()
 
         self.later(self.world.t, handle)

@@ -1,30 +1,63 @@
-"""A replica's job scheduler and lock in the simulation, on the real pure lock code.
+"""A replica's job scheduler and lock in the simulation, on the real lock code.
 
 Each replica fires the job at every ``period`` of its own wall clock (so clock skew moves its
-ticks), claims the tick with :func:`~k8slease.jobs.lockrules.judge_claim` on what its
-:class:`~k8slease.lease.observe.LeaseObserver` saw (reads and a watch, as the informer feeds
-it), runs for a while, keeps the lock alive with :func:`~k8slease.jobs.lockrules.extend` and
-releases it with :func:`~k8slease.jobs.lockrules.release`, as :mod:`k8slease.jobs.lock` does.
-One claim or run at a time (APScheduler's ``max_instances=1``): a tick that fires meanwhile is
-dropped and reported. What happened to every tick on every replica is recorded for the checks.
+ticks) and claims the tick as :class:`k8slease.jobs.lock.JobLock` does, judging with the real
+``JobLock._judge`` (:func:`~k8slease.jobs.lockrules.judge_claim` on a snapshot of the real
+:class:`~k8slease.lease.observe.Observations`):
+
+* while its informer is synced (listed, watch running): from the informer's view, no read. It
+  first waits its turn in the tick's claim order (the real
+  :func:`~k8slease.jobs.claimorder.claim_rank` over the members the real
+  :class:`~k8slease.jobs.lockcache.ClaimCache` collected, and
+  :func:`~k8slease.jobs.claimorder.claim_delay`), judging again whenever its view changes and
+  stopping as soon as the tick shows claimed; then one conditional write (PUT on the
+  resourceVersion and uid it judged on, or a create). On a 409 it reads once, judges again and
+  writes once more if still granted;
+* while its informer is not synced (its watch broke: a partition, a relist after an error):
+  one read, a judgement, one conditional write (a 409 is a lost race).
+
+A run keeps the lock alive with :func:`~k8slease.jobs.lockrules.extend` and releases it with
+:func:`~k8slease.jobs.lockrules.release` (a Conflict re-reads once, and writes again if the
+Lease is still this grant's), as the lock does. One claim or run at a time (APScheduler's
+``max_instances=1``): a tick that fires meanwhile is dropped and reported. What happened to
+every tick on every replica is recorded for the checks.
+
+The informer: one list, then a watch whose events arrive in order, each after a random delay.
+A partition breaks the watch; the informer lists again (``INFORMER_RETRY`` seconds, jittered,
+after a failed list), and only a successful list makes it synced again. As the real informer, a
+list that does not contain the Lease does not tell the observer it is gone.
 """
 
 from __future__ import annotations
 
-from datetime import timedelta
+import threading
+from collections import Counter
+from collections.abc import Callable
+from datetime import datetime, timedelta
 from typing import Any
 
 from sim_core import T0, Clock, Network, World
 from sim_election import Replica
 
-from k8slease.errors import NotFound, TransportError
-from k8slease.jobs.lockrules import Verdict, extend, judge_claim, release
-from k8slease.lease.jobrecord import JobState, RunRecord, lease_with_job_state
-from k8slease.lease.observe import LeaseObserver
+from k8slease.errors import AlreadyExists, Conflict, NotFound, TransportError
+from k8slease.jobs.claimorder import claim_delay, claim_rank
+from k8slease.jobs.lock import JobLock, _Judged
+from k8slease.jobs.lockcache import DEFAULT_CLAIM_SPREAD, DEFAULT_CLAIM_STEP, ClaimCache
+from k8slease.jobs.lockrules import Verdict, extend, release
+from k8slease.lease.jobrecord import RunRecord, lease_with_job_state
+from k8slease.lease.observe import Observations
 from k8slease.lease.record import lease_with_record, new_lease
 from k8slease.lease.view import LeaseView
+from k8slease.names import LABEL_GROUP, LABEL_JOB, LABEL_ROLE, ROLE_JOB
 
 JOB_LEASE = "g.job"
+JOB = "job"
+#: The informer's pause before listing again after a failed list (jittered 0.8-1.2).
+INFORMER_RETRY = 5.0
+#: The claim paths a replica may take: ``ordered`` (the lock's), ``read-first`` (always read, as
+#: while the informer is not synced) and ``unconditional`` (``ordered`` with a write that
+#: overwrites whatever is there: a safeguard removed, to show that the checks catch it).
+CLAIM_PATHS = ("ordered", "read-first", "unconditional")
 
 
 class Ledger:
@@ -32,9 +65,79 @@ class Ledger:
 
     def __init__(self) -> None:
         self.runs: dict[int, list[tuple[int, int]]] = {}  # tick -> [(replica, token)]
+        #: tick -> [(resourceVersion written, whether the grant created, what its replica saw)]
+        self.grants: dict[int, list[tuple[int, bool, Callable[[int], bool]]]] = {}
         self.fates: dict[int, dict[int, str]] = {}  # tick -> replica -> why it did not run
         self.lost_recorded: set[int] = set()
+        #: resourceVersions of the job Lease's deletions by hand (the ``job-delete`` fault)
+        self.deletions: list[int] = []
+        #: ticks run twice because a hand deletion erased the first claim (out of scope)
+        self.across_deletion: list[str] = []
         self.violations: list[str] = []
+        #: what the claims did: from the view / read first, 409s, reads after one, grants
+        self.claims: Counter[str] = Counter()
+
+    def granted(
+        self,
+        k: int,
+        replica: int,
+        token: int,
+        rv: int,
+        created: bool,
+        saw: Callable[[int], bool],
+    ) -> None:
+        """Tick ``k`` granted to ``replica`` by the write that made ``rv``.
+
+        A second grant is a violation, unless a hand deletion erased the first one: the second
+        grant was a create, applied after a deletion that came after the first grant, by a
+        replica that had seen neither the first grant nor any later write when it sent its own
+        (``saw``). No conditional write can see a claim that a deletion erased: that is outside
+        the safety model, counted apart."""
+        runs = self.runs.setdefault(k, [])
+        grants = self.grants.setdefault(k, [])
+        runs.append((replica, token))
+        grants.append((rv, created, saw))
+        if len(runs) == 1:
+            return
+        if len(grants) == 2:
+            # in the order the store applied them (answers may arrive the other way round)
+            ordered = sorted(grants, key=lambda g: g[0])
+            (first_rv, _, _), (later_rv, later_created, later_saw) = ordered
+            erased = any(first_rv < d < later_rv for d in self.deletions)
+            if later_created and erased and not later_saw(first_rv):
+                self.across_deletion.append(f"tick {k} ran twice across a hand deletion: {runs}")
+                return
+        self.violations.append(f"tick {k} ran twice: {runs}")
+
+
+class _SimClock:
+    """A replica's clocks as :class:`k8slease.clock.Clock` (nothing here ever waits)."""
+
+    def __init__(self, replica: Replica) -> None:
+        self._replica = replica
+
+    def monotonic(self) -> float:
+        return self._replica.mono()
+
+    def now(self) -> datetime:
+        return self._replica.clock.wall(self._replica.world.t)
+
+    def wait(self, cond: threading.Condition, timeout: float | None) -> None:
+        raise AssertionError("the simulation never blocks")
+
+
+class _NoTransport:
+    namespace = "sim"
+    request_timeout = 5.0
+
+
+class _Waiting:
+    """A claim waiting for its turn in the tick's claim order."""
+
+    def __init__(self, k: int, tick: datetime, deadline: float) -> None:
+        self.k = k
+        self.tick = tick
+        self.deadline = deadline
 
 
 class JobReplica(Replica):
@@ -49,20 +152,51 @@ class JobReplica(Replica):
         period: float,
         lock_at_most_for: float,
         run_time: tuple[float, float],
+        claim_path: str = "ordered",
     ) -> None:
         super().__init__(index, world, net, clock)
+        assert claim_path in CLAIM_PATHS, claim_path
         self.me = f"r{index}"
         self.ledger = ledger
         self.period = period
         self.at_most = lock_at_most_for
         self.run_time = run_time
-        self.observer = LeaseObserver()
-        self.highest_token = 0
+        self.claim_path = claim_path
+        self.observations = Observations(_SimClock(self))
+        self.synced = False
+        self.cache = ClaimCache(
+            self.observations,
+            lambda: self.synced,
+            step=DEFAULT_CLAIM_STEP,
+            spread=DEFAULT_CLAIM_SPREAD,
+        )
+        # the real lock, for its judgement (``_judge``: judge_claim on an observer snapshot,
+        # the highest token kept, a deleted Lease judged on what was seen before)
+        self.lock = JobLock(
+            _NoTransport(),  # type: ignore[arg-type]
+            group="g",
+            job=JOB,
+            identity=self.me,
+            lock_at_most_for=lock_at_most_for,
+            clock=_SimClock(self),
+            observations=self.observations,
+            cache=self.cache,
+        )
+        self.lock._report_suspect = lambda *args: None  # type: ignore[method-assign]
         self.busy = False
+        self.waiting: _Waiting | None = None
+        self.seen_at: dict[int, int] = {}  # resourceVersion -> event number first seen
+        # the informer: the stream its watch events belong to (0: none), events held back
+        # until the list that opened the stream is processed, the last delivery time
+        self._stream = 0
+        self._streams = 0
+        self._held_back: list[tuple[str, dict[str, Any]]] = []
+        self._last_delivery = 0.0
 
     # -- scheduling --------------------------------------------------------------------------
 
     def start(self, first_tick: int) -> None:
+        self._list()
         self._schedule(first_tick)
 
     def _schedule(self, k: int) -> None:
@@ -70,8 +204,11 @@ class JobReplica(Replica):
         when = k * self.period - self.clock.skew
         self.later(when, lambda: self._fire(k))
 
+    def _tick(self, k: int) -> datetime:
+        return T0 + timedelta(seconds=k * self.period)
+
     def _fire(self, k: int) -> None:
-        late = self.clock.wall(self.world.t) - (T0 + timedelta(seconds=k * self.period))
+        late = self.clock.wall(self.world.t) - self._tick(k)
         # after a pause, APScheduler coalesces the ticks it missed into the newest one: the
         # older ones are reported as missed (DroppedTicks)
         newest = int((self.clock.wall(self.world.t) - T0).total_seconds() // self.period)
@@ -88,93 +225,178 @@ class JobReplica(Replica):
             self._fate(k, "dropped")
             return
         self.busy = True
-        self.net.request(
-            self.index, _read, lambda r, e: self.later(self.world.t, lambda: self._judge(k, r, e))
-        )
+        if self.claim_path != "read-first" and self.cache.usable():
+            self._claim_ordered(k)
+        else:
+            self.world.log(f"r{self.index} reads to claim tick {k} (informer not synced)")
+            self.ledger.claims["read-first"] += 1
+            self.net.request(
+                self.index,
+                _read,
+                lambda r, e: self.later(self.world.t, lambda: self._read_then_claim(k, r, e, 0)),
+            )
 
     def _fate(self, k: int, why: str) -> None:
         self.ledger.fates.setdefault(k, {}).setdefault(self.index, why)
 
+    def _skip(self, k: int, why: str) -> None:
+        self.busy = False
+        self._fate(k, why)
+
     # -- claiming ----------------------------------------------------------------------------
 
     def see(self, lease: dict[str, Any] | None) -> None:
-        observation = self.observer.observe(lease, self.mono())
-        self.highest_token = max(self.highest_token, self.observer.highest_token)
-        del observation
+        self.observations.see(JOB_LEASE, lease)
+        if lease is not None:  # for the checks: when this replica first saw each write
+            self.seen_at.setdefault(int(lease["metadata"]["resourceVersion"]), self.world.events)
+        if self.waiting is not None:
+            self._rejudge()
 
-    def _judge(self, k: int, lease: dict[str, Any] | None, error: TransportError | None) -> None:
-        if error is not None and not isinstance(error, NotFound):
-            self.busy = False
-            self._fate(k, "unavailable")
-            return
-        self.see(lease)
-        current = self.observer.current
-        assert current is not None
-        view = current.view
-        if view is None:
-            record = current.held_before_absence
-            state = JobState(claimed_tick=self.observer.highest_claimed_tick)
-        else:
-            record, state = view.record, view.job
-        tick = T0 + timedelta(seconds=k * self.period)
-        now = self.mono()
-        claim = judge_claim(
-            record,
-            state,
-            me=self.me,
-            tick=tick,
-            unchanged_for=max(0.0, now - current.first_seen_at),
-            lock_at_most_for=self.at_most,
-            now=self.clock.wall(self.world.t),
-            highest_token_seen=self.highest_token,
-        )
+    def _judge(self, k: int, lease: LeaseView | None) -> _Judged:
+        seen = self.observations.current(JOB_LEASE)
+        judged = self.lock._judge(lease, seen, self._tick(k), reclaim_own=False)
+        record = judged.record
         self.world.log(
-            f"r{self.index} judges tick {k}: {claim.verdict.value} {claim.detail} "
-            f"(seen {'absent' if view is None else view.resource_version}, "
+            f"r{self.index} judges tick {k}: {judged.claim.verdict.value} {judged.claim.detail} "
+            f"(seen {'absent' if lease is None else lease.resource_version}, "
             f"token {None if record is None else record.fencing_token})"
         )
-        if claim.verdict is not Verdict.GRANT:
-            self.busy = False
-            self._fate(k, claim.verdict.value)
-            return
-        assert claim.record is not None and claim.state is not None
-        if view is None:
-            body = new_lease(JOB_LEASE, "sim", claim.record)
-            op = lambda s: s.create(lease_with_job_state(body, claim.state))  # noqa: E731
+        return judged
+
+    def _viewed(self) -> LeaseView | None:
+        observation = self.observations.current(JOB_LEASE).observation
+        return None if observation is None else observation.view
+
+    def _claim_ordered(self, k: int) -> None:
+        """``JobLock._claim_from_cache``: wait this replica's turn, judging on every change."""
+        self.ledger.claims["from-view"] += 1
+        tick = self._tick(k)
+        rank = claim_rank(self.cache.members(self.mono()), self.me, JOB, tick)
+        wait = claim_delay(rank, step=self.cache.step, spread=self.cache.spread)
+        self.world.log(f"r{self.index} claims tick {k} from its view: rank {rank}")
+        self.waiting = _Waiting(k, tick, self.mono() + wait)
+        if self._rejudge() and wait > 0:
+            waiting = self.waiting
+            # a microsecond past, as the election driver wakes (float rounding)
+            when = max(self.clock.true_time_of(waiting.deadline), self.world.t) + 1e-6
+            self.later(when, lambda: self._rejudge() if self.waiting is waiting else None)
+
+    def _rejudge(self) -> bool:
+        """Judge the waiting claim on the view now; returns whether it still waits."""
+        waiting = self.waiting
+        assert waiting is not None
+        lease = self._viewed()
+        judged = self._judge(waiting.k, lease)
+        remaining = waiting.deadline - self.mono()
+        if judged.claim.verdict is not Verdict.ALREADY_CLAIMED and remaining > 0:
+            return True
+        self.waiting = None
+        if judged.claim.verdict is not Verdict.GRANT:
+            self._skip(waiting.k, judged.claim.verdict.value)
         else:
-            body = lease_with_job_state(lease_with_record(view.body, claim.record), claim.state)
-            op = lambda s: s.replace(JOB_LEASE, body)  # noqa: E731
-        sent = self.mono()
-        lost_tick = claim.lost_tick
+            self._write_claim(waiting.k, lease, judged, on_lost_race=self._read_after_409)
+        return False
+
+    def _read_after_409(self, k: int) -> None:
+        """A lost conditional write from the view: read once, judge again on what is there."""
+        self.ledger.claims["read-after-409"] += 1
         self.net.request(
             self.index,
-            op,
-            lambda r, e: self.later(self.world.t, lambda: self._granted(k, r, e, sent, lost_tick)),
+            _read,
+            lambda r, e: self.later(self.world.t, lambda: self._read_then_claim(k, r, e, 1)),
+        )
+
+    def _read_then_claim(
+        self, k: int, lease: dict[str, Any] | None, error: TransportError | None, attempt: int
+    ) -> None:
+        if error is not None and not isinstance(error, NotFound):
+            self._skip(k, "unavailable")  # try_acquire raised: the runner reports it
+            return
+        self.see(lease)
+        view = None if lease is None else LeaseView.decode(lease)
+        judged = self._judge(k, view)
+        if judged.claim.verdict is not Verdict.GRANT:
+            # after a lost write the lock returns LOST_RACE, having logged why it skips: the
+            # fate is that reason (held: waited out; already-claimed: someone won)
+            self._skip(k, judged.claim.verdict.value)
+            return
+        self._write_claim(
+            k,
+            view,
+            judged,
+            on_lost_race=lambda k: self._skip(k, "lost-race"),
+            after_409=attempt == 1,
+        )
+
+    def _write_claim(
+        self,
+        k: int,
+        lease: LeaseView | None,
+        judged: _Judged,
+        *,
+        on_lost_race: Callable[[int], None],
+        after_409: bool = False,
+    ) -> None:
+        """``JobLock._write_claim``: conditional on ``lease`` (create when ``None``)."""
+        claim = judged.claim
+        assert claim.record is not None and claim.state is not None
+        state = claim.state
+        if lease is None:
+            body = new_lease(
+                JOB_LEASE,
+                "sim",
+                claim.record,
+                labels={LABEL_GROUP: "g", LABEL_ROLE: ROLE_JOB, LABEL_JOB: JOB},
+            )
+            op = lambda s: s.create(lease_with_job_state(body, state))  # noqa: E731
+        else:
+            body = lease_with_job_state(lease_with_record(lease.body, claim.record), state)
+            op = lambda s: s.replace(JOB_LEASE, body)  # noqa: E731
+        if self.claim_path == "unconditional":  # a hole put in on purpose (test_sim.py)
+            written = lease_with_job_state(body, state)
+            op = lambda s: _overwrite(s, written)  # noqa: E731
+        sent = self.mono()
+        sent_event = self.world.events
+        lost_tick = claim.lost_tick
+        token = claim.record.fencing_token
+        created = lease is None
+
+        def answer(result: dict[str, Any] | None, error: TransportError | None) -> None:
+            self.world.log(f"r{self.index} claim of tick {k}: {error or 'granted'}")
+            if isinstance(error, AlreadyExists | Conflict | NotFound):
+                self.ledger.claims["409"] += 1
+                on_lost_race(k)
+            elif error is not None or result is None:
+                self._skip(k, "unavailable")
+            else:
+                self.lock._highest_token = max(self.lock._highest_token, token)
+                self.ledger.claims["granted-after-409" if after_409 else "granted"] += 1
+                self._granted(k, result, sent, lost_tick, created, sent_event)
+
+        self.net.request(
+            self.index, op, lambda r, e: self.later(self.world.t, lambda: answer(r, e))
         )
 
     def _granted(
         self,
         k: int,
-        lease: dict[str, Any] | None,
-        error: TransportError | None,
+        lease: dict[str, Any],
         sent: float,
         lost_tick: Any,
+        created: bool,
+        sent_event: int,
     ) -> None:
-        self.world.log(f"r{self.index} claim of tick {k}: {error or 'granted'}")
-        if error is not None or lease is None:
-            self.busy = False
-            self._fate(
-                k, "lost-race" if error is not None and error.status == 409 else "unavailable"
-            )
-            return
         self.see(lease)
         view = LeaseView.decode(lease)
         if lost_tick is not None:
             self.ledger.lost_recorded.add(int((lost_tick - T0).total_seconds() // self.period))
-        runs = self.ledger.runs.setdefault(k, [])
-        runs.append((self.index, view.fencing_token))
-        if len(runs) > 1:
-            self.ledger.violations.append(f"tick {k} ran twice: {runs}")
+        rv = int(view.resource_version)
+
+        def saw(first: int) -> bool:
+            """Whether, before sending, this replica saw the first grant or anything after it."""
+            return any(self.seen_at.get(r, sent_event) < sent_event for r in range(first, rv))
+
+        self.ledger.granted(k, self.index, view.fencing_token, rv, created, saw)
         self.world.log(f"r{self.index} runs tick {k} token {view.fencing_token}")
         run = _Run(k=k, view=view, last_ok=sent, started=self.world.t)
         end = self.world.t + self.world.rng.uniform(*self.run_time)
@@ -183,35 +405,85 @@ class JobReplica(Replica):
 
     # -- running -----------------------------------------------------------------------------
 
-    def _keepalive(self, run: _Run) -> None:
+    def _keepalive(self, run: _Run, wait: float | None = None) -> None:
+        """``JobLock._keepalive_loop`` / ``extend_once``: extend every third of the ceiling,
+        retry after a second when an extension failed, lost once 2/3 of the ceiling passed
+        since the last good extension was sent; a Conflict reads once and extends again when
+        the Lease is still this grant's (``_write_extension``)."""
+        interval = self.at_most / 3
+        retry = min(1.0, interval / 2)
+
         def tick() -> None:
             if run.done or run.lost:
                 return
             if self.mono() - run.last_ok >= self.at_most * 2 / 3:
                 run.lost = True  # Grant.lost reads as set: the budget ran out
                 return
-            record = extend(run.view.record, now=self.clock.wall(self.world.t))
-            body = lease_with_record(run.view.body, record)
             sent = self.mono()
 
-            def answer(lease: dict[str, Any] | None, error: TransportError | None) -> None:
-                def handle() -> None:
-                    if error is None and lease is not None:
-                        run.view = LeaseView.decode(lease)
-                        run.last_ok = sent
-                        self.see(lease)
-                    elif error is not None and error.status in (404, 409):
+            def done(ok: bool) -> None:
+                if ok:
+                    run.last_ok = sent
+                elif sent - run.last_ok >= self.at_most * 2 / 3:
+                    run.lost = True
+                if not run.done and not run.lost:
+                    self._keepalive(run, interval if ok else retry)
+
+            self._extend(run, done, retry_on_conflict=True)
+
+        after = interval if wait is None else wait
+        self.later(self.world.t + after / (1 + self.clock.drift), tick)
+
+    def _extend(self, run: _Run, done: Callable[[bool], None], *, retry_on_conflict: bool) -> None:
+        record = extend(run.view.record, now=self.clock.wall(self.world.t))
+        body = lease_with_record(run.view.body, record)
+
+        def answer(lease: dict[str, Any] | None, error: TransportError | None) -> None:
+            if error is None and lease is not None:
+                run.view = LeaseView.decode(lease)
+                done(True)
+            elif isinstance(error, Conflict):
+                if not retry_on_conflict:
+                    run.lost = True
+                    done(False)
+                    return
+
+                def fresh(view: LeaseView | None) -> None:
+                    if view is None:
                         run.lost = True
-                    if not run.done:
-                        self._keepalive(run)
+                        done(False)
+                        return
+                    run.view = view
+                    self._extend(run, done, retry_on_conflict=False)
 
-                self.later(self.world.t, handle)
+                self._fresh_if_still_mine(run, fresh)
+            else:
+                done(False)
 
-            self.net.request(self.index, lambda s: s.replace(JOB_LEASE, body), answer)
+        self.net.request(
+            self.index,
+            lambda s: s.replace(JOB_LEASE, body),
+            lambda r, e: self.later(self.world.t, lambda: answer(r, e)),
+        )
 
-        self.later(self.world.t + self.at_most / 3 / (1 + self.clock.drift), tick)
+    def _fresh_if_still_mine(self, run: _Run, then: Callable[[LeaseView | None], None]) -> None:
+        """``JobLock._fresh_if_still_mine``: one read; the Lease if it is still this grant's."""
+
+        def answer(lease: dict[str, Any] | None, error: TransportError | None) -> None:
+            if error is not None or lease is None:
+                then(None)
+                return
+            fresh = LeaseView.decode(lease)
+            mine = fresh.record.holder == self.me and fresh.fencing_token == run.view.fencing_token
+            then(fresh if mine else None)
+
+        self.net.request(
+            self.index, _read, lambda r, e: self.later(self.world.t, lambda: answer(r, e))
+        )
 
     def _finish(self, run: _Run) -> None:
+        """``JobLock.finish``: release with the run record; a Conflict reads once and releases
+        again when the Lease is still this grant's."""
         run.done = True
         if self.mono() - run.last_ok >= self.at_most * 2 / 3:
             run.lost = True
@@ -219,44 +491,104 @@ class JobReplica(Replica):
         outcome = "lost" if run.lost else "succeeded"
         record = RunRecord(
             holder=self.me,
-            tick=T0 + timedelta(seconds=run.k * self.period),
+            tick=self._tick(run.k),
             started=wall,
             finished=wall,
             outcome=outcome,
             fencing_token=run.view.fencing_token,
         )
-        new_record, state = release(
-            run.view.record,
-            run.view.job,
-            record,
-            ran_for=(self.world.t - run.started) * (1 + self.clock.drift),
-            lock_at_least_for=0,
-            now=wall,
-        )
-        body = lease_with_job_state(lease_with_record(run.view.body, new_record), state)
         if run.lost:
             self.ledger.lost_recorded.add(run.k)
+        ran_for = (self.world.t - run.started) * (1 + self.clock.drift)
 
-        def answer(lease: dict[str, Any] | None, error: TransportError | None) -> None:
-            def handle() -> None:
-                self.busy = False
+        def attempt(held: LeaseView, first: bool) -> None:
+            new_record, state = release(
+                held.record, held.job, record, ran_for=ran_for, lock_at_least_for=0, now=wall
+            )
+            body = lease_with_job_state(lease_with_record(held.body, new_record), state)
+
+            def answer(lease: dict[str, Any] | None, error: TransportError | None) -> None:
                 if lease is not None:
                     self.see(lease)
+                if isinstance(error, Conflict) and first:
+                    self._fresh_if_still_mine(
+                        run, lambda fresh: attempt(fresh, False) if fresh else self._idle()
+                    )
+                    return
+                self._idle()
 
-            self.later(self.world.t, handle)
+            self.net.request(
+                self.index,
+                lambda s: s.replace(JOB_LEASE, body),
+                lambda r, e: self.later(self.world.t, lambda: answer(r, e)),
+            )
 
-        self.net.request(self.index, lambda s: s.replace(JOB_LEASE, body), answer)
+        attempt(run.view, True)
+
+    def _idle(self) -> None:
+        self.busy = False
+
+    # -- the informer ------------------------------------------------------------------------
 
     def on_change(self, kind: str, lease: dict[str, Any]) -> None:
-        """The informer: a change of the job Lease reaches this replica (not while cut off)."""
-        if self.index in self.net.faults.partitioned:
+        """A change of the job Lease, sent down this replica's watch stream (if it has one):
+        events arrive in order, each after a random delay."""
+        if self._stream == 0 or self.index in self.net.faults.partitioned:
             return
+        stream = self._stream
+        deliver = max(
+            self._last_delivery, self.world.t + self.world.rng.uniform(0, self.net.faults.latency)
+        )
+        self._last_delivery = deliver
+        self.later(deliver, lambda: self._event(stream, kind, lease))
 
-        def handle() -> None:
-            if self.index not in self.net.faults.partitioned:
-                self.see(None if kind == "DELETED" else lease)
+    def _event(self, stream: int, kind: str, lease: dict[str, Any]) -> None:
+        if stream != self._stream:
+            return  # the watch broke: this event is lost, the next list covers it
+        if not self.synced:
+            self._held_back.append((kind, lease))
+            return
+        self.see(None if kind == "DELETED" else lease)
 
-        self.later(self.world.t + self.world.rng.uniform(0, self.net.faults.latency), handle)
+    def break_watch(self) -> None:
+        """The watch broke (a partition): not synced until a list succeeds."""
+        self._stream = 0
+        self.synced = False
+        self._held_back.clear()
+        if not self._listing:
+            self.later(self.world.t, self._list)
+
+    _listing = False
+
+    def _list(self) -> None:
+        self._listing = True
+        self._streams += 1
+        stream = self._streams
+
+        def op(store: Any) -> dict[str, Any] | None:
+            self._stream = stream  # the watch starts at the list's resourceVersion
+            return _read(store)
+
+        def answer(lease: dict[str, Any] | None, error: TransportError | None) -> None:
+            self._listing = False
+            if error is not None or self._stream != stream:
+                if self._stream == stream:
+                    self._stream = 0
+                self._held_back.clear()
+                self._listing = True
+                retry = INFORMER_RETRY * self.world.rng.uniform(0.8, 1.2)
+                self.later(self.world.t + retry, self._list)
+                return
+            if lease is not None:  # a list without the Lease says nothing of it
+                self.see(lease)
+            self.synced = True
+            held, self._held_back = self._held_back, []
+            for kind, event in held:
+                self.see(None if kind == "DELETED" else event)
+
+        self.net.request(
+            self.index, op, lambda r, e: self.later(self.world.t, lambda: answer(r, e))
+        )
 
 
 class _Run:
@@ -267,6 +599,15 @@ class _Run:
         self.started = started
         self.done = False
         self.lost = False
+
+
+def _overwrite(store: Any, body: dict[str, Any]) -> dict[str, Any]:
+    """A claim write without its condition: last writer wins (never what the lock does)."""
+    current = store.leases.get(JOB_LEASE)
+    if current is None:
+        return store.create(body)  # type: ignore[no-any-return]
+    body = {**body, "metadata": {**body["metadata"], **current["metadata"]}}
+    return store.replace(JOB_LEASE, body)  # type: ignore[no-any-return]
 
 
 def _read(store: Any) -> dict[str, Any] | None:

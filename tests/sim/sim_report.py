@@ -17,8 +17,12 @@ class Coverage:
     ticks: int = 0
     runs: int = 0
     lost_recorded: int = 0
+    across_deletion_ticks: int = 0
+    across_deletion_leaders: int = 0
+    across_deletion_seeds: list[int] = field(default_factory=list)
     faults: Counter[str] = field(default_factory=Counter)
     skips: Counter[str] = field(default_factory=Counter)
+    claims: Counter[str] = field(default_factory=Counter)
     worst_heal: float = 0.0
     failures: list[Outcome] = field(default_factory=list)
 
@@ -30,8 +34,14 @@ class Coverage:
         self.ticks += out.ticks
         self.runs += out.runs
         self.lost_recorded += out.lost_recorded
+        ticks = sum(1 for a in out.across_deletion if a.startswith("tick"))
+        self.across_deletion_ticks += ticks
+        self.across_deletion_leaders += len(out.across_deletion) - ticks
+        if out.across_deletion:
+            self.across_deletion_seeds.append(out.seed)
         self.faults.update(out.faults)
         self.skips.update(out.skips)
+        self.claims.update(out.claims)
         self.worst_heal = max([self.worst_heal, *out.heal_times])
         if out.violations:
             self.failures.append(out)
@@ -39,6 +49,7 @@ class Coverage:
     def render(self) -> str:
         faults = ", ".join(f"{k} {v}" for k, v in sorted(self.faults.items()))
         skips = ", ".join(f"{k} {v}" for k, v in sorted(self.skips.items()))
+        claims = ", ".join(f"{k} {v:,}" for k, v in sorted(self.claims.items()))
         return (
             f"simulated {self.seconds:,.0f} s over {self.seeds} seeds, {self.events:,} events\n"
             f"faults: {faults}\n"
@@ -46,6 +57,11 @@ class Coverage:
             f"{self.worst_heal:.2f} s\n"
             f"job ticks {self.ticks:,}: run once {self.runs:,}, lost and recorded "
             f"{self.lost_recorded:,}, skipped and reported: {skips}\n"
+            f"claims: {claims}\n"
+            f"outside the safety model, counted apart (a hand deletion between two creates, the "
+            f"second judged before the first was seen): ticks run twice "
+            f"{self.across_deletion_ticks}, two leaders {self.across_deletion_leaders} "
+            f"(seeds {self.across_deletion_seeds})\n"
             f"violations: {sum(len(f.violations) for f in self.failures)} "
             f"(two leaders, a tick run twice, no leader after healing, a tick lost unreported)"
         )

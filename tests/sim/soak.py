@@ -1,14 +1,29 @@
 """``make soak``: run the simulation for at least a million simulated seconds and say what it
-covered; ``--replay SEED`` runs one seed and prints its whole trace."""
+covered; ``--replay SEED`` runs one seed and prints its whole trace.
+
+Every failing seed is named on stderr as soon as it fails (its first violations and the command
+that replays it); what is covered so far is printed every 10 seeds, in case the run is cut short.
+``--jobs 2`` runs seeds in two processes (the figures are the same, summed in seed order).
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
 import time
+from collections.abc import Iterator
+from multiprocessing import Pool
 
 from sim_report import Coverage, replay_text
-from sim_run import simulate
+from sim_run import Outcome, simulate
+
+
+def _run(job: tuple[int, float, int]) -> Outcome:
+    seed, seconds, replicas = job
+    out = simulate(seed, seconds=seconds, replicas=replicas)
+    if not out.violations:
+        out.trace = []  # only a failing seed's trace is worth sending back
+    return out
 
 
 def main() -> int:
@@ -17,6 +32,7 @@ def main() -> int:
     parser.add_argument("--seconds-per-seed", type=float, default=3600.0)
     parser.add_argument("--first-seed", type=int, default=1000)
     parser.add_argument("--replicas", type=int, default=3)
+    parser.add_argument("--jobs", type=int, default=1, help="processes (at most 2 is polite)")
     parser.add_argument("--replay", type=int, default=None, help="run this seed, print its trace")
     args = parser.parse_args()
     if args.replay is not None:
@@ -24,15 +40,38 @@ def main() -> int:
         print("\n".join(out.trace))
         print(out.violations or "no violation")
         return 1 if out.violations else 0
+    seeds = max(1, -int(-args.seconds // args.seconds_per_seed))
+    jobs = [
+        (seed, args.seconds_per_seed, args.replicas)
+        for seed in range(args.first_seed, args.first_seed + seeds)
+    ]
     coverage = Coverage()
     started = time.monotonic()
-    seed = args.first_seed
-    while coverage.seconds < args.seconds:
-        coverage.add(simulate(seed, seconds=args.seconds_per_seed, replicas=args.replicas))
-        seed += 1
-        if coverage.seeds % 10 == 0:  # what is covered so far, in case the run is cut short
-            print(coverage.render(), file=sys.stderr, flush=True)
+    pool = Pool(args.jobs) if args.jobs > 1 else None
+    outcomes: Iterator[Outcome] = (
+        pool.imap(_run, jobs) if pool is not None else (_run(job) for job in jobs)
+    )
+    for out in outcomes:
+        coverage.add(out)
+        if out.violations:
+            print(
+                f"seed {out.seed}: {len(out.violations)} violations, first {out.violations[:3]}; "
+                f"replay: cd tests/sim && ../../.venv/bin/python soak.py --replay {out.seed} "
+                f"--seconds-per-seed {args.seconds_per_seed:g}",
+                file=sys.stderr,
+                flush=True,
+            )
+        if coverage.seeds % 10 == 0:
+            print(
+                f"[{time.monotonic() - started:.0f} s wall, seeds {args.first_seed}.."
+                f"{out.seed}]\n{coverage.render()}",
+                file=sys.stderr,
+                flush=True,
+            )
+    if pool is not None:
+        pool.close()
     print(coverage.render())
+    print(f"seeds {args.first_seed}..{args.first_seed + seeds - 1}")
     print(f"wall time {time.monotonic() - started:.0f} s")
     for failed in coverage.failures[:3]:
         print(replay_text(failed, args.seconds_per_seed))

@@ -242,3 +242,30 @@ def test_taking_over_an_idle_lock_whose_tick_ran_reports_nothing() -> None:
     taken = claim(kept, state, tick=T0 + timedelta(minutes=1), unchanged_for=60, at_most=60)
     assert taken.verdict is Verdict.GRANT and taken.state is not None
     assert taken.state.last_run == ran and taken.lost_tick is None
+
+
+def test_the_newest_plausible_claim_seen_ignores_far_future_claims() -> None:
+    from k8slease.jobs.lockrules import newest_plausible_claim
+
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    far, seen = now + timedelta(days=20), now + timedelta(seconds=5)
+    assert newest_plausible_claim((), now=now, bound=15) is None
+    assert (
+        newest_plausible_claim((seen - timedelta(seconds=5), far, seen), now=now, bound=15) == seen
+    )
+    assert newest_plausible_claim((far,), now=now, bound=15) is None
+
+
+def test_a_tick_seen_claimed_counts_as_claimed_even_when_the_lease_says_otherwise() -> None:
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    tick = now - timedelta(seconds=5)
+    free = LeaseRecord(holder="", duration_seconds=1)
+    state = JobState(claimed_tick=now + timedelta(days=20))
+    kwargs = {"me": "me", "unchanged_for": 30.0, "lock_at_most_for": 15.0, "now": now}
+    assert judge_claim(free, state, tick=tick, **kwargs).verdict is Verdict.GRANT  # type: ignore[arg-type]
+    refused = judge_claim(free, state, tick=tick, seen_claimed=tick, **kwargs)  # type: ignore[arg-type]
+    assert refused.verdict is Verdict.ALREADY_CLAIMED
+    later = tick + timedelta(seconds=5)
+    assert (
+        judge_claim(free, state, tick=later, seen_claimed=tick, **kwargs).verdict is Verdict.GRANT
+    )  # type: ignore[arg-type]
