@@ -4,8 +4,11 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 PYTEST  := $(BIN)/pytest
-# Where Go exists, `make test` first builds (once per machine, cached) the real control plane.
+# Where Go exists, `make test` first builds (once per machine, cached) the real control plane
+# and the client-go peer.
 GO      := $(shell command -v go 2>/dev/null)
+# `make test` runs the test files on this many pytest-xdist workers (0: in one process).
+TEST_WORKERS ?= 2
 
 .PHONY: install test test-floor unit integration lint demo bench e2e manifests peers controlplane constraints clean soak chaos
 
@@ -22,8 +25,8 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check k8slease tests benchmarks examples charts/render_manifests.py
 	$(BIN)/mypy
 
-test: $(STAMP) lint $(if $(GO),controlplane)
-	$(PYTEST) -q
+test: $(STAMP) lint $(if $(GO),controlplane peers)
+	$(PYTEST) -q -n $(TEST_WORKERS) --dist loadfile
 
 # etcd + kube-apiserver built from upstream into ~/.cache/k8slease/controlplane (minutes, once).
 controlplane: $(STAMP)
