@@ -18,7 +18,9 @@ line prefixed by CLOCK_MONOTONIC. SIGTERM is Jobs' own: release, then the defaul
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import logging
+import signal
 import sys
 import threading
 import time
@@ -48,6 +50,7 @@ def main() -> int:
     parser.add_argument("--lock", type=float, default=3.0)
     parser.add_argument("--run", type=float, default=1.5)
     args = parser.parse_args()
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # the suite's look at a stuck one
 
     handler = logging.FileHandler(args.log)
     handler.addFilter(_Mono())

@@ -127,6 +127,14 @@ def segments_by(rows: Iterable[tuple[str, str, float]]) -> list[Segment]:
 
 
 def graceful_stop(procs: Procs, name: str, within: float) -> None:
-    """SIGTERM ``name`` and wait for it to end (a release needs one request on a busy machine)."""
+    """SIGTERM ``name`` and wait for it to end (a release needs one request on a busy machine);
+    if it does not, its threads' stacks (SIGUSR1, faulthandler) go into the failure."""
     procs.signal(name, signal.SIGTERM)
-    procs.procs[name].wait(timeout=within)
+    try:
+        procs.procs[name].wait(timeout=within)
+    except subprocess.TimeoutExpired:
+        procs.signal(name, signal.SIGUSR1)
+        time.sleep(1)
+        raise AssertionError(
+            f"{name} still runs {within} s after SIGTERM:\n{procs.output(name)[-6000:]}"
+        ) from None
