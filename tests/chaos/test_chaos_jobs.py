@@ -235,7 +235,7 @@ def jobs_cluster(k8s_apiserver: Any, k8s_namespace: str, tmp_path: Path) -> Iter
             k8s_apiserver.faults.clear()
 
 
-def _watches(server: APIServer, namespace: str) -> int:
+def _watches(server: APIServer) -> int:
     """Open watches of the Leases (the embedded server's count, all namespaces)."""
     return sum(1 for w in list(server.store.watchers()) if w.resource.endswith("leases"))
 
@@ -306,7 +306,7 @@ def test_job_holders_and_the_operator_under_chaos(jobs_cluster: JobCluster) -> N
         lambda: (s := c.status()).get("leader") == new_leader and s,
         START_WITHIN,
     )
-    seen_before = [f for f in before.get("failovers", [])]
+    seen_before = list(before.get("failovers", []))
     new_entries = after["failovers"][len(seen_before) :]
     assert after["failovers"][: len(seen_before)] == seen_before, after["failovers"]
     assert [(f["from"], f["to"], f["reason"]) for f in new_entries] == [
@@ -330,7 +330,7 @@ def test_job_holders_and_the_operator_under_chaos(jobs_cluster: JobCluster) -> N
         c.faults.append("watches-stalled")
         live = [n for n in c.replicas() if c.procs.alive(n)]
         poll("an informer's and an elector's watch per replica",
-             lambda: _watches(server, c.namespace) >= 2 * len(live), START_WITHIN)  # fmt: skip
+             lambda: _watches(server) >= 2 * len(live), START_WITHIN)  # fmt: skip
         stalled_watches = server.faults.stall_watches("leases")
         victim = c.wait_mid_run()
         killed_at = time.monotonic()

@@ -272,9 +272,15 @@ def test_a_term_reads_lost_the_moment_its_renew_deadline_has_passed(
     ``is_leader`` does, before the watchdog has run; ``wait`` too."""
     clock = _JumpingClock()
     terms: list[LeadershipContext] = []
+    called = threading.Event()
+
+    def started(ctx: LeadershipContext) -> None:
+        terms.append(ctx)
+        called.set()
+
     slow = {"lease_duration": 30, "renew_interval": 10, "renew_deadline": 20}
-    a = make(store, electors, "a", clock=clock, on_started_leading=terms.append, **slow).start()
-    assert a.wait_until_leading(5)
+    a = make(store, electors, "a", clock=clock, on_started_leading=started, **slow).start()
+    assert a.wait_until_leading(5) and called.wait(5)  # the callback runs in its own thread
     (ctx,) = terms
     assert not ctx.lost.is_set() and not ctx.lost.wait(0)
     clock.jumped = 20.5  # stopped past the renew deadline; no thread has run since
