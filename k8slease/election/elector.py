@@ -168,6 +168,7 @@ class LeaderElector:
             own_threads=own_threads,
             transport=transport,
         )
+        self._terms.believes = self._leads_in
         self._running = False
         self._thread: threading.Thread | None = None
         self._signals = GracefulSignals(
@@ -180,6 +181,12 @@ class LeaderElector:
     def is_leader(self) -> bool:
         """Whether this replica leads now (false from the moment its renew deadline passed)."""
         return self._runner.read(lambda m: m.believes_leading(self._clock.monotonic()))
+
+    def _leads_in(self, term: int) -> bool:
+        """Whether this replica leads now in ``term`` (what that term's ``ctx.lost`` reads)."""
+        return self._runner.read(
+            lambda m: m.term == term and m.believes_leading(self._clock.monotonic())
+        )
 
     @property
     def leader(self) -> str:

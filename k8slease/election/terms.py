@@ -16,12 +16,13 @@ import concurrent.futures
 import inspect
 import threading
 from collections.abc import Callable
+from functools import partial
 from typing import Any, Protocol
 
 from k8slease.callbacks import accepts_argument, run_cancellable
 from k8slease.clock import Clock
 from k8slease.election.commands import Event, NewLeader, Released, StartedLeading, StoppedLeading
-from k8slease.election.context import LeadershipContext
+from k8slease.election.context import LeadershipContext, TermLost
 from k8slease.election.hooks import LeadershipCallback, NewLeaderCallback
 from k8slease.logs import Logger
 from k8slease.metrics import ElectorMetrics
@@ -38,6 +39,10 @@ class ElectionCallbacks(Protocol):
     on_stopped_leading: LeadershipCallback | None
     on_new_leader: NewLeaderCallback | None
     release_on_return: bool
+
+
+def _still(term: int) -> bool:
+    return True
 
 
 class TermCallbacks:
@@ -66,6 +71,8 @@ class TermCallbacks:
         self._work: threading.Thread | None = None
         self._release_wait_until = 0.0
         self._listeners: list[Callable[[bool], None]] = []
+        #: whether this replica still leads in the given term, read now (set by the elector)
+        self.believes: Callable[[int], bool] = _still
 
     def add_listener(self, listener: Callable[[bool], None]) -> None:
         self._listeners.append(listener)
@@ -103,6 +110,8 @@ class TermCallbacks:
         ctx = LeadershipContext(
             who.name, who.namespace, who.identity, event.fencing_token, event.term
         )
+        if isinstance(ctx.lost, TermLost):
+            ctx.lost.leading = partial(self.believes, event.term)
         self._ctx = ctx
         self._metrics.set_leader(self.lease_name, True)
         self._log.info(

@@ -60,7 +60,8 @@ class _Judged:
 class LostFlag(threading.Event):
     """``Grant.lost``: set when the lock could not be kept, and read as set the moment the
     keep-alive budget has run out on this replica's monotonic clock, even if the keep-alive
-    thread has not run since (a process resumed after SIGSTOP learns it before acting)."""
+    thread has not run since (a process resumed after SIGSTOP learns it before acting), by
+    ``is_set`` and by ``wait``."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -69,6 +70,9 @@ class LostFlag(threading.Event):
 
     def is_set(self) -> bool:
         return super().is_set() or self.expired()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return super().wait(timeout) or self.expired()
 
     def set_once(self) -> bool:
         """Set the flag; returns whether this call set it."""

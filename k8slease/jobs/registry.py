@@ -80,6 +80,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 #: Interval ticks are counted from this instant, so that every replica computes the same ticks.
 INTERVAL_ANCHOR = datetime(2000, 1, 1, tzinfo=UTC)
 EXECUTOR_ALIAS = "k8slease"
+#: How often a thread blocked in ``run()`` wakes, so that signal handlers run (seconds).
+SIGNAL_POLL = 0.5
 
 
 class Jobs:
@@ -440,10 +442,15 @@ class Jobs:
         if handle_signals is not None:
             self.handle_signals = flag("handle_signals", handle_signals)
         self.start()
-        self._stopped.wait()
+        # Timed waits: Python runs signal handlers in the main thread only, and a main thread
+        # blocked in an untimed wait never runs one for a signal another thread received (the
+        # kernel may hand a process-directed SIGTERM to any thread).
+        while not self._stopped.wait(SIGNAL_POLL):
+            pass
         # return only once stop() has finished: the scheduler waited for running jobs, whose
         # locks were released with their run records (SIGTERM in the middle of a run)
-        self._stop_finished.wait()
+        while not self._stop_finished.wait(SIGNAL_POLL):
+            pass
 
     def __enter__(self) -> Jobs:
         self.start()

@@ -1,10 +1,10 @@
 """Fault injection and request counters, driven from Python or over HTTP.
 
-:class:`Faults` holds rules (added latency, error responses, dropped watch streams) matched
-by verb, resource, namespace and name, plus a pause that holds every API request until
-resumed. :class:`Stats` counts requests per verb and resource and keeps a bounded log, so
-benchmarks and tests can count API calls. Both are thread-safe: tests call them from the
-test thread while the server runs on its own.
+:class:`Faults` holds rules (added latency, error responses, dropped or stalled watch
+streams) matched by verb, resource, namespace and name, plus a pause that holds every API
+request until resumed. :class:`Stats` counts requests per verb and resource and keeps a
+bounded log, so benchmarks and tests can count API calls. Both are thread-safe: tests call
+them from the test thread while the server runs on its own.
 """
 
 from __future__ import annotations
@@ -42,7 +42,10 @@ class Fault:
     ``status`` answers that HTTP error instead of serving; ``latency`` delays the request by
     that many seconds (``retry_after`` adds a ``Retry-After`` header to the error);
     ``drop_after`` (watches only) breaks the stream that many seconds
-    after it opens, without a clean end, as a lost connection would.
+    after it opens, without a clean end, as a lost connection would. ``stall_after`` (watches
+    only) silences it that many seconds after it opens: the connection stays open and says
+    nothing more (no event, no bookmark, no end at its timeout) until it is broken, as a
+    half-open connection behind a dead load balancer would.
     """
 
     verbs: frozenset[str] | None = None
@@ -55,6 +58,7 @@ class Fault:
     times: int | None = None
     message: str | None = None
     retry_after: int | None = None
+    stall_after: float | None = None
     id: int = 0
     hits: int = 0
 
@@ -87,13 +91,15 @@ class Faults:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._resume: asyncio.Event | None = None
         self._drop_hook: Any = None
+        self._stall_hook: Any = None
 
-    def bind(self, loop: asyncio.AbstractEventLoop, drop_hook: Any) -> None:
+    def bind(self, loop: asyncio.AbstractEventLoop, drop_hook: Any, stall_hook: Any = None) -> None:
         """Attach to the server's event loop (called by the server when it starts)."""
         self._loop = loop
         self._resume = asyncio.Event()
         self._resume.set()
         self._drop_hook = drop_hook
+        self._stall_hook = stall_hook
 
     def add(
         self,
@@ -108,12 +114,14 @@ class Faults:
         times: int | None = None,
         message: str | None = None,
         retry_after: int | None = None,
+        stall_after: float | None = None,
     ) -> Fault:
         """Add a rule; returns it (its ``id`` removes it). Example::
 
         server.faults.add("update", "leases", status=503, times=2)
         server.faults.add(latency=0.2)                 # every request, 200 ms slower
         server.faults.add("watch", "leases", drop_after=0.5)
+        server.faults.add("watch", "leases", stall_after=0.5)   # silent, open, from 0.5 s
         """
         verb_set = (
             None if verbs is None else frozenset([verbs] if isinstance(verbs, str) else verbs)
@@ -131,6 +139,7 @@ class Faults:
             times,
             message,
             retry_after,
+            stall_after=stall_after,
         )
         with self._lock:
             rule.id = next(self._ids)
@@ -207,6 +216,14 @@ class Faults:
         if self._drop_hook is None:
             return 0
         count: int = self._drop_hook(resource)
+        return count
+
+    def stall_watches(self, resource: str | None = None) -> int:
+        """Silence every open watch (of ``resource``, or all) now: each stays open and delivers
+        nothing more until it is broken (:meth:`drop_watches`); returns how many."""
+        if self._stall_hook is None:
+            return 0
+        count: int = self._stall_hook(resource)
         return count
 
 

@@ -12,6 +12,7 @@ import json
 import shutil
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -250,7 +251,7 @@ class APIServer:
         await site.start()
         sockets = self._runner.addresses
         self.port = int(sockets[0][1])
-        self.faults.bind(asyncio.get_running_loop(), self._drop_watches)
+        self.faults.bind(asyncio.get_running_loop(), self._drop_watches, self._stall_watches)
 
     async def _shutdown(self) -> None:
         for watcher in self.store.watchers():
@@ -269,18 +270,35 @@ class APIServer:
                 count += 1
         return count
 
+    def _stall_now(self, resource: str | None) -> int:
+        """(Server thread) silence open watches of ``resource``, or all; returns how many."""
+        count = 0
+        for watcher in self.store.watchers():
+            group, _, plural = watcher.resource.partition("/")
+            if resource is None or resource in (plural, f"{plural}.{group}"):
+                watcher.stalled = True
+                count += 1
+        return count
+
     def _drop_watches(self, resource: str | None) -> int:
         """Break open watches (from any thread but the server's own)."""
+        return self._on_loop("drop_watches", self._drop_now, resource)
+
+    def _stall_watches(self, resource: str | None) -> int:
+        """Silence open watches (from any thread but the server's own)."""
+        return self._on_loop("stall_watches", self._stall_now, resource)
+
+    def _on_loop(self, what: str, act: Callable[[str | None], int], resource: str | None) -> int:
         loop = self._loop
         if loop is None:
             return 0
         if threading.current_thread() is self._thread:
-            raise RuntimeError("drop_watches() must be called from outside the server thread")
+            raise RuntimeError(f"{what}() must be called from outside the server thread")
 
-        async def drop() -> int:
-            return self._drop_now(resource)
+        async def run() -> int:
+            return act(resource)
 
-        return asyncio.run_coroutine_threadsafe(drop(), loop).result(timeout=10)
+        return asyncio.run_coroutine_threadsafe(run(), loop).result(timeout=10)
 
     # --- request handling ----------------------------------------------------------------------
 
@@ -311,7 +329,10 @@ class APIServer:
                 drop_after = min(
                     (r.drop_after for r in rules if r.drop_after is not None), default=None
                 )
-                response = await self._serve_route(request, route, drop_after)
+                stall_after = min(
+                    (r.stall_after for r in rules if r.stall_after is not None), default=None
+                )
+                response = await self._serve_route(request, route, drop_after, stall_after)
             code = response.status
             return response
         except StatusError as error:
@@ -398,7 +419,11 @@ class APIServer:
             raise st.bad_request(f"error decoding body: {exc}") from None
 
     async def _serve_route(
-        self, request: web.Request, route: _Route, drop_after: float | None
+        self,
+        request: web.Request,
+        route: _Route,
+        drop_after: float | None,
+        stall_after: float | None = None,
     ) -> web.StreamResponse:
         api, rt, verb = self.api, route.rt, route.verb
         namespace = route.namespace or ""
@@ -417,7 +442,7 @@ class APIServer:
                 field_selector(query.get("fieldSelector"), rt.field_selectors),
             )
             if verb == "watch":
-                return await self._watch(request, route, accepts, drop_after)
+                return await self._watch(request, route, accepts, drop_after, stall_after)
             if verb == "deletecollection":
                 return _json_response(api.delete_collection(rt, route.namespace, accepts))
             limit = int(query["limit"]) if query.get("limit", "").isdigit() else None
@@ -495,7 +520,12 @@ class APIServer:
     # --- watch ---------------------------------------------------------------------------------
 
     async def _watch(
-        self, request: web.Request, route: _Route, accepts: Predicate, drop_after: float | None
+        self,
+        request: web.Request,
+        route: _Route,
+        accepts: Predicate,
+        drop_after: float | None,
+        stall_after: float | None = None,
     ) -> web.StreamResponse:
         rt, namespace = route.rt, route.namespace
         query = request.query
@@ -563,13 +593,24 @@ class APIServer:
             now = loop.time()
             deadline = now + float(timeout) if timeout else None
             drop_at = now + drop_after if drop_after is not None else None
+            stall_at = now + stall_after if stall_after is not None else None
             next_bookmark = self._next_bookmark(now, deadline) if bookmarks else None
+
+            def silent() -> bool:
+                # a stalled stream says nothing more: no event, no bookmark, no end
+                if stall_at is not None and loop.time() >= stall_at:
+                    watcher.stalled = True
+                return watcher.stalled
+
             for past in initial:
-                await response.write(line(past.type, past.obj))
-            if send_initial and bookmarks:
+                if not silent():
+                    await response.write(line(past.type, past.obj))
+            if send_initial and bookmarks and not silent():
                 await response.write(bookmark(**{"k8s.io/initial-events-end": "true"}))
             while True:
-                moments = [m for m in (deadline, drop_at, next_bookmark) if m is not None]
+                moments = [m for m in (deadline, drop_at, next_bookmark, stall_at) if m is not None]
+                if watcher.stalled:
+                    moments = [m for m in (drop_at,) if m is not None]
                 wait = max(0.0, min(moments) - loop.time()) if moments else None
                 try:
                     event: Event | None = await asyncio.wait_for(watcher.queue.get(), wait)
@@ -578,6 +619,8 @@ class APIServer:
                     if drop_at is not None and now >= drop_at:
                         watcher.dropped = True
                         break
+                    if silent():
+                        continue
                     if deadline is not None and now >= deadline:
                         break
                     if next_bookmark is not None and now >= next_bookmark:
@@ -585,8 +628,11 @@ class APIServer:
                         next_bookmark = self._next_bookmark(now, deadline, after_deadline=True)
                     continue
                 if event is None:
+                    # ended (server stopping) or dropped; a stalled stream is broken, not ended
+                    watcher.dropped = watcher.dropped or watcher.stalled
                     break
-                await response.write(line(event.type, event.obj))
+                if not silent():
+                    await response.write(line(event.type, event.obj))
         except ConnectionResetError:
             return response  # the client went away mid-write: nothing left to tell it
         finally:
@@ -611,7 +657,8 @@ class APIServer:
     # --- control API ---------------------------------------------------------------------------
 
     async def _control(self, request: web.Request, what: str) -> web.Response:
-        """``/_k8slease/{stats,faults,pause,resume,drop-watches}`` for other processes."""
+        """``/_k8slease/{stats,faults,pause,resume,drop-watches,stall-watches}`` for other
+        processes."""
         method = request.method
         try:
             if what == "stats":
@@ -647,6 +694,9 @@ class APIServer:
             if what == "drop-watches" and method == "POST":
                 count = self._drop_now(request.query.get("resource"))
                 return _json_response({"dropped": count})
+            if what == "stall-watches" and method == "POST":
+                count = self._stall_now(request.query.get("resource"))
+                return _json_response({"stalled": count})
         except (TypeError, ValueError) as exc:
             return _error_response(st.bad_request(str(exc)))
         except StatusError as error:

@@ -55,6 +55,8 @@ class Watcher:
     accepts: Callable[[JSON], bool]
     queue: asyncio.Queue[Event | None] = field(default_factory=asyncio.Queue)
     dropped: bool = False
+    #: silenced: delivers nothing more (a half-open connection) until it is dropped
+    stalled: bool = False
 
     def close(self, drop: bool = False) -> None:
         """End the watch: cleanly, or abruptly (``drop``) to simulate a broken connection."""

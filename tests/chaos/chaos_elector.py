@@ -21,12 +21,13 @@ from k8slease.kube.apiclient import default_api_client
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--kubeconfig", required=True)
+    parser.add_argument("--namespace", default="default")
     parser.add_argument("--identity", required=True)
     parser.add_argument("--journal", required=True)
     args = parser.parse_args()
     elector = LeaderElector(
         "chaos",
-        namespace="default",
+        namespace=args.namespace,
         identity=args.identity,
         lease_duration=2,
         renew_interval=0.4,

@@ -3,6 +3,10 @@ stopped in the middle of has ended (and its lock was released with its run recor
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 import threading
 from typing import Any
 
@@ -45,3 +49,51 @@ def test_run_returns_only_after_the_job_it_stopped_in_has_ended(
     lease: dict[str, Any] = LeaseTransport(server.api_client(), "default").get("g.slow")
     last = job_state_from_lease(lease).last_run
     assert last is not None and last.outcome == "succeeded"
+
+
+RUN_THEN_SIGTERM_ON_ANOTHER_THREAD = """
+import signal, sys, threading
+from k8slease import Jobs
+from k8slease.kube.apiclient import default_api_client
+
+jobs = Jobs("g", namespace="default", identity="r0",
+            api_client=default_api_client(kubeconfig=sys.argv[1]))
+
+@jobs.interval(seconds=1, name="tick")
+def tick(ctx):
+    pass
+
+def deliver():
+    jobs_started.wait(10)
+    # the kernel may hand a process-directed SIGTERM to any thread that does not block it
+    signal.pthread_kill(threading.get_ident(), signal.SIGTERM)
+
+jobs_started = threading.Event()
+threading.Thread(target=deliver).start()
+jobs.start()
+print("started", flush=True)
+jobs_started.set()
+jobs.run()
+"""
+
+
+def test_run_handles_a_sigterm_that_landed_on_another_thread(
+    k8s_embedded_apiserver: APIServer,
+) -> None:
+    """Found with the chaos suite (a replica SIGTERMed in a rolling restart kept running): Python
+    runs signal handlers in the main thread only, and a main thread blocked in an untimed wait
+    is not woken by a signal another thread received; ``Jobs.run()`` must still stop."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", RUN_THEN_SIGTERM_ON_ANOTHER_THREAD,
+         str(k8s_embedded_apiserver.kubeconfig)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=dict(os.environ),
+    )  # fmt: skip
+    try:
+        code = proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out = proc.communicate()[0].decode(errors="replace")
+        raise AssertionError(f"Jobs.run() ignored the SIGTERM:\n{out[-2000:]}") from None
+    out = proc.communicate()[0].decode(errors="replace")
+    assert "started" in out, out
+    assert code == -signal.SIGTERM, (code, out[-2000:])

@@ -90,3 +90,17 @@ def test_a_run_stalled_past_two_thirds_of_the_ceiling_reads_lost_before_any_writ
     assert grant.lost.is_set() and told == ["lost"]
     assert not lock.extend_once(grant), "a lost grant is not extended"
     assert lock.finish(grant, "succeeded").outcome == "lost"
+
+
+def test_a_stalled_run_waiting_on_lost_wakes_to_it(k8s_embedded_apiserver: APIServer) -> None:
+    """A job that paces itself with ``ctx.lost.wait(...)`` learns ``lost`` from the wait's
+    answer once the keep-alive budget is spent, before the keep-alive thread has run (found
+    with the chaos suite's leadership counterpart, LeadershipContext.lost)."""
+    server, clock = k8s_embedded_apiserver, FakeClock()
+    lock = make_lock(server, clock)
+    grant = lock.try_acquire(TICK)
+    assert isinstance(grant, Grant)
+    assert not grant.lost.wait(0)
+    clock.advance(20)  # 2/3 of lock_at_most_for with no keep-alive since
+    assert grant.lost.wait(0)
+    lock.finish(grant, "succeeded")

@@ -174,6 +174,60 @@ def test_watch_dropped_after_a_delay_by_rule(k8s_embedded_apiserver: APIServer, 
     assert time.perf_counter() - started < 5
 
 
+def test_stalled_watch_streams_stay_open_and_say_nothing(
+    k8s_embedded_apiserver: APIServer, coord: Any
+) -> None:
+    """A stalled watch (a half-open connection behind a dead load balancer) delivers nothing
+    more, no bookmark, no end at its timeout, until it is broken; new watches stall by rule."""
+    server = k8s_embedded_apiserver
+    coord.create_namespaced_lease("default", lease("s1"))
+    seen: list[str] = []
+    ended = threading.Event()
+    failed: list[BaseException] = []
+
+    def consume() -> None:
+        try:
+            for event in watch.Watch().stream(
+                coord.list_namespaced_lease, "default", timeout_seconds=1
+            ):
+                seen.append(event["object"].metadata.name)
+        except Exception as exc:  # the broken stream
+            failed.append(exc)
+        ended.set()
+
+    worker = threading.Thread(target=consume, daemon=True)
+    worker.start()
+    deadline = time.monotonic() + 5
+    while not seen and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert seen == ["s1"]
+    assert server.faults.stall_watches("leases") == 1
+    coord.create_namespaced_lease("default", lease("s2"))
+    assert not ended.wait(1.5), "no event and no end past its 1 s timeout"
+    assert seen == ["s1"]
+    assert control(server, "POST", "drop-watches")["dropped"] == 1
+    assert ended.wait(5) and failed, "broken, not ended cleanly"
+    worker.join()
+    server.faults.add("watch", "leases", stall_after=0.0, times=1)
+    gone = threading.Event()
+    rest: list[str] = []
+
+    def second() -> None:
+        try:
+            for event in watch.Watch().stream(
+                coord.list_namespaced_lease, "default", timeout_seconds=1
+            ):
+                rest.append(event["type"])
+        except Exception:
+            pass
+        gone.set()
+
+    threading.Thread(target=second, daemon=True).start()
+    assert not gone.wait(1.5) and rest == [], "stalled from the start: not even the list"
+    assert server.faults.drop_watches("leases") == 1
+    assert gone.wait(5)
+
+
 def test_stats_count_requests_per_verb_and_resource(
     k8s_embedded_apiserver: APIServer, coord: Any
 ) -> None:

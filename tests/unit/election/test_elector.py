@@ -20,6 +20,7 @@ from elector_memstore import MemoryLeaseStore, MemoryTransport
 from fakeclock import FakeClock
 
 from k8slease import LeaderElector, LeadershipContext
+from k8slease.clock import SystemClock
 from k8slease.election.commands import Create, Read
 from k8slease.errors import ConfigError, Unavailable
 from k8slease.lease.record import record_from_lease
@@ -252,6 +253,43 @@ def test_renew_failures_end_leadership_at_the_deadline_and_it_comes_back(
     del transport.fail_always["update"]
     assert clock.run_until(lambda: a.is_leader, limit=3.0), "a candidate again: it re-acquires"
     assert a.fencing_token == 2
+
+
+class _JumpingClock(SystemClock):
+    """The real clocks, with the monotonic one jumped forward at will: what a process resumed
+    after SIGSTOP sees before any of its threads has run."""
+
+    def __init__(self) -> None:
+        self.jumped = 0.0
+
+    def monotonic(self) -> float:
+        return super().monotonic() + self.jumped
+
+
+def test_a_term_reads_lost_the_moment_its_renew_deadline_has_passed(
+    store: MemoryLeaseStore, electors: list[LeaderElector]
+) -> None:
+    """Found by the chaos suite (a LEADER singleton resumed after SIGSTOP acted for a few ms
+    while another replica led): ``ctx.lost`` must read as set from the renew deadline on, as
+    ``is_leader`` does, before the watchdog has run; ``wait`` too."""
+    clock = _JumpingClock()
+    terms: list[LeadershipContext] = []
+    called = threading.Event()
+
+    def started(ctx: LeadershipContext) -> None:
+        terms.append(ctx)
+        called.set()
+
+    slow = {"lease_duration": 30, "renew_interval": 10, "renew_deadline": 20}
+    a = make(store, electors, "a", clock=clock, on_started_leading=started, **slow).start()
+    assert a.wait_until_leading(5) and called.wait(5)  # the callback runs in its own thread
+    (ctx,) = terms
+    assert not ctx.lost.is_set() and not ctx.lost.wait(0)
+    clock.jumped = 20.5  # stopped past the renew deadline; no thread has run since
+    assert not a.is_leader
+    assert ctx.lost.is_set()
+    assert ctx.lost.wait(0)
+    assert ctx.lost.wait(0.01)
 
 
 def test_watch_unavailable_falls_back_to_polling(

@@ -1,0 +1,116 @@
+"""A job-holder replica for the chaos suite: ``Jobs`` with a per-tick job and a leader singleton,
+journalling every act of running a tick and of leading on CLOCK_MONOTONIC.
+
+* ``tick`` (ONCE_PER_TICK, every ``--every`` s, ``lock_at_most_for`` ``--lock``): a run appends
+  ``start <tick> <token> <mono>``, then ``work <tick> <token> <mono>`` every 5 ms while
+  ``ctx.lost`` is not set, then ``lost <tick> <token> <mono>`` the first time it reads
+  ``ctx.lost`` and ``end <tick> <token> <mono> <done|lost>``. A run lasts ``--run`` seconds.
+* ``lead`` (LEADER singleton): ``lead <mono> <token>`` every 5 ms while ``ctx.lost`` is not set.
+
+An act is journalled at the instant ``before`` taken ahead of the check, and skipped if the
+process was stopped between the check and the write (as chaos_elector.py does), so the journal
+holds only acts this process really did while it believed it held the lock or led.
+
+The k8slease log (the lock at debug level: its skips, with the tick) goes to ``--log``, each
+line prefixed by CLOCK_MONOTONIC. SIGTERM is Jobs' own: release, then the default action.
+"""
+
+from __future__ import annotations
+
+import argparse
+import faulthandler
+import logging
+import signal
+import sys
+import threading
+import time
+from typing import IO
+
+from k8slease.election.timing import ElectionTiming
+from k8slease.jobs.context import JobContext
+from k8slease.jobs.registry import Jobs
+from k8slease.jobs.spec import Mode
+from k8slease.kube.apiclient import default_api_client
+
+
+class _Mono(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.mono = f"{time.monotonic():.6f}"
+        return True
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--kubeconfig", required=True)
+    parser.add_argument("--namespace", required=True)
+    parser.add_argument("--identity", required=True)
+    parser.add_argument("--journal", required=True)
+    parser.add_argument("--log", required=True)
+    parser.add_argument("--every", type=float, default=2.0)
+    parser.add_argument("--lock", type=float, default=3.0)
+    parser.add_argument("--run", type=float, default=1.5)
+    args = parser.parse_args()
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # the suite's look at a stuck one
+
+    handler = logging.FileHandler(args.log)
+    handler.addFilter(_Mono())
+    handler.setFormatter(logging.Formatter("%(mono)s %(levelname)s %(name)s %(message)s"))
+    root = logging.getLogger("k8slease")
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    logging.getLogger("k8slease.locks").setLevel(logging.DEBUG)
+
+    journal: IO[str] = open(args.journal, "a", buffering=1)  # noqa: SIM115 (lives as long as we)
+    write_lock = threading.Lock()
+
+    def write(line: str) -> None:
+        with write_lock:
+            journal.write(line + "\n")
+
+    jobs = Jobs(
+        "chaosjobs",
+        namespace=args.namespace,
+        identity=args.identity,
+        api_client=default_api_client(kubeconfig=args.kubeconfig),
+        election=ElectionTiming(
+            lease_duration=2, renew_interval=0.4, renew_deadline=1.4, retry_interval=0.5
+        ),
+        request_timeout=2.0,
+        restart_delay=0.1,
+    )
+
+    @jobs.interval(seconds=args.every, lock_at_most_for=args.lock, grace=args.every, name="tick")
+    def tick(ctx: JobContext) -> None:
+        assert ctx.tick is not None
+        stamp = f"{ctx.tick.timestamp():.0f} {ctx.fencing_token}"
+        write(f"start {stamp} {time.monotonic():.6f}")
+        until = time.monotonic() + args.run
+        outcome = "done"
+        while True:
+            before = time.monotonic()
+            if ctx.lost.is_set():  # also read once the run is over: did it hold to the end?
+                write(f"lost {stamp} {time.monotonic():.6f}")
+                outcome = "lost"
+                break
+            if before >= until:
+                break
+            if time.monotonic() - before < 0.05:
+                write(f"work {stamp} {before:.6f}")
+            time.sleep(0.005)
+        write(f"end {stamp} {time.monotonic():.6f} {outcome}")
+
+    @jobs.singleton(mode=Mode.LEADER, name="lead")
+    def lead(ctx: JobContext) -> None:
+        while not ctx.lost.wait(0.005):
+            before = time.monotonic()
+            if not ctx.lost.is_set() and time.monotonic() - before < 0.05:
+                write(f"lead {before:.6f} {ctx.fencing_token}")
+
+    jobs.start()
+    write(f"up {time.monotonic():.6f}")  # scheduling, claiming and electing from now on
+    jobs.run()  # already started: blocks until stopped
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,140 @@
+"""What the chaos scenarios share: replica processes, their journals, and the checks on them.
+
+Every replica appends what it did to a journal, timed on CLOCK_MONOTONIC (shared by the
+processes of one machine): the suite reads the journals back to check that no two processes
+acted at the same instant, and polls them (with a deadline) for what it waits on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+T = TypeVar("T")
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    """The environment of a spawned process: this checkout first on ``PYTHONPATH`` (the venv may
+    be an editable install of another checkout), unbuffered output."""
+    env = dict(os.environ, PYTHONUNBUFFERED="1", **extra)
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p
+    )
+    env.pop("KUBERNETES_SERVICE_HOST", None)
+    return env
+
+
+def poll(what: str, probe: Callable[[], T | None], within: float, every: float = 0.05) -> T:
+    """``probe()`` every ``every`` seconds until it returns something truthy; fails with
+    ``what`` after ``within`` seconds (the other side is another process: nothing to wait on)."""
+    deadline = time.monotonic() + within
+    last: T | None = None
+    while True:
+        last = probe()
+        if last:
+            return last
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no {what} within {within:.1f} s; last: {last!r}")
+        time.sleep(every)
+
+
+class Procs:
+    """Named processes of one scenario, each with a journal and a log in ``tmp``."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self._logs: list[Any] = []
+
+    def spawn(self, name: str, argv: Sequence[str], **env: str) -> subprocess.Popen[bytes]:
+        out = open(self.tmp / f"{name}.out", "wb")  # noqa: SIM115 (closed in close())
+        self._logs.append(out)
+        proc = subprocess.Popen(
+            [sys.executable, *argv], stdout=out, stderr=subprocess.STDOUT, env=child_env(**env),
+            cwd=REPO,
+        )  # fmt: skip
+        self.procs[name] = proc
+        return proc
+
+    def alive(self, name: str) -> bool:
+        proc = self.procs.get(name)
+        return proc is not None and proc.poll() is None
+
+    def live(self) -> list[str]:
+        return [n for n in self.procs if self.alive(n)]
+
+    def signal(self, name: str, sig: int) -> None:
+        self.procs[name].send_signal(sig)
+
+    def close(self) -> None:
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.send_signal(signal.SIGCONT)
+                proc.kill()
+            proc.wait(timeout=10)
+        for out in self._logs:
+            out.close()
+
+    def output(self, name: str) -> str:
+        path = self.tmp / f"{name}.out"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+
+def lines(path: Path) -> list[list[str]]:
+    """A journal's complete lines, split (a line being written is left for the next read)."""
+    if not path.exists():
+        return []
+    text = path.read_text(errors="replace")
+    if not text.endswith("\n"):
+        text = text[: text.rfind("\n") + 1]
+    return [line.split() for line in text.splitlines() if line.strip()]
+
+
+Segment = tuple[float, float, str, str]  # first act, last act, key (token or tick/token), who
+
+
+def overlaps(segments: Iterable[Segment]) -> list[tuple[Segment, Segment]]:
+    """Pairs of segments of different processes that share an instant."""
+    ordered = sorted(segments)
+    found = []
+    for i, x in enumerate(ordered):
+        for y in ordered[i + 1 :]:
+            if y[0] > x[1]:
+                break
+            if y[3] != x[3]:
+                found.append((x, y))
+    return found
+
+
+def segments_by(rows: Iterable[tuple[str, str, float]]) -> list[Segment]:
+    """(who, key, when) acts grouped into one segment per (who, key)."""
+    spans: dict[tuple[str, str], list[float]] = {}
+    for who, key, when in rows:
+        span = spans.setdefault((who, key), [when, when])
+        span[0] = min(span[0], when)
+        span[1] = max(span[1], when)
+    return [(a, b, key, who) for (who, key), (a, b) in spans.items()]
+
+
+def graceful_stop(procs: Procs, name: str, within: float) -> None:
+    """SIGTERM ``name`` and wait for it to end (a release needs one request on a busy machine);
+    if it does not, its threads' stacks (SIGUSR1, faulthandler) go into the failure."""
+    procs.signal(name, signal.SIGTERM)
+    try:
+        procs.procs[name].wait(timeout=within)
+    except subprocess.TimeoutExpired:
+        procs.signal(name, signal.SIGUSR1)
+        time.sleep(1)
+        raise AssertionError(
+            f"{name} still runs {within} s after SIGTERM:\n{procs.output(name)[-6000:]}"
+        ) from None
