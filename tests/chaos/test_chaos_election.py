@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 from chaoslib import child_env
 
+from k8slease.errors import Conflict
 from k8slease.lease.transport import LeaseTransport
 from k8slease.testing.server import APIServer
 
@@ -139,9 +140,17 @@ def _kube_apiserver(server: Any) -> subprocess.Popen[bytes]:
 
 
 def _edit(c: Cluster, change: Callable[[dict[str, Any]], None]) -> None:
-    lease = c.transport.get("chaos")
-    change(lease)
-    c.transport.replace("chaos", lease)
+    """Edit the Lease as ``kubectl edit`` would: read, change, write; read again when the
+    leader's renewal landed in between (409)."""
+    for _ in range(10):
+        lease = c.transport.get("chaos")
+        change(lease)
+        try:
+            c.transport.replace("chaos", lease)
+            return
+        except Conflict:
+            continue
+    raise AssertionError("the hand edit lost ten races with the leader's renewals")
 
 
 def test_no_two_leaders_and_a_leader_back_after_every_fault(cluster: Cluster) -> None:
