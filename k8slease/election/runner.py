@@ -28,6 +28,7 @@ from k8slease.election.timing import ElectionTiming
 from k8slease.errors import AlreadyExists, Conflict, NotFound, TransportError, Unavailable
 from k8slease.kube.backoff import backoff_delay
 from k8slease.kube.complaints import RepeatedErrors
+from k8slease.kube.signals import wait_cap
 from k8slease.lease.meta import resource_version
 from k8slease.lease.transport import LeaseAPI
 from k8slease.logs import Logger
@@ -186,7 +187,9 @@ class ElectionRunner:
             timeout = None if until is None else max(0.0, until - self._clock.monotonic())
             if timeout == 0.0:
                 return
-            self._clock.wait(self._cond, timeout)
+            # run() in the main thread: wake often enough for signal handlers to run; waking
+            # early is harmless (the machine is asked for its next command again)
+            self._clock.wait(self._cond, wait_cap(timeout))
 
     def _request(self, command: Read | Create | Update) -> dict[str, Any] | None:
         transport = self.transport

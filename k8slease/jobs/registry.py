@@ -64,7 +64,7 @@ from k8slease.kube.events import EventRecorder
 from k8slease.kube.identity import default_identity, default_namespace
 from k8slease.kube.options import flag, member
 from k8slease.kube.options import seconds as check_seconds
-from k8slease.kube.signals import GracefulSignals
+from k8slease.kube.signals import SIGNAL_POLL, GracefulSignals
 from k8slease.kube.validate import validate_lease_name, validate_namespace
 from k8slease.lease.informer import LeaseInformer
 from k8slease.lease.observe import Observations
@@ -80,8 +80,6 @@ F = TypeVar("F", bound=Callable[..., Any])
 #: Interval ticks are counted from this instant, so that every replica computes the same ticks.
 INTERVAL_ANCHOR = datetime(2000, 1, 1, tzinfo=UTC)
 EXECUTOR_ALIAS = "k8slease"
-#: How often a thread blocked in ``run()`` wakes, so that signal handlers run (seconds).
-SIGNAL_POLL = 0.5
 
 
 class Jobs:
@@ -442,9 +440,8 @@ class Jobs:
         if handle_signals is not None:
             self.handle_signals = flag("handle_signals", handle_signals)
         self.start()
-        # Timed waits: Python runs signal handlers in the main thread only, and a main thread
-        # blocked in an untimed wait never runs one for a signal another thread received (the
-        # kernel may hand a process-directed SIGTERM to any thread).
+        # Short waits: a signal another thread received is handled only between them (see
+        # SIGNAL_POLL)
         while not self._stopped.wait(SIGNAL_POLL):
             pass
         # return only once stop() has finished: the scheduler waited for running jobs, whose

@@ -25,6 +25,19 @@ log = get_logger("k8slease.signals")
 
 DEFAULT_SIGNALS: tuple[signal.Signals, ...] = (signal.SIGTERM, signal.SIGINT)
 
+#: The longest the main thread blocks in one wait while k8slease runs in it (seconds). Python runs
+#: signal handlers in the main thread only, and a main thread blocked in a long wait does not run
+#: one for a signal the kernel handed to another thread (it may pick any thread that does not
+#: block it) until that wait ends.
+SIGNAL_POLL = 0.5
+
+
+def wait_cap(timeout: float | None) -> float | None:
+    """``timeout``, capped at :data:`SIGNAL_POLL` in the main thread (anywhere else: as is)."""
+    if threading.current_thread() is not threading.main_thread():
+        return timeout
+    return SIGNAL_POLL if timeout is None else min(timeout, SIGNAL_POLL)
+
 
 class GracefulSignals:
     """Run ``stop`` on SIGTERM/SIGINT, then re-deliver the signal to the previous handler."""

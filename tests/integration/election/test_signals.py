@@ -95,3 +95,51 @@ def test_a_signal_releases_the_lease_then_ends_the_process_as_it_would_have(
             assert "KeyboardInterrupt" in stderr  # Python's own SIGINT handler ran
     finally:
         watch.close()
+
+
+RUN_THEN_SIGTERM_ON_ANOTHER_THREAD = textwrap.dedent(
+    """
+    import signal, sys, threading, time
+    from k8slease import LeaderElector
+    from k8slease.kube.apiclient import default_api_client
+
+    kubeconfig, name = sys.argv[1:]
+    # a renew every 10 s: the main thread's waits would be that long without the cap
+    elector = LeaderElector(name, namespace="default", identity="child",
+                            api_client=default_api_client(kubeconfig=kubeconfig),
+                            lease_duration=30, renew_interval=10, renew_deadline=20)
+
+    def deliver():
+        elector.wait_until_leading(30)
+        time.sleep(1.0)  # past the watch event of the acquisition, which wakes the main thread
+        # the kernel may hand a process-directed SIGTERM to any thread that does not block it
+        signal.pthread_kill(threading.get_ident(), signal.SIGTERM)
+
+    threading.Thread(target=deliver, daemon=True).start()
+    elector.run()
+    """
+)
+
+
+def test_run_handles_a_sigterm_that_landed_on_another_thread(
+    k8s_embedded_apiserver: APIServer, children: list[subprocess.Popen[str]]
+) -> None:
+    """Python runs signal handlers in the main thread only, between its waits: ``run()`` in the
+    main thread must not sleep until its next renewal (10 s here) before releasing."""
+    server = k8s_embedded_apiserver
+    name = "sig-run-other-thread"
+    watch = LeaseWatcher(server.api_client(), "default", name)
+    try:
+        child = subprocess.Popen(
+            [sys.executable, "-c", RUN_THEN_SIGTERM_ON_ANOTHER_THREAD, str(server.kubeconfig),
+             name],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        children.append(child)
+        held_at, _ = watch.wait_for(lambda r: r.holder == "child", 30)
+        _, stderr = child.communicate(timeout=20)
+        released_at, _ = watch.wait_for(lambda r: r.holder == "", 5, after=held_at)
+        assert child.returncode == -signal.SIGTERM, stderr
+        assert released_at - held_at < 4.0, "released soon after the signal, not at a renewal"
+    finally:
+        watch.close()
