@@ -108,6 +108,12 @@ def test_graceful_takeover_is_well_under_a_second(server: APIServer, cleanup: li
     for round_ in range(6):
         leader = next(e for e in group if e.identity == record.holder)
         assert leader.wait_until_leading(5)
+        # a graceful takeover is the watch's doing: a candidate that has not opened its watch
+        # yet (just started) would take over at its next retry instead
+        deadline = time.monotonic() + 5
+        while not all(e.ready() for e in group) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert all(e.ready() for e in group), "every candidate watches the Lease"
         token = record.fencing_token
         stopping = time.monotonic()
         leader.stop()
