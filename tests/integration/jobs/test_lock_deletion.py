@@ -21,11 +21,16 @@ TICK = datetime(2026, 11, 30, 2, 0, tzinfo=UTC)
 NAME = "g.j"
 
 
-def _until(condition: Callable[[], bool], what: str) -> None:
+def _until(replica: Replica, condition: Callable[[], bool], what: str) -> None:
+    """Wait on the replica's observations (each change wakes it) until ``condition`` holds."""
     deadline = time.monotonic() + 5
-    while not condition():
-        assert time.monotonic() < deadline, f"informer never saw {what}"
-        time.sleep(0.01)
+    while True:
+        generation = replica.observations.generation
+        if condition():
+            return
+        remaining = deadline - time.monotonic()
+        assert remaining > 0, f"informer never saw {what}"
+        replica.observations.wait_for_change(generation, remaining)
 
 
 def _gone(replica: Replica) -> bool:
@@ -78,9 +83,9 @@ def test_after_a_deletion_a_watching_replica_neither_reruns_a_tick_nor_reuses_a_
     a, b, _ = pair
     tokens = [_run(a, TICK + timedelta(minutes=i)).fencing_token for i in range(3)]
     assert tokens == [1, 2, 3]
-    _until(lambda: b.token_seen() == 3, "token 3")
+    _until(b, lambda: b.token_seen() == 3, "token 3")
     a.transport.delete(NAME)
-    _until(lambda: _gone(b), "the deletion")
+    _until(b, lambda: _gone(b), "the deletion")
 
     again = b.lock.try_acquire(TICK + timedelta(minutes=2))
     assert again is Verdict.ALREADY_CLAIMED, "the last claimed tick ran already"
@@ -97,9 +102,9 @@ def test_a_lease_deleted_while_held_is_waited_out_before_it_is_recreated(
     a, b, _ = pair
     running = a.lock.try_acquire(TICK)
     assert isinstance(running, Grant)
-    _until(lambda: b.token_seen() == 1, "token 1")
+    _until(b, lambda: b.token_seen() == 1, "token 1")
     a.transport.delete(NAME)
-    _until(lambda: _gone(b), "the deletion")
+    _until(b, lambda: _gone(b), "the deletion")
     assert b.lock.try_acquire(TICK + timedelta(minutes=1)) is Verdict.HELD
 
 
@@ -111,7 +116,7 @@ def test_a_lease_deleted_after_a_release_is_still_waited_out(
     Lease was seen means held by someone unknown for lock_at_most_for, never free."""
     a, b, _ = pair
     _run(a, TICK)
-    _until(lambda: b.token_seen() == 1, "token 1")
+    _until(b, lambda: b.token_seen() == 1, "token 1")
     a.transport.delete(NAME)
-    _until(lambda: _gone(b), "the deletion")
+    _until(b, lambda: _gone(b), "the deletion")
     assert b.lock.try_acquire(TICK + timedelta(minutes=1)) is Verdict.HELD

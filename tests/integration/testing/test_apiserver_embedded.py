@@ -182,6 +182,7 @@ def test_stalled_watch_streams_stay_open_and_say_nothing(
     server = k8s_embedded_apiserver
     coord.create_namespaced_lease("default", lease("s1"))
     seen: list[str] = []
+    first = threading.Event()
     ended = threading.Event()
     failed: list[BaseException] = []
 
@@ -191,15 +192,14 @@ def test_stalled_watch_streams_stay_open_and_say_nothing(
                 coord.list_namespaced_lease, "default", timeout_seconds=1
             ):
                 seen.append(event["object"].metadata.name)
+                first.set()
         except Exception as exc:  # the broken stream
             failed.append(exc)
         ended.set()
 
     worker = threading.Thread(target=consume, daemon=True)
     worker.start()
-    deadline = time.monotonic() + 5
-    while not seen and time.monotonic() < deadline:
-        time.sleep(0.01)
+    assert first.wait(5), "the watch delivered the existing Lease"
     assert seen == ["s1"]
     assert server.faults.stall_watches("leases") == 1
     coord.create_namespaced_lease("default", lease("s2"))
