@@ -229,7 +229,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--namespace",
         "-n",
         default=None,
-        help="namespace of the Leases (default: $POD_NAMESPACE, the pod's namespace, or default)",
+        help=(
+            "namespace of the Leases (default: $POD_NAMESPACE, the pod's namespace, the"
+            " kubeconfig context's namespace, or default)"
+        ),
     )
     parser.add_argument(
         "--kubeconfig",
@@ -248,7 +251,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         namespace = (
             checked_namespace(args.namespace, source="--namespace")
             if args.namespace
-            else default_namespace()
+            else default_namespace(kubeconfig=args.kubeconfig)
         )
         api_client = default_api_client(kubeconfig=args.kubeconfig)
         print(render_status(api_client, namespace=namespace, group=args.group))
