@@ -32,7 +32,7 @@ from k8slease.election.runner import ElectionRunner
 from k8slease.election.terms import TermCallbacks
 from k8slease.election.timing import ElectionTiming
 from k8slease.errors import ConfigError
-from k8slease.kube.apiclient import check_api_client
+from k8slease.kube.apiclient import api_client_if_configured, check_api_client
 from k8slease.kube.identity import default_identity, default_namespace
 from k8slease.kube.options import flag
 from k8slease.kube.signals import GracefulSignals
@@ -140,6 +140,8 @@ class LeaderElector:
         self.on_new_leader: NewLeaderCallback | None = on_new_leader
         if api_client is not None:
             check_api_client(api_client)
+        elif transport is None:  # a broken kubeconfig is an error here, not at start()
+            api_client = api_client_if_configured()
         self.handle_signals = flag("handle_signals", handle_signals)
         self._api_client = api_client
         self._clock: Clock = clock or SystemClock()

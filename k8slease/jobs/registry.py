@@ -60,7 +60,11 @@ from k8slease.jobs.misfire import MisfirePolicy
 from k8slease.jobs.runner import TickRunner
 from k8slease.jobs.singletons import SingletonRun
 from k8slease.jobs.spec import JobOptions, JobSpec, Mode, job_name_from
-from k8slease.kube.apiclient import check_api_client, default_api_client
+from k8slease.kube.apiclient import (
+    api_client_if_configured,
+    check_api_client,
+    default_api_client,
+)
 from k8slease.kube.events import EventRecorder
 from k8slease.kube.identity import default_identity, default_namespace
 from k8slease.kube.options import flag, member
@@ -139,7 +143,10 @@ class Jobs:
             raise ConfigError(f"scheduler must be an APScheduler 3 scheduler, got {scheduler!r}")
         self._scheduler = scheduler
         self._owns_scheduler = scheduler is None
-        self._api_client = None if api_client is None else check_api_client(api_client)
+        # a broken kubeconfig is an error here, not at start()
+        self._api_client = (
+            api_client_if_configured() if api_client is None else check_api_client(api_client)
+        )
         if election is not None and not isinstance(election, ElectionTiming):
             raise ConfigError(f"election must be an ElectionTiming, got {election!r}")
         self.election = election or ElectionTiming()
