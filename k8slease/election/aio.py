@@ -19,6 +19,7 @@ from types import TracebackType
 from typing import Any
 
 from k8slease.election.elector import LeaderElector
+from k8slease.kube.signals import LoopWaker
 
 
 class AsyncLeaderElector:
@@ -29,6 +30,7 @@ class AsyncLeaderElector:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._leading: asyncio.Event | None = None
         self._not_leading: asyncio.Event | None = None
+        self._waker: LoopWaker | None = None
 
     # -- state (cheap, thread-safe reads of the elector) ---------------------------------------
 
@@ -67,12 +69,19 @@ class AsyncLeaderElector:
         self._not_leading.set()
         self.elector.bind_loop(loop)
         self.elector.add_listener(self._on_change)
+        if self.elector.handle_signals:  # see LoopWaker: a SIGTERM on another thread
+            self._waker = LoopWaker(loop)
+            self._waker.start()
         self.elector.start()
         return self
 
     async def stop(self) -> None:
         """Stop (steps down and releases when leading) without blocking the event loop."""
-        await asyncio.to_thread(self.elector.stop)
+        try:
+            await asyncio.to_thread(self.elector.stop)
+        finally:
+            if self._waker is not None:
+                self._waker.stop()
 
     async def wait_until_leading(self, timeout: float | None = None) -> bool:
         """Wait until this replica leads (or ``timeout`` passes); returns whether it leads, as

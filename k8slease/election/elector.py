@@ -249,7 +249,10 @@ class LeaderElector:
         a healthy leader, or a candidate whose watch of the Lease is open."""
         if not self._running or self._runner.finished.is_set() or not self.healthy():
             return False
-        return self._runner.read(lambda m: m.phase is Phase.LEADER or m.watching)
+        now = self._clock.monotonic()
+        # believes_leading, not the phase: past its renew deadline a leader is not ready even
+        # in the moment before the watchdog steps it down (is_leader is already false then)
+        return self._runner.read(lambda m: m.believes_leading(now) or m.watching)
 
     def wait_until_leading(self, timeout: float | None = None) -> bool:
         """Block until this replica leads (or ``timeout`` passes); returns whether it leads."""

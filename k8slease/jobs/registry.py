@@ -69,7 +69,7 @@ from k8slease.kube.events import EventRecorder
 from k8slease.kube.identity import default_identity, default_namespace
 from k8slease.kube.options import flag, member
 from k8slease.kube.options import seconds as check_seconds
-from k8slease.kube.signals import SIGNAL_POLL, GracefulSignals
+from k8slease.kube.signals import SIGNAL_POLL, GracefulSignals, LoopWaker
 from k8slease.kube.validate import validate_lease_name, validate_namespace
 from k8slease.lease.informer import LeaseInformer
 from k8slease.lease.observe import Observations
@@ -169,6 +169,7 @@ class Jobs:
         self._stop_finished = threading.Event()
         self.handle_signals = flag("handle_signals", handle_signals)
         self._signals = GracefulSignals(self.stop, what=f"jobs {group}")
+        self._waker: LoopWaker | None = None
         self._started = False
         self._lock = threading.RLock()
         self._log = log.bind(group=group, identity=self.identity)
@@ -328,6 +329,9 @@ class Jobs:
         if self.handle_signals:
             self._signals.install()
         self._loop = _running_loop()
+        if self._loop is not None and self.handle_signals:  # a SIGTERM on another thread
+            self._waker = LoopWaker(self._loop)
+            self._waker.start()
         api_client = self._api_client or default_api_client()
         transport = LeaseTransport(api_client, self.namespace, request_timeout=self.request_timeout)
         events = EventRecorder(
@@ -435,6 +439,8 @@ class Jobs:
             self._stop_parts()
         finally:
             self._signals.restore()
+            if self._waker is not None:
+                self._waker.stop()
             self._stop_finished.set()
         self._log.info("jobs.stopped")
 

@@ -30,9 +30,11 @@ def default_api_client(
         except config.ConfigException as exc:
             raise ConfigError(f"in-cluster configuration failed: {exc}") from exc
         return client.ApiClient(configuration)
+    # $KUBECONFIG as it is now: the kubernetes package reads it once, at import time
+    config_file = kubeconfig or os.environ.get("KUBECONFIG") or None
     try:
         api_client: client.ApiClient = config.new_client_from_config(  # type: ignore[no-untyped-call]
-            config_file=kubeconfig, context=context
+            config_file=config_file, context=context
         )
         return api_client
     except (config.ConfigException, OSError, TypeError, ValueError, yaml.YAMLError) as exc:
