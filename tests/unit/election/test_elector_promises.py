@@ -15,6 +15,7 @@ from elector_memstore import MemoryLeaseStore, MemoryTransport
 from prometheus_client import CollectorRegistry
 
 from k8slease import AsyncLeaderElector, LeaderElector
+from k8slease.clock import SystemClock
 from k8slease.lease.record import record_from_lease
 from k8slease.metrics import NoopMetrics, PrometheusMetrics
 
@@ -105,3 +106,30 @@ def test_async_wait_until_leading_takes_a_timeout_and_returns_a_bool(
         return timed_out, not_leading, leads
 
     assert asyncio.run(main()) == (False, True, True)
+
+
+class JumpingClock(SystemClock):
+    """The real clocks with the monotonic one jumped forward at will (a resumed process)."""
+
+    def __init__(self) -> None:
+        self.jumped = 0.0
+
+    def monotonic(self) -> float:
+        return super().monotonic() + self.jumped
+
+
+def test_a_leader_past_its_renew_deadline_is_not_ready(
+    store: MemoryLeaseStore, electors: list[LeaderElector]
+) -> None:
+    """Found by the contract matrix (the API server cut off, so no watch either): ``is_leader``
+    was already false but ``ready()`` still true until the watchdog ran: it read the phase."""
+    clock = JumpingClock()
+    slow = {"lease_duration": 30, "renew_interval": 10, "renew_deadline": 20}
+    leader = make(store, electors, "a", clock=clock, **slow)
+    leader._runner.transport.watch_enabled = False  # type: ignore[union-attr]  # no watch: cut off
+    leader.start()
+    assert leader.wait_until_leading(5) and leader.ready()
+    clock.jumped = 20.5  # past the renew deadline; no thread of the elector has run since
+    assert not leader.is_leader
+    assert leader.healthy(), "within the margin: a stuck leader is not yet unhealthy"
+    assert not leader.ready()
