@@ -55,7 +55,8 @@ from kubernetes import client
 
 from k8slease.kube.microtime import format_microtime
 
-pytestmark = pytest.mark.slow
+# the first case of each server waits for all of them (the module fixture runs them at once)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 CHILD = Path(__file__).with_name("contract_child.py")
 

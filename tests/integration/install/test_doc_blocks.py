@@ -33,7 +33,8 @@ import pytest
 import yaml
 from conftest import REPO, Venv, clean_env
 
-pytestmark = pytest.mark.slow
+# the first block that needs the venv builds the wheel and installs it
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 OUTPUT = ("text", "console")
@@ -107,7 +108,6 @@ def test_yaml_blocks_parse(block: Block) -> None:
     assert documents, block.code
 
 
-@pytest.mark.timeout(300)
 @pytest.mark.parametrize("block", PYTHON, ids=lambda b: b.id)
 def test_python_block_runs_from_the_wheel(
     block: Block,
