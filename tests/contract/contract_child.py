@@ -31,8 +31,14 @@ from prometheus_client import REGISTRY
 from k8slease import AsyncLeaderElector, ElectionTiming, Jobs, LeaderElector, Mode, wrap
 from k8slease.kube.apiclient import default_api_client
 
+#: short, but with a request timeout a loaded 2-core machine meets (the derived one, a third of
+#: the renew deadline, timed releases out there)
 TIMING: dict[str, float] = dict(
-    lease_duration=2, renew_interval=0.3, renew_deadline=1.0, retry_interval=0.2
+    lease_duration=3,
+    renew_interval=0.4,
+    renew_deadline=1.5,
+    retry_interval=0.2,
+    request_timeout=1.0,
 )
 #: how long the child waits for leadership, a step-down, the end of threads
 WAIT = 10.0
