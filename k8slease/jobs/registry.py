@@ -340,6 +340,7 @@ class Jobs:
                     cache=cache,
                     # only the leader fires LEADER jobs: nobody to take turns with
                     ordered=spec.mode is Mode.ONCE_PER_TICK,
+                    grace=spec.grace,
                 )
             self.runners[spec.name] = TickRunner(
                 spec,
