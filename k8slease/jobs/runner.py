@@ -22,6 +22,7 @@ from k8slease.errors import TransportError
 from k8slease.jobs.context import JobContext
 from k8slease.jobs.lock import Grant, JobLock
 from k8slease.jobs.lockrules import Verdict
+from k8slease.jobs.lostticks import LostTicks
 from k8slease.jobs.spec import JobSpec, Mode
 from k8slease.lease.jobrecord import Outcome
 from k8slease.logs import get_logger
@@ -87,6 +88,8 @@ class TickRunner:
         #: Why the last claim was refused (``None`` when it was granted or not a lock matter).
         self.last_skip: Verdict | None = None
         self._log = log.bind(job=spec.name, group=group, identity=identity)
+        #: ticks lost in the current outage (API unreachable, or no leader), reported once
+        self.losses = LostTicks(group=group, job=spec.name, log=self._log)
 
     # -- deciding -----------------------------------------------------------------------------
 
@@ -119,10 +122,12 @@ class TickRunner:
             if self.spec.fail_open:
                 return self._begin(tick, None)
             self._skip(tick, "api-unreachable")
+            self.losses.lost(tick, "api-unreachable")
             return None
         if self._degraded:
             self._degraded = False
             self._log.info("job.api_recovered")
+        self.losses.ended()
         if isinstance(grant, Verdict):
             self.last_skip = grant
             self._skip(tick, "locked")
