@@ -14,12 +14,14 @@ the budget (the whole request: connect, send, wait, read) and its connect phase 
 one; a request that timed out drops its connection, so a hung connection is never reused).
 Outside any block the transport's own ``request_timeout`` applies. The budget is per thread
 (a context variable): the elector loop, a job's claim and a lock's keep-alive thread each set
-their own.
+their own. Blocks nest: an inner budget never outlasts the outer one (a LEADER-class job's
+claim, bounded by the lock, is also bounded by the time its leadership has left).
 """
 
 from __future__ import annotations
 
 import contextvars
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -31,10 +33,12 @@ MIN_BUDGET = 0.05
 
 @dataclass(frozen=True, slots=True)
 class Budget:
-    """The bound of the whole request (``total``) and of opening its connection (``connect``)."""
+    """The bound of the whole request (``total``) and of opening its connection (``connect``);
+    ``deadline`` (``time.monotonic``) is when the block's budget runs out, for inner blocks."""
 
     total: float
     connect: float
+    deadline: float
 
 
 _current: contextvars.ContextVar[Budget | None] = contextvars.ContextVar(
@@ -45,10 +49,16 @@ _current: contextvars.ContextVar[Budget | None] = contextvars.ContextVar(
 @contextmanager
 def request_budget(total: float, *, connect: float | None = None) -> Iterator[Budget]:
     """Bound the requests this thread sends in the block by ``total`` seconds each (at least
-    :data:`MIN_BUDGET`), their connect phase by ``connect`` (default: ``total``)."""
-    whole = max(MIN_BUDGET, float(total))
+    :data:`MIN_BUDGET`), their connect phase by ``connect`` (default: ``total``); never past
+    the deadline of an enclosing block."""
+    now = time.monotonic()
+    whole = float(total)
+    outer = _current.get()
+    if outer is not None:
+        whole = min(whole, outer.deadline - now)
+    whole = max(MIN_BUDGET, whole)
     opening = whole if connect is None else max(MIN_BUDGET, min(float(connect), whole))
-    budget = Budget(total=whole, connect=opening)
+    budget = Budget(total=whole, connect=opening, deadline=now + whole)
     token = _current.set(budget)
     try:
         yield budget

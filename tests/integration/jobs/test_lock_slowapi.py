@@ -15,6 +15,8 @@ import pytest
 
 from k8slease.errors import Unavailable
 from k8slease.jobs.lock import Grant, JobLock
+from k8slease.jobs.runner import TickRunner
+from k8slease.jobs.spec import JobSpec, Mode
 from k8slease.lease.transport import LeaseTransport
 from k8slease.lease.view import LeaseView
 from k8slease.testing.server import APIServer
@@ -73,3 +75,29 @@ def test_a_claim_is_not_waited_for_past_the_ticks_grace(
     tick = datetime.now(UTC) - timedelta(seconds=1.5)
     with pytest.raises(Unavailable, match="timed out"):
         lock.try_acquire(tick)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("time_left", [0.5, 30.0])
+def test_a_leader_jobs_slow_claim_ends_with_the_leadership(
+    k8s_embedded_apiserver: APIServer, transport: LeaseTransport, time_left: float
+) -> None:
+    """A LEADER-class job's claim may take no longer than the leadership has left: a claim
+    answered after leadership ended must not start a run; with time left, a slow claim runs."""
+    ran: list[object] = []
+    spec = JobSpec(name="invoices", func=ran.append, mode=Mode.LEADER, trigger=None)
+    runner = TickRunner(
+        spec,
+        group="billing",
+        identity="replica-0",
+        lock=_lock(transport, grace=300),
+        is_leader=lambda: True,
+        leader_time_left=lambda: time_left,
+    )
+    k8s_embedded_apiserver.faults.add(["get", "create", "update"], "leases", latency=LATENCY)
+    outcome = runner.run_tick(datetime.now(UTC).replace(microsecond=0))
+    if time_left < LATENCY:
+        assert outcome is None and not ran
+        assert runner.stats.skips == {"api-unreachable": 1}
+    else:
+        assert outcome == "succeeded" and len(ran) == 1
