@@ -102,3 +102,23 @@ def test_a_leader_holds_just_below_the_tolerated_latency_and_not_above(
     assert _stepped_down_under_latency(timing, above, span)
     if tolerance > timing.timeout:  # what request_timeout alone used to allow
         assert below > timing.timeout
+
+
+def test_the_operations_guide_states_the_formula_and_its_table_matches_it() -> None:
+    import re
+    from pathlib import Path
+
+    guide = (Path(__file__).parents[3] / "docs" / "operations.md").read_text()
+    assert "min(renew_deadline - renew_interval, renew_deadline / 2)" in guide
+    rows = re.findall(r"^\| (\d+) / (\d+) / (\d+)[^|]*\| ([\d.]+) s \|$", guide, re.M)
+    assert len(rows) >= 4 and ("60", "20", "40", "20") in rows
+    for duration, interval, deadline, stated in rows:
+        timing = ElectionTiming(
+            lease_duration=int(duration),
+            renew_interval=float(interval),
+            renew_deadline=float(deadline),
+        )
+        assert tolerated_latency(timing) == float(stated), (duration, interval, deadline)
+        assert not _stepped_down_under_latency(
+            timing, 0.97 * float(stated), 10 * timing.renew_deadline
+        )
