@@ -5,7 +5,8 @@ slow or paused API server, the next tick is dropped with only APScheduler's own 
 tick past its ``misfire_grace_time`` is dropped as missed. :class:`DroppedTicks` listens for both
 and reports each outage once per job: one warning, one Warning Event (reason ``TicksDropped``)
 on the job's Lease, and the ``dropped`` skip counter for every tick. The outage ends when the job
-runs again: a second warning then gives how many ticks it dropped (``job.ticks_dropped_ended``). Whether the tick ran elsewhere is the operator's call (``RunMissing``).
+runs again: a second warning then gives how many ticks it dropped (``job.ticks_dropped_ended``).
+Whether the tick ran elsewhere is the operator's call (``RunMissing``).
 """
 
 from __future__ import annotations
