@@ -279,11 +279,6 @@ class Jobs:
         """Whether this replica currently leads its group."""
         return self._elector is not None and self._elector.is_leader
 
-    def _leader_time_left(self) -> float:
-        """Seconds before this replica's leadership ends without a further renew (0: none)."""
-        until = None if self._elector is None else self._elector.machine.leading_until
-        return 0.0 if until is None else max(0.0, until - self._clock.monotonic())
-
     def healthy(self) -> bool:
         """False when this replica believes it leads but has not renewed in time (for probes)."""
         return self._elector is None or self._elector.healthy()
@@ -354,7 +349,6 @@ class Jobs:
                 identity=self.identity,
                 lock=lock,
                 is_leader=lambda: self.is_leader,
-                leader_time_left=self._leader_time_left,
                 metrics=self._metrics,
                 clock=self._clock,
             )

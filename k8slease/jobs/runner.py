@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable
-from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
@@ -25,7 +24,6 @@ from k8slease.jobs.lock import Grant, JobLock
 from k8slease.jobs.lockrules import Verdict
 from k8slease.jobs.lostticks import LostTicks
 from k8slease.jobs.spec import JobSpec, Mode
-from k8slease.lease.budget import request_budget
 from k8slease.lease.jobrecord import Outcome
 from k8slease.logs import get_logger
 from k8slease.metrics import JobMetrics, NoopJobMetrics
@@ -64,9 +62,9 @@ class TickRunner:
     """Runs the ticks of one job on this replica.
 
     ``lock`` is the job's :class:`JobLock` (``None`` for EVERY_REPLICA jobs); ``is_leader`` tells
-    whether this replica leads its group (consulted for LEADER jobs); ``leader_time_left`` how
-    many seconds its leadership lasts without a further renew: a LEADER job's claim may take no
-    longer (:mod:`k8slease.lease.budget`), so a slow claim cannot start a run after it ended.
+    whether this replica leads its group (consulted for LEADER jobs, before the claim and again
+    once it is granted: a claim slowed down by the API server may be answered after the
+    leadership ended, and then the tick does not run).
     """
 
     def __init__(
@@ -77,7 +75,6 @@ class TickRunner:
         identity: str,
         lock: JobLock | None,
         is_leader: Callable[[], bool] | None = None,
-        leader_time_left: Callable[[], float] | None = None,
         metrics: JobMetrics | None = None,
         clock: Clock | None = None,
     ) -> None:
@@ -86,7 +83,6 @@ class TickRunner:
         self.identity = identity
         self.lock = lock
         self._is_leader = is_leader
-        self._leader_time_left = leader_time_left
         self._clock: Clock = clock or SystemClock()
         self._metrics: JobMetrics = metrics or NoopJobMetrics()
         self.stats = JobStats()
@@ -113,8 +109,7 @@ class TickRunner:
             self._skip(tick, "not-leader")
             return None
         try:
-            with self._claim_budget():
-                grant = self.lock.try_acquire(tick, reclaim_own=catch_up)
+            grant = self.lock.try_acquire(tick, reclaim_own=catch_up)
         except TransportError as exc:
             if not self._degraded:
                 self._degraded = True
@@ -139,13 +134,13 @@ class TickRunner:
             self.last_skip = grant
             self._skip(tick, "locked")
             return None
+        if self.spec.mode is Mode.LEADER and self._is_leader is not None and not self._is_leader():
+            # granted after the leadership ended (a slow claim): release it, the tick is lost
+            self.lock.finish(grant, "lost", error="leadership ended before the claim was answered")
+            self._skip(tick, "leadership-ended")
+            self.losses.lost(tick, "leadership-ended")
+            return None
         return self._begin(tick, grant)
-
-    def _claim_budget(self) -> AbstractContextManager[object]:
-        """For a LEADER job, the claim's requests end with the leadership (none: no bound)."""
-        if self.spec.mode is not Mode.LEADER or self._leader_time_left is None:
-            return nullcontext()
-        return request_budget(self._leader_time_left())
 
     def _begin(self, tick: datetime, grant: Grant | None) -> _Attempt:
         if grant is not None and self.lock is not None:
