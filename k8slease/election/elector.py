@@ -74,7 +74,8 @@ class LeaderElector:
     * ``on_stopped_leading(ctx)`` runs when leadership ends, only after a matching start;
     * ``on_new_leader(identity)`` when the observed holder changes (``""``: nobody);
     * ``group`` [the Lease name] the ``k8slease.io/group`` label of a Lease it creates;
-    * ``request_timeout`` [``min(10, renew_deadline / 3)``] bound of every HTTP request;
+    * ``request_timeout`` [``min(10, renew_deadline / 3)``] bound of every connect and of the
+      release; other requests get budgets from what is at stake (:mod:`k8slease.election.budget`);
     * ``handle_signals`` [True] on ``start`` (so also ``with``) and ``run``, from the main thread:
       SIGTERM and SIGINT stop the elector (a leader releases the Lease, waiting at most
       ``renew_deadline``), then the signal goes on to the handler that was there before (the

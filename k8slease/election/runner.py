@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from k8slease.clock import Clock
+from k8slease.election.budget import election_budget
 from k8slease.election.commands import Create, Done, Event, Phase, Purpose, Read, Update, Wait
 from k8slease.election.machine import ElectionMachine
 from k8slease.election.timing import ElectionTiming
@@ -29,6 +30,7 @@ from k8slease.errors import AlreadyExists, Conflict, NotFound, TransportError, U
 from k8slease.kube.backoff import backoff_delay
 from k8slease.kube.complaints import RepeatedErrors
 from k8slease.kube.signals import wait_cap
+from k8slease.lease.budget import request_budget
 from k8slease.lease.meta import resource_version
 from k8slease.lease.transport import LeaseAPI
 from k8slease.logs import Logger
@@ -217,8 +219,15 @@ class ElectionRunner:
         sent = self._clock.monotonic()
         lease: dict[str, Any] | None = None
         error: TransportError | None = None
+        budget = election_budget(
+            command.purpose,
+            timing=self.timing,
+            now=sent,
+            leading_until=self.read(lambda machine: machine.leading_until),
+        )
         try:
-            lease = self._request(command)
+            with request_budget(budget, connect=self.timing.timeout):
+                lease = self._request(command)
         except TransportError as exc:
             error = exc
         except Exception as exc:  # a bug or an unexpected client error: never kill the loop

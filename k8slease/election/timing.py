@@ -9,8 +9,10 @@ rather than documented and hoped for:
   renew's record). The difference is the margin that absorbs scheduling delays.
 * ``lease_duration`` is written as ``leaseDurationSeconds``, an integer, so it must be a whole
   number of seconds, at least 1.
-* every HTTP request times out before the renew deadline, so a hung API server cannot keep a
-  leader believing past it.
+* ``request_timeout`` is shorter than the renew deadline; it bounds every connect and the
+  release, while a renew may take the time left before its deadline
+  (:mod:`k8slease.election.budget`). A hung API server cannot keep a leader believing past the
+  deadline either way: the watchdog ends leadership then, with the request still out.
 """
 
 from __future__ import annotations
@@ -75,7 +77,8 @@ class ElectionTiming:
     often the leader renews. ``renew_deadline`` (40 s) is how long after the last successful
     renew was sent the leader gives up. ``retry_interval`` (5 s) is how often candidates poll
     when no watch is possible (jittered) and, capped, the pause between failed renewals.
-    ``request_timeout`` bounds every HTTP request; by default ``min(10, renew_deadline / 3)``.
+    ``request_timeout`` bounds every connect and the release (other requests have budgets from
+    what is at stake, :mod:`k8slease.election.budget`); by default ``min(10, renew_deadline / 3)``.
 
     Options left unset follow from the ones given, in the default ratios (60/20/40/5), so any
     valid subset works: ``lease_duration`` alone gives ``renew_deadline = 2/3`` and

@@ -5,7 +5,8 @@ slow or paused API server, the next tick is dropped with only APScheduler's own 
 tick past its ``misfire_grace_time`` is dropped as missed. :class:`DroppedTicks` listens for both
 and reports each outage once per job: one warning, one Warning Event (reason ``TicksDropped``)
 on the job's Lease, and the ``dropped`` skip counter for every tick. The outage ends when the job
-runs again. Whether the tick ran elsewhere is the operator's call (``RunMissing``).
+runs again: a second warning then gives how many ticks it dropped (``job.ticks_dropped_ended``).
+Whether the tick ran elsewhere is the operator's call (``RunMissing``).
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ class DroppedTicks:
             with self._lock:
                 ended = self._outage.pop(name, 0)
             if ended:
-                self._log.info("job.ticks_dropped_ended", job=name, dropped=ended)
+                self._log.warning("job.ticks_dropped_ended", job=name, dropped=ended)
             return
         ticks = _ticks_of(event)
         why = "max-instances" if event.code == EVENT_JOB_MAX_INSTANCES else "misfired"

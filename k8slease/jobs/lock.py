@@ -21,6 +21,7 @@ from k8slease.callbacks import CancelHooks
 from k8slease.clock import Clock, SystemClock
 from k8slease.errors import AlreadyExists, ConfigError, Conflict, NotFound, TransportError
 from k8slease.jobs.claimorder import claim_delay, claim_rank
+from k8slease.jobs.lockbudget import claim_budget, keep_budget, remaining
 from k8slease.jobs.lockcache import ClaimCache
 from k8slease.jobs.lockrules import (
     Claim,
@@ -32,6 +33,7 @@ from k8slease.jobs.lockrules import (
     release,
 )
 from k8slease.kube.events import EventRecorder
+from k8slease.lease.budget import request_budget
 from k8slease.lease.jobrecord import (
     JobState,
     Outcome,
@@ -140,6 +142,9 @@ class JobLock:
     runs its lock is extended every ``lock_at_most_for / 3`` seconds. ``cache`` lets claims be
     judged from the informer's view; ``ordered`` (default) makes this replica first wait for its
     turn in the tick's claim order (LEADER jobs, fired by the leader alone, do not wait).
+    ``grace`` (seconds; default none) is how long after its time a tick still runs: a claim's
+    requests may take as long as that and the grant's keep budget allow, an extension the time
+    the grant has left (:mod:`k8slease.jobs.lockbudget`).
     """
 
     def __init__(
@@ -156,6 +161,7 @@ class JobLock:
         observations: Observations | None = None,
         cache: ClaimCache | None = None,
         ordered: bool = True,
+        grace: float | None = None,
     ) -> None:
         check_lock_times(lock_at_most_for, lock_at_least_for)
         if not identity:
@@ -175,6 +181,8 @@ class JobLock:
             raise ConfigError("cache must read the observations the lock keeps")
         self._cache = cache
         self._ordered = ordered
+        #: a tick runs only this many seconds after its time: a claim may take no longer
+        self.grace = grace
         self._active: Grant | None = None
         self._highest_token = 0
         self._reported_suspect: datetime | None = None
@@ -215,7 +223,15 @@ class JobLock:
             if self._active is not None:
                 self._log.debug("lock.skipped", tick=tick.isoformat(), why="running")
                 return Verdict.RUNNING
-            grant_or_skip = self._try_acquire(tick, reclaim_own=reclaim_own)
+            budget = claim_budget(
+                self.lock_at_most_for,
+                tick=tick,
+                grace=self.grace,
+                now=self._clock.now(),
+                floor=self.transport.request_timeout,
+            )
+            with request_budget(budget, connect=self.transport.request_timeout):
+                grant_or_skip = self._try_acquire(tick, reclaim_own=reclaim_own)
             if isinstance(grant_or_skip, Grant):
                 self._active = grant_or_skip
             return grant_or_skip
@@ -362,7 +378,7 @@ class JobLock:
             _view=view,
             _last_ok_send=sent,
             _clock=self._clock,
-            _budget=self.lock_at_most_for * 2 / 3,
+            _budget=keep_budget(self.lock_at_most_for),
         )
         if record is not None and record.malformed:
             self._log.warning("lock.repaired_malformed_lease", problems=list(record.problems))
@@ -434,7 +450,14 @@ class JobLock:
             if grant._stop.is_set() or grant.lost.is_set():
                 return False
             sent = self._clock.monotonic()
-            ok = self._write_extension(grant)
+            left = remaining(
+                grant._last_ok_send,
+                self.lock_at_most_for,
+                now=sent,
+                floor=self.transport.request_timeout,
+            )
+            with request_budget(left, connect=self.transport.request_timeout):
+                ok = self._write_extension(grant)
             if ok:
                 grant._last_ok_send = sent
                 return True
@@ -501,7 +524,13 @@ class JobLock:
             error=error,
         )
         ran_for = self._clock.monotonic() - grant.started_mono
-        with grant._mutex:
+        left = remaining(
+            grant._last_ok_send,
+            self.lock_at_most_for,
+            now=self._clock.monotonic(),
+            floor=self.transport.request_timeout,
+        )
+        with grant._mutex, request_budget(left, connect=self.transport.request_timeout):
             held = grant._view
             assert held is not None
             for attempt in range(2):

@@ -56,6 +56,7 @@ from k8slease.jobs.lockcache import (
     ClaimCache,
     check_claim_spacing,
 )
+from k8slease.jobs.lostticks import leaderless_watch
 from k8slease.jobs.misfire import MisfirePolicy
 from k8slease.jobs.runner import TickRunner
 from k8slease.jobs.singletons import SingletonRun
@@ -368,6 +369,7 @@ class Jobs:
                     cache=cache,
                     # only the leader fires LEADER jobs: nobody to take turns with
                     ordered=spec.mode is Mode.ONCE_PER_TICK,
+                    grace=spec.grace,
                 )
             self.runners[spec.name] = TickRunner(
                 spec,
@@ -402,6 +404,21 @@ class Jobs:
                 replace_existing=True,
                 **({"next_run_time": None} if spec.mode is Mode.LEADER else {}),
             )
+            if spec.mode is Mode.LEADER:  # every replica: a tick at which nobody leads is lost
+                scheduler.add_job(
+                    leaderless_watch(
+                        self.runners[spec.name].losses,
+                        machine=lambda: None if self._elector is None else self._elector.machine,
+                        clock=self._clock,
+                        metrics=self._metrics,
+                    ),
+                    trigger=spec.trigger,
+                    id=f"{self._job_id(spec.name)}:leaderless",
+                    name=f"{spec.name} (leaderless watch)",
+                    coalesce=True,
+                    max_instances=1,
+                    replace_existing=True,
+                )
         self._dropped = DroppedTicks(
             group=self.group,
             names={self._job_id(s.name): s.name for s in self._specs.values() if s.trigger},
@@ -447,6 +464,8 @@ class Jobs:
     def _stop_parts(self) -> None:
         if self._elector is not None:
             self._elector.stop()
+        for runner in self.runners.values():
+            runner.losses.ended()  # an outage still going on is reported with its count
         if self._informer is not None:
             self._informer.stop()
         for run in list(self._singletons):
@@ -459,8 +478,12 @@ class Jobs:
                 if self._dropped is not None:
                     scheduler.remove_listener(self._dropped)
                 for spec in self._specs.values():
-                    if scheduler.get_job(self._job_id(spec.name)) is not None:
-                        scheduler.remove_job(self._job_id(spec.name))
+                    for job_id in (
+                        self._job_id(spec.name),
+                        f"{self._job_id(spec.name)}:leaderless",
+                    ):
+                        if scheduler.get_job(job_id) is not None:
+                            scheduler.remove_job(job_id)
 
     def run(self, *, handle_signals: bool | None = None) -> None:
         """Start and block until :meth:`stop` has finished (or a handled signal stopped it).

@@ -22,6 +22,7 @@ from k8slease.errors import NotFound, TransportError
 from k8slease.jobs.context import JobContext
 from k8slease.jobs.lock import Grant, JobLock
 from k8slease.jobs.lockrules import Verdict
+from k8slease.jobs.lostticks import LostTicks
 from k8slease.jobs.spec import JobSpec, Mode
 from k8slease.kube.complaints import hint
 from k8slease.lease.jobrecord import Outcome
@@ -62,7 +63,9 @@ class TickRunner:
     """Runs the ticks of one job on this replica.
 
     ``lock`` is the job's :class:`JobLock` (``None`` for EVERY_REPLICA jobs); ``is_leader`` tells
-    whether this replica leads its group (consulted for LEADER jobs).
+    whether this replica leads its group (consulted for LEADER jobs, before the claim and again
+    once it is granted: a claim slowed down by the API server may be answered after the
+    leadership ended, and then the tick does not run).
     """
 
     def __init__(
@@ -90,6 +93,8 @@ class TickRunner:
         #: the last claim was refused because the namespace does not exist (Jobs is not ready)
         self.namespace_missing = False
         self._log = log.bind(job=spec.name, group=group, identity=identity)
+        #: ticks lost in the current outage (API unreachable, or no leader), reported once
+        self.losses = LostTicks(group=group, job=spec.name, log=self._log)
 
     # -- deciding -----------------------------------------------------------------------------
 
@@ -127,14 +132,22 @@ class TickRunner:
             if self.spec.fail_open and not missing:
                 return self._begin(tick, None)
             self._skip(tick, "api-unreachable")
+            self.losses.lost(tick, "api-unreachable")
             return None
         if self._degraded:
             self._degraded = False
             self.namespace_missing = False
             self._log.info("job.api_recovered")
+        self.losses.ended()
         if isinstance(grant, Verdict):
             self.last_skip = grant
             self._skip(tick, "locked")
+            return None
+        if self.spec.mode is Mode.LEADER and self._is_leader is not None and not self._is_leader():
+            # granted after the leadership ended (a slow claim): release it, the tick is lost
+            self.lock.finish(grant, "lost", error="leadership ended before the claim was answered")
+            self._skip(tick, "leadership-ended")
+            self.losses.lost(tick, "leadership-ended")
             return None
         return self._begin(tick, grant)
 

@@ -81,7 +81,7 @@ def send(
     *,
     body: Mapping[str, Any] | None = None,
     query: list[tuple[str, str]] | None = None,
-    timeout: float | tuple[float, float],
+    timeout: float | tuple[float, float] | urllib3.Timeout,
 ) -> Any:
     """Send one request; returns the urllib3 response (unread) of a 2xx answer.
 
@@ -120,15 +120,18 @@ def _request_once(
     headers: Mapping[str, str],
     body: Any,
     *,
-    timeout: float | tuple[float, float],
+    timeout: float | tuple[float, float] | urllib3.Timeout,
 ) -> RESTResponse:
     """One HTTP request on the client's connection pool, without urllib3's own retries.
 
     ``ApiClient.call_api`` lets urllib3 retry a read that timed out (three times by default), so
     one request could last four times its timeout; here a float ``timeout`` bounds the whole
-    request and a ``(connect, read)`` pair bounds each phase, once.
+    request and a ``(connect, read)`` pair bounds each phase, once; a ``urllib3.Timeout`` is
+    used as it is (a request budget: ``total`` with a shorter ``connect``).
     """
-    if isinstance(timeout, tuple):
+    if isinstance(timeout, urllib3.Timeout):
+        bound = timeout
+    elif isinstance(timeout, tuple):
         bound = urllib3.Timeout(connect=timeout[0], read=timeout[1])
     else:
         bound = urllib3.Timeout(total=timeout)

@@ -4,7 +4,8 @@
 k8slease does not know survive a round-trip) and raises the exceptions it maps every HTTP outcome
 to: ``NotFound``, ``AlreadyExists``, ``Conflict``, ``Forbidden``, ``Invalid`` and ``Unavailable``
 (5xx, 429, timeouts, dropped connections, answers that are not a Lease). Every request carries a
-timeout so that a hung API server cannot stall a renewal past its deadline.
+timeout: the caller's request budget (:mod:`k8slease.lease.budget`; a renew may take the time
+left before its deadline) or, outside one, ``request_timeout``.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from kubernetes import client
 
 from k8slease.errors import NotFound, TransportError, Unavailable
 from k8slease.kube.rawapi import send, send_json
+from k8slease.lease.budget import current_budget
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,8 +53,9 @@ class LeaseAPI(Protocol):
 class LeaseTransport:
     """Lease calls in one namespace, each with a timeout, errors mapped to k8slease exceptions.
 
-    ``request_timeout`` (seconds, default 10) bounds every request; keep it below the elector's
-    renew deadline. Bodies are sent as the JSON they are: the client's typed models are bypassed
+    ``request_timeout`` (seconds, default 10) bounds every request sent outside a request budget
+    (:func:`~k8slease.lease.budget.request_budget`), which callers with something at stake set.
+    Bodies are sent as the JSON they are: the client's typed models are bypassed
     (they would drop fields they do not know and re-render MicroTime without its fraction), while
     its configuration (server, credentials, TLS) and connection pool are used as they are.
     """
@@ -77,14 +80,21 @@ class LeaseTransport:
     def _path(self, name: str | None = None) -> str:
         return self._base if name is None else f"{self._base}/{quote(name, safe='')}"
 
+    def _timeout(self) -> float | urllib3.Timeout:
+        """The caller's request budget (:mod:`k8slease.lease.budget`), else ``request_timeout``."""
+        budget = current_budget()
+        if budget is None:
+            return self.request_timeout
+        return urllib3.Timeout(connect=budget.connect, total=budget.total)
+
     def _send(self, verb: str, method: str, path: str, **kwargs: Any) -> Any:
-        kwargs.setdefault("timeout", self.request_timeout)
+        kwargs.setdefault("timeout", self._timeout())
         return send(self.api_client, verb, method, path, **kwargs)
 
     def _json(
         self, verb: str, method: str, path: str, *, kind: str = "Lease", **kwargs: Any
     ) -> dict[str, Any]:
-        kwargs.setdefault("timeout", self.request_timeout)
+        kwargs.setdefault("timeout", self._timeout())
         return send_json(self.api_client, verb, method, path, kind=kind, **kwargs)
 
     def get(self, name: str) -> dict[str, Any]:

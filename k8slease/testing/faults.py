@@ -12,8 +12,9 @@ from __future__ import annotations
 import asyncio
 import itertools
 import threading
+import time
 from collections import Counter, deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -45,7 +46,9 @@ class Fault:
     after it opens, without a clean end, as a lost connection would. ``stall_after`` (watches
     only) silences it that many seconds after it opens: the connection stays open and says
     nothing more (no event, no bookmark, no end at its timeout) until it is broken, as a
-    half-open connection behind a dead load balancer would.
+    half-open connection behind a dead load balancer would. ``duration`` (seconds) ends the
+    rule that long after it was added (a slow spell: ``latency=10, duration=300``);
+    ``expires_at`` is that moment on the server's monotonic clock.
     """
 
     verbs: frozenset[str] | None = None
@@ -59,8 +62,13 @@ class Fault:
     message: str | None = None
     retry_after: int | None = None
     stall_after: float | None = None
+    expires_at: float | None = None
     id: int = 0
     hits: int = 0
+
+    def expired(self, now: float) -> bool:
+        """Whether the rule's ``duration`` has run out at monotonic ``now``."""
+        return self.expires_at is not None and now >= self.expires_at
 
     def matches(
         self, verb: str, plural: str, group: str, sub: str, namespace: str, name: str
@@ -81,9 +89,13 @@ class Fault:
 
 
 class Faults:
-    """The active fault rules and the pause switch of one server."""
+    """The active fault rules and the pause switch of one server.
 
-    def __init__(self) -> None:
+    ``clock`` (monotonic seconds; default ``time.monotonic``) times the rules' ``duration``.
+    """
+
+    def __init__(self, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
         self._lock = threading.Lock()
         self._rules: list[Fault] = []
         self._ids = itertools.count(1)
@@ -115,6 +127,7 @@ class Faults:
         message: str | None = None,
         retry_after: int | None = None,
         stall_after: float | None = None,
+        duration: float | None = None,
     ) -> Fault:
         """Add a rule; returns it (its ``id`` removes it). Example::
 
@@ -122,7 +135,10 @@ class Faults:
         server.faults.add(latency=0.2)                 # every request, 200 ms slower
         server.faults.add("watch", "leases", drop_after=0.5)
         server.faults.add("watch", "leases", stall_after=0.5)   # silent, open, from 0.5 s
+        server.faults.add(latency=10, duration=300)    # a slow API server for 5 minutes
         """
+        if duration is not None and not (isinstance(duration, int | float) and duration > 0):
+            raise ValueError(f"duration must be a positive number of seconds, got {duration!r}")
         verb_set = (
             None if verbs is None else frozenset([verbs] if isinstance(verbs, str) else verbs)
         )
@@ -140,6 +156,7 @@ class Faults:
             message,
             retry_after,
             stall_after=stall_after,
+            expires_at=None if duration is None else self._clock() + float(duration),
         )
         with self._lock:
             rule.id = next(self._ids)
@@ -159,8 +176,10 @@ class Faults:
         self.resume()
 
     def rules(self) -> list[Fault]:
-        """The active rules."""
+        """The active rules (those whose ``duration`` has run out are gone)."""
+        now = self._clock()
         with self._lock:
+            self._rules = [r for r in self._rules if not r.expired(now)]
             return list(self._rules)
 
     def take(
@@ -168,7 +187,9 @@ class Faults:
     ) -> list[Fault]:
         """The rules matching a request, consuming one of their ``times``."""
         found = []
+        now = self._clock()
         with self._lock:
+            self._rules = [r for r in self._rules if not r.expired(now)]
             for rule in self._rules:
                 if rule.matches(verb, plural, group, sub, namespace, name):
                     rule.hits += 1

@@ -21,6 +21,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from k8slease.errors import AlreadyExists, Conflict, NotFound, TransportError, Unavailable
+from k8slease.lease.budget import MIN_BUDGET
 
 T0 = datetime(2026, 11, 30, tzinfo=UTC)
 #: The largest clock rate difference a replica may have (0.5 %; NTP-disciplined clocks are
@@ -180,12 +181,15 @@ class Network:
         replica: int,
         op: Callable[[Store], dict[str, Any] | None],
         answer: Callable[[dict[str, Any] | None, TransportError | None], None],
+        *,
+        timeout: float | None = None,
     ) -> None:
         """Run ``op`` on the store after a delay; ``answer`` gets the result or an error, at
-        most ``timeout`` after sending (a late or lost answer becomes a timeout)."""
+        most ``timeout`` (default: the network's) after sending (a late or lost answer becomes
+        a timeout): the request's budget, as the caller set it."""
         world, faults, rng = self.world, self.faults, self.world.rng
         sent = world.t
-        deadline = sent + self.timeout
+        deadline = sent + (self.timeout if timeout is None else max(MIN_BUDGET, timeout))
 
         def timed_out() -> None:
             answer(None, Unavailable("timeout"))

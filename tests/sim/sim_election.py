@@ -13,6 +13,7 @@ from typing import Any
 
 from sim_core import Clock, Network, World
 
+from k8slease.election.budget import election_budget
 from k8slease.election.commands import Create, Done, Purpose, Read, Update, Wait
 from k8slease.election.machine import ElectionMachine
 from k8slease.election.timing import ElectionTiming
@@ -126,14 +127,23 @@ class ElectionReplica(Replica):
         sent = self.mono()
         self.world.log(f"r{self.index} sends {type(command).__name__} {command.purpose.value}")
         at = self.world.events
+        # the request's budget, as the runner sets it (clock drift makes it a hair off in true
+        # time, as a real process's timer would be)
+        budget = election_budget(
+            command.purpose,
+            timing=self.machine.timing,
+            now=sent,
+            leading_until=self.machine.leading_until,
+        )
         if isinstance(command, Read):
-            self.net.request(self.index, _read, self._read_answer)
+            self.net.request(self.index, _read, self._read_answer, timeout=budget)
         elif isinstance(command, Create):
             body = command.body
             self.net.request(
                 self.index,
                 lambda s: s.create(body),
                 lambda r, e: self._write_answer(r, e, sent, (True, at)),
+                timeout=budget,
             )
         elif isinstance(command, Update):
             body = command.body
@@ -142,6 +152,7 @@ class ElectionReplica(Replica):
                 self.index,
                 lambda s: s.replace(LEADER_LEASE, body),
                 lambda r, e: self._write_answer(r, e, sent, take),
+                timeout=budget,
             )
 
     def _woken(self, token: int) -> None:

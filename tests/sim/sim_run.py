@@ -2,7 +2,9 @@
 
 Time alternates between chaos (``chaos`` seconds: latency up to 1.5 s, lost answers, 5xx bursts,
 partitions, pauses past the lease, hand edits and deletions of the leader Lease, far-future
-claims and deletions of the job Lease) and calm (``calm`` seconds: everything healed). Checked
+claims and deletions of the job Lease; with ``slow``, also spells of a slow but answering server,
+round trips up to 1.2 times the latency the timing tolerates, each election request bounded by
+its budget as the runner sets it) and calm (``calm`` seconds: everything healed). Checked
 after every event, which covers every instant because belief only ends between events:
 
 * at most one replica believes it leads;
@@ -24,6 +26,7 @@ from sim_core import MAX_DRIFT, T0, Clock, Faults, Network, Store, World
 from sim_election import LEADER_LEASE, ElectionReplica
 from sim_jobs import JOB_LEASE, JobReplica, Ledger
 
+from k8slease.election.budget import tolerated_latency
 from k8slease.election.timing import ElectionTiming
 from k8slease.names import ANN_CLAIMED_TICK
 
@@ -61,6 +64,7 @@ def simulate(
     calm: float = 40.0,
     job_edits: bool = True,
     claim_path: str = "ordered",
+    slow: bool = False,
 ) -> Outcome:
     world = World(seed)
     rng = world.rng
@@ -110,7 +114,7 @@ def simulate(
         TIMING.lease_duration
         + TIMING.renew_deadline
         + 1.5 * TIMING.retry_interval
-        + 2 * TIMING.request_timeout
+        + 2 * max(TIMING.request_timeout, 0.6 * tolerated_latency(TIMING))
     )
 
     leader_deletions: list[int] = []
@@ -165,9 +169,14 @@ def simulate(
         if in_calm():
             return
         choice = rng.random()
-        if choice < 0.15:
+        if choice < (0.08 if slow else 0.15):
             faults.latency = rng.uniform(0.05, 1.5)
             fault("latency", f"{faults.latency:.2f}")
+        elif choice < 0.15:
+            # slow but answering: round trips up to 1.2 times the latency the timing tolerates,
+            # well over request_timeout (what every request was once bounded by)
+            faults.latency = rng.uniform(0.5, 0.6) * tolerated_latency(TIMING)
+            fault("slow", f"{faults.latency:.2f}")
         elif choice < 0.25:
             faults.loss = rng.uniform(0, 0.3)
             fault("lost-answers", f"{faults.loss:.2f}")

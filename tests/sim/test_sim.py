@@ -24,6 +24,19 @@ def test_bounded_seeds_keep_one_leader_one_run_per_tick_and_report_every_lost_ti
 
 
 @pytest.mark.timeout(300)
+def test_slow_but_answering_spells_keep_one_leader_and_leaders_hold_through_them() -> None:
+    """Spells where round trips take up to 1.2 times the tolerated latency (over
+    request_timeout, which once bounded every request): the same checks hold."""
+    coverage = Coverage()
+    for seed in SEEDS:
+        out = simulate(seed, seconds=SECONDS, slow=True)
+        assert not out.violations, replay_text(out, SECONDS)
+        coverage.add(out)
+    assert coverage.faults["slow"] > 0
+    assert coverage.terms > len(SEEDS)
+
+
+@pytest.mark.timeout(300)
 @pytest.mark.parametrize("seed", [1006, 2016, 2020, 2048, 5019])
 def test_soak_seeds_that_failed_once_stay_fixed(seed: int) -> None:
     """Seeds that failed while the claim path was brought into the simulation (3600 s each, cut
@@ -67,7 +80,9 @@ def test_the_simulation_finds_the_hand_edit_hole_when_it_is_put_back(
 
     monkeypatch.setattr(rules, "effective_duration", old_duration)
     monkeypatch.setattr(rules, "is_release", lambda r: not r.malformed and not r.held)
-    found = [simulate(seed, seconds=SECONDS).violations for seed in range(6)]
+    # seeds 0 and 13 of the first 16 found it while every request was bounded by
+    # request_timeout; with request budgets (issue 22) seed 0's interleaving no longer arises
+    found = [simulate(seed, seconds=SECONDS).violations for seed in (*range(6), 13)]
     assert any(any("two leaders" in v for v in found_) for found_ in found)
 
 

@@ -1,0 +1,130 @@
+"""Ticks lost in an outage, reported once per outage with their count (issue 22).
+
+Two kinds of outage lose ticks without anyone running them:
+
+* the API server cannot be asked: a job that does not fail open skips its tick
+  (``api-unreachable``);
+* no replica leads: a LEADER-class job's tick fires on no replica at all (only the leader fires
+  them; the others keep them paused). Each replica therefore also watches the LEADER jobs'
+  triggers and, at each tick, judges from what it has seen of the group Lease whether anyone
+  leads (:func:`nobody_leads`); a tick at which nobody does is lost (``no-leader``).
+
+:class:`LostTicks` warns when the first tick of an outage is lost and, when the outage ends (a
+tick is claimed, or someone leads again) or the replica stops, warns once more with how many
+ticks were lost, the first and the last. Every replica that sees the outage reports it: a
+leaderless spell is reported by each replica, each with the ticks it saw fire.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from datetime import datetime
+
+from k8slease.clock import Clock
+from k8slease.election.machine import ElectionMachine
+from k8slease.lease.rules import takeover_at
+from k8slease.logs import Logger
+from k8slease.metrics import JobMetrics
+
+
+class LostTicks:
+    """The lost ticks of one job on this replica during the current outage; thread-safe."""
+
+    def __init__(self, *, group: str, job: str, log: Logger) -> None:
+        self.group = group
+        self.job = job
+        self._log = log
+        self._lock = threading.Lock()
+        self._why: str | None = None
+        self._count = 0
+        self._first: datetime | None = None
+        self._last: datetime | None = None
+
+    @property
+    def count(self) -> int:
+        """Ticks lost in the current outage (0 when there is none)."""
+        with self._lock:
+            return self._count
+
+    def lost(self, tick: datetime, why: str) -> None:
+        """``tick`` ran nowhere because of ``why``; the first of an outage is warned about."""
+        with self._lock:
+            first = self._count == 0
+            if first:
+                self._why, self._first = why, tick
+            self._count += 1
+            self._last = tick
+        if first:
+            self._log.warning(
+                "job.ticks_being_lost",
+                job=self.job,
+                tick=tick.isoformat(),
+                why=why,
+                hint="ticks are lost until this ends; their count is reported then",
+            )
+
+    def ended(self) -> int:
+        """The outage ended (or this replica stops): warn with the count; returns it."""
+        with self._lock:
+            count, why, first, last = self._count, self._why, self._first, self._last
+            self._count, self._why, self._first, self._last = 0, None, None, None
+        if count:
+            assert first is not None and last is not None
+            self._log.warning(
+                "job.ticks_lost",
+                job=self.job,
+                lost=count,
+                why=why,
+                first=first.isoformat(),
+                last=last.isoformat(),
+            )
+        return count
+
+
+def nobody_leads(machine: ElectionMachine, *, now: float) -> bool:
+    """Whether, as far as this replica has seen, nobody leads the group at monotonic ``now``.
+
+    Not this replica, and the Lease as last seen is free (released, or unchanged for its
+    duration: a candidate could take it now). ``False`` before the Lease was first seen (this
+    replica cannot tell yet).
+    """
+    if machine.believes_leading(now):
+        return False
+    seen = machine.observation
+    if seen is None:
+        return False
+    free_at = takeover_at(
+        seen.record,
+        seen.first_seen_at,
+        identity=machine.identity,
+        fallback_duration=machine.timing.lease_duration,
+        held_before_absence=seen.held_before_absence,
+        last_held=machine.observer.last_held,
+    )
+    return now >= free_at
+
+
+def leaderless_watch(
+    losses: LostTicks,
+    *,
+    machine: Callable[[], ElectionMachine | None],
+    clock: Clock,
+    metrics: JobMetrics,
+) -> Callable[[], None]:
+    """The function a replica's scheduler calls at each tick of a LEADER-class job, on every
+    replica: a tick at which nobody leads (as far as this replica has seen) is lost; the first
+    tick at which someone leads again ends the outage. ``machine`` gives the group's election
+    machine (``None`` before the election started)."""
+
+    def at_tick() -> None:
+        found = machine()
+        if found is None:
+            return
+        if nobody_leads(found, now=clock.monotonic()):
+            metrics.skipped(losses.group, losses.job, "no-leader")
+            losses.lost(clock.now().replace(microsecond=0), "no-leader")
+        else:
+            losses.ended()
+
+    return at_tick
