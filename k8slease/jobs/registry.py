@@ -279,7 +279,10 @@ class Jobs:
         return self._elector is not None and self._elector.is_leader
 
     def healthy(self) -> bool:
-        """False when this replica believes it leads but has not renewed in time (for probes)."""
+        """False when this replica believes it leads but has not renewed in time, or a thread of
+        the election or the job informer crashed and is not back (for liveness probes)."""
+        if self._informer is not None and not self._informer.threads.healthy():
+            return False
         return self._elector is None or self._elector.healthy()
 
     def ready(self) -> bool:
