@@ -27,6 +27,7 @@ class ThreadHealth:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
         self._down: dict[str, str] = {}
 
     def crashed(
@@ -38,6 +39,7 @@ class ThreadHealth:
         why = f"{type(error).__name__}: {error}"[:500]
         with self._lock:
             self._down[thread] = why
+            self._changed.notify_all()
         if for_good:
             log.critical(
                 event,
@@ -59,6 +61,7 @@ class ThreadHealth:
         """``thread`` works again after a crash (no-op when it was not down)."""
         with self._lock:
             was_down = self._down.pop(thread, None) is not None
+            self._changed.notify_all()
         if was_down and log is not None:
             log.warning(f"{thread}.recovered", thread=thread)
 
@@ -71,3 +74,8 @@ class ThreadHealth:
         """The threads that are down, with what killed them."""
         with self._lock:
             return dict(self._down)
+
+    def wait_until(self, healthy: bool, timeout: float) -> bool:
+        """Block until :meth:`healthy` is ``healthy`` (at most ``timeout`` s); returns whether."""
+        with self._changed:
+            return self._changed.wait_for(lambda: (not self._down) is healthy, timeout)
