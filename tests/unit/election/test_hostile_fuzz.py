@@ -13,7 +13,7 @@ from typing import Any
 
 from elector_model import NAME, Cluster
 from hostile import fuzz_settings, lease_json
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from k8slease.lease.record import INT32_MAX, record_from_lease
@@ -47,8 +47,28 @@ def _overwrite(cluster: Cluster, hostile: dict[str, Any]) -> None:
     cluster.store.edit(NAME, change)
 
 
+ISSUE_23_EDITS = [
+    {
+        "metadata": {
+            "name": NAME,
+            "annotations": {
+                "k8slease.io/claimed-tick": "9999-12-31T23:59:59.999999-23:59",
+                "k8slease.io/fencing-token": str(2**63 - 1),
+            },
+        },
+        "spec": {
+            "holderIdentity": "ghost\x00\x1b[2J\u202e",
+            "leaseDurationSeconds": 10,
+            "leaseTransitions": 2**31 - 1,
+            "renewTime": "9999-12-30T23:59:59.999999+14:00",
+        },
+    }
+]
+
+
 @fuzz_settings(150)
 @given(ops=steps, edits=st.lists(leader_leases, min_size=1, max_size=4))
+@example(ops=[("roundtrip", 0, 0.0)] * 3 + [("hostile", 0, 0.0)], edits=ISSUE_23_EDITS)
 def test_hostile_leases_never_crash_a_machine_nor_freeze_the_group(
     ops: list[tuple[str, int, float]], edits: list[dict[str, Any]]
 ) -> None:
@@ -56,6 +76,7 @@ def test_hostile_leases_never_crash_a_machine_nor_freeze_the_group(
     for i in range(N):
         cluster.replicas[i].machine.set_watching(True, cluster.mono(i))
     pending_edits = list(edits)
+    assert pending_edits
     for op, i, dt in ops:
         if op == "advance":
             cluster.advance(dt)
@@ -72,7 +93,9 @@ def test_hostile_leases_never_crash_a_machine_nor_freeze_the_group(
         elif op == "hostile" and pending_edits:
             _overwrite(cluster, pending_edits.pop())
         assert len(cluster.believers()) <= 1
-    if pending_edits and NAME in cluster.store.leases:
+    if len(pending_edits) == len(edits):  # none landed yet (no Lease): elect, then edit
+        cluster.run_until(lambda: NAME in cluster.store.leases, limit=60)
+    if pending_edits:
         _overwrite(cluster, pending_edits.pop())  # the last edit stands; nobody repairs it by hand
     for i in range(N):  # settle requests in flight
         cluster.apply(i)
@@ -85,4 +108,15 @@ def test_hostile_leases_never_crash_a_machine_nor_freeze_the_group(
     if hostile_duration > 3600:
         return  # a duration of days is honoured (rule 2); the model would have to run for days
     wait = max(hostile_duration, cluster.timing.lease_duration) + 4 * cluster.timing.retry_interval
-    cluster.run_until(lambda: cluster.leader() is not None, limit=wait + 10)
+    for i in range(N):  # every replica sees the edit before the group is judged
+        cluster.deliver_watch(i, 1000)
+
+    def repaired() -> bool:
+        leader = cluster.leader()
+        stored = cluster.store.leases.get(NAME)
+        if leader is None or stored is None:
+            return False
+        record = record_from_lease(stored)
+        return record.problems == () and record.holder == f"r{leader}"
+
+    cluster.run_until(repaired, limit=wait + 10)
