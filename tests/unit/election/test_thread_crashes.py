@@ -54,6 +54,7 @@ def make(transport: MemoryTransport, made: list[LeaderElector]) -> LeaderElector
     return elector
 
 
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
 def test_a_crashed_command_loop_fails_healthz_for_good(
     electors: list[LeaderElector], monkeypatch: pytest.MonkeyPatch
 ) -> None:
