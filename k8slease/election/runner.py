@@ -147,6 +147,7 @@ class ElectionRunner:
             self._log.exception("elector.crashed")
             raise
         finally:
+            self.own_threads.discard(threading.get_ident())
             self.stop_requested.set()
             self.close_watches()
             self._wake()
@@ -155,7 +156,15 @@ class ElectionRunner:
                     helper.join(timeout=self.timing.timeout + 1.0)
 
     def _spawn(self, target: Callable[[], None], label: str) -> threading.Thread:
-        thread = threading.Thread(target=target, name=f"k8slease-{label}-{self.name}", daemon=True)
+        def own() -> None:
+            ident = threading.get_ident()
+            self.own_threads.add(ident)
+            try:
+                target()
+            finally:  # idents are reused by later threads: forget it (see TermCallbacks)
+                self.own_threads.discard(ident)
+
+        thread = threading.Thread(target=own, name=f"k8slease-{label}-{self.name}", daemon=True)
         thread.start()
         return thread
 
@@ -251,7 +260,6 @@ class ElectionRunner:
     # -- watch ---------------------------------------------------------------------------------
 
     def _watch_loop(self) -> None:
-        self.own_threads.add(threading.get_ident())
         transport = self.transport
         assert transport is not None
         since: str | None = None
@@ -313,7 +321,6 @@ class ElectionRunner:
     # -- watchdog ------------------------------------------------------------------------------
 
     def _watchdog(self) -> None:
-        self.own_threads.add(threading.get_ident())
         try:
             self._watch_deadline()
         except Exception as exc:
