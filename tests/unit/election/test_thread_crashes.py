@@ -168,6 +168,7 @@ def test_jobs_healthy_reads_the_informer_threads() -> None:
     informer.threads = ThreadHealth()
     jobs._informer = informer
     jobs._elector = None
+    jobs.runners = {}
     assert jobs.healthy()
     try:
         raise Injected("informer")
