@@ -134,7 +134,7 @@ def record_from_lease(lease: Mapping[str, Any]) -> LeaseRecord:
         try:
             token = parse_fencing_token(raw_token)
         except ValueError as exc:
-            problems.append(f"{ANN_FENCING_TOKEN}: {exc}")
+            problems.append(f"{ANN_FENCING_TOKEN} is {exc}")
             token = 0
     return LeaseRecord(
         holder=holder,

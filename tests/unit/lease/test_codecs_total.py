@@ -195,8 +195,8 @@ def test_hostile_annotations_of_issue_23_are_problems_not_exceptions() -> None:
         ({ANN_CLAIMED_TICK: "9999-12-31T23:59:59.999999-23:59"}, "claimed-tick: time outside"),
         ({ANN_CLAIMED_TICK: "soon"}, "claimed-tick: not an RFC 3339 time"),
         ({ANN_LAST_RUN: "[" * 100_000}, "last-run is not JSON"),
-        ({ANN_FENCING_TOKEN: str(2**63)}, "fencing-token: greater than"),
-        ({ANN_FENCING_TOKEN: "\u0663"}, "fencing-token: not a non-negative integer"),
+        ({ANN_FENCING_TOKEN: str(2**63)}, "fencing-token is greater than"),
+        ({ANN_FENCING_TOKEN: "\u0663"}, "fencing-token is not a non-negative integer"),
     ):
         view = LeaseView.decode({"metadata": {"name": "g.j", "annotations": edit}, "spec": {}})
         problems = " | ".join((*view.record.problems, *view.job.problems))
