@@ -70,8 +70,12 @@ bench: $(STAMP)
 chaos: $(STAMP)
 	$(PYTEST) -q -m chaos tests/chaos
 
+# The simulation soak, then the hostile-content properties at 25 times their examples.
+FUZZ_TESTS := tests/unit/lease/test_codecs_total.py tests/unit/operator/test_status_fits_schema.py \
+	tests/unit/election/test_hostile_fuzz.py
 soak: $(STAMP)
 	cd tests/sim && ../../$(BIN)/python soak.py
+	K8SLEASE_FUZZ_SCALE=25 $(PYTEST) -q -n $(TEST_WORKERS) -p no:randomly --timeout 3600 $(FUZZ_TESTS)
 
 e2e: $(STAMP)
 	$(PYTEST) -q -m kind tests/e2e

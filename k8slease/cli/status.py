@@ -15,11 +15,11 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 from k8slease.errors import ConfigError, K8sLeaseError, NotFound
-from k8slease.kube.microtime import parse_microtime
+from k8slease.kube.microtime import parse_microtime, shift
 from k8slease.lease.transport import LeaseTransport
 from k8slease.lease.view import LeaseView
 from k8slease.names import (
@@ -93,7 +93,7 @@ def expiry_note(
             )
     if status.get("leader") == holder or renew is None or not duration:
         return None  # the operator sees it live, or the Lease cannot be judged
-    expired = renew + timedelta(seconds=duration)
+    expired = shift(renew, duration)
     if now <= expired:
         return None
     return (

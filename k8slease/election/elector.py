@@ -234,6 +234,8 @@ class LeaderElector:
         """
         extra = self.timing.renew_interval if margin is None else margin
         runner = self._runner
+        if not runner.threads.healthy():
+            return False  # a thread of the election crashed and is not back (kube/supervise.py)
         if self._running and self._thread is not None and not self._thread.is_alive():
             return runner.finished.is_set() and runner.stop_requested.is_set()
 

@@ -30,6 +30,7 @@ from k8slease.errors import AlreadyExists, Conflict, NotFound, TransportError, U
 from k8slease.kube.backoff import backoff_delay
 from k8slease.kube.complaints import RepeatedErrors
 from k8slease.kube.signals import wait_cap
+from k8slease.kube.supervise import ThreadHealth
 from k8slease.lease.budget import request_budget
 from k8slease.lease.meta import resource_version
 from k8slease.lease.transport import LeaseAPI
@@ -88,6 +89,8 @@ class ElectionRunner:
         #: idents of the threads that run the election and its callbacks (stop() only asks there)
         self.own_threads = own_threads
         self.errors = RepeatedErrors(log, namespace=machine.namespace)
+        #: the election's threads that crashed (``LeaderElector.healthy`` fails while any is)
+        self.threads = ThreadHealth()
         self._watch_failures = 0
 
     # -- the machine, under its lock -----------------------------------------------------------
@@ -139,6 +142,9 @@ class ElectionRunner:
         helpers = [self._spawn(self._watch_loop, "watch"), self._spawn(self._watchdog, "watchdog")]
         try:
             self._loop_commands()
+        except Exception as exc:
+            self.threads.crashed("elector", exc, log=self._log, for_good=True)
+            raise
         except BaseException:
             self._log.exception("elector.crashed")
             raise
@@ -276,6 +282,7 @@ class ElectionRunner:
                     if self._watch_failures:
                         self._watch_failures = 0
                         self.errors.succeeded("watch")
+                    self.threads.recovered("watch", log=self._log)
                     since = resource_version(event.lease) or since
 
                     def feed(kind: str = event.type, lease: dict[str, Any] = event.lease) -> None:
@@ -292,7 +299,9 @@ class ElectionRunner:
                 else:
                     self._watch_broken(exc)
             except Exception as exc:
-                self._log.exception("elector.watch_crashed")
+                self.threads.crashed(
+                    "watch", exc, log=self._log, for_good=False, event="elector.watch_crashed"
+                )
                 self._watch_broken(Unavailable(f"watch: {type(exc).__name__}: {exc}"))
 
     def _watch_broken(self, error: TransportError | None) -> None:
@@ -321,6 +330,14 @@ class ElectionRunner:
     # -- watchdog ------------------------------------------------------------------------------
 
     def _watchdog(self) -> None:
+        try:
+            self._watch_deadline()
+        except Exception as exc:
+            # a leader past its deadline would never step down: stop the election instead
+            self.threads.crashed("watchdog", exc, log=self._log, for_good=True)
+            self.request_stop()
+
+    def _watch_deadline(self) -> None:
         while not self.finished.is_set():
             with self._cond:
                 if self.stop_requested.is_set() and self.machine.phase is not Phase.LEADER:

@@ -28,6 +28,13 @@ class _TickView:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._job, name)
 
+    def __str__(self) -> str:
+        """What APScheduler's own log lines print (``Job "..." raised an exception``): the job's
+        id, ``k8slease:<group>:<job>``, and the tick; never an object address (issue 23)."""
+        return f"{getattr(self._job, 'id', None) or self._job} tick {self.kwargs[TICK_KWARG]}"
+
+    __repr__ = __str__
+
 
 class TickThreadPoolExecutor(ThreadPoolExecutor):  # type: ignore[misc]
     """A thread pool executor that passes each job its scheduled run time."""

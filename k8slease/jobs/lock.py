@@ -432,6 +432,15 @@ class JobLock:
         thread.start()
 
     def _keepalive_loop(self, grant: Grant) -> None:
+        try:
+            self._keep(grant)
+        except Exception:
+            # nobody extends the lock any more: the run must hear it lost the lock now, not
+            # after another replica took it over
+            grant.mark_lost()
+            self._log.exception("lock.keepalive_crashed", tick=grant.tick.isoformat())
+
+    def _keep(self, grant: Grant) -> None:
         retry = min(1.0, self.keepalive_interval / 2)
         wait = self.keepalive_interval
         while not grant._stop.wait(wait):

@@ -24,11 +24,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import datetime
 from enum import Enum
 
 from k8slease.errors import ConfigError
-from k8slease.lease.jobrecord import JobState, Outcome, RunRecord
+from k8slease.kube.microtime import shift
+from k8slease.lease.jobrecord import JobState, Outcome, RunRecord, count_up
 from k8slease.lease.record import LeaseRecord
 from k8slease.lease.rules import (
     grant_record,
@@ -136,8 +137,7 @@ def judge_claim(
     )
     lost = None if suspect is not None else unfinished_run(record, state, now=now)
     if lost is not None:
-        counts = dict(state.counts)
-        counts["lost"] = counts.get("lost", 0) + 1
+        counts = count_up(state.counts, "lost")
         state = replace(state, last_run=lost, counts=counts)
     return Claim(
         Verdict.GRANT,
@@ -184,7 +184,7 @@ def claimed_floor(
     not suspect themselves) still counts, so a tick that may have really run is never claimed
     again. Ticks after that may be claimed, and the claim overwrites the suspect tick.
     """
-    limit = now + timedelta(seconds=bound)
+    limit = shift(now, bound)
     claimed = state.claimed_tick
     if claimed is None or claimed <= limit:
         return claimed, None
@@ -200,7 +200,7 @@ def newest_plausible_claim(
     (``lock_at_most_for``) ahead of ``now`` (:func:`claimed_floor` sets those aside as suspect);
     ``None`` when there is none. A tick seen claimed may have run: :func:`judge_claim` never
     claims it again, even after a hand edit overwrote it or the Lease was deleted."""
-    limit = now + timedelta(seconds=bound)
+    limit = shift(now, bound)
     plausible = [t for t in seen if t <= limit]
     return max(plausible) if plausible else None
 
@@ -225,8 +225,7 @@ def release(
     ``lock_at_least_for`` the lock stays held for the remainder (ShedLock's lockAtLeastFor);
     otherwise the holder is cleared so the next tick can be claimed at once.
     """
-    counts = dict(state.counts)
-    counts[run.outcome] = counts.get(run.outcome, 0) + 1
+    counts = count_up(state.counts, run.outcome)
     completed = state.completed_tick
     if run.outcome in _COMPLETING and (completed is None or run.tick > completed):
         completed = run.tick

@@ -11,6 +11,8 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from enum import Enum
 
+from k8slease.kube.microtime import shift
+
 
 class MisfirePolicy(Enum):
     """What to do with missed ticks that are still within the job's grace time."""
@@ -49,14 +51,17 @@ def missed_ticks(
         return []
     window_start = now - timedelta(seconds=grace)
     missed: list[datetime] = []
-    cursor = max(last_tick + timedelta(microseconds=1), window_start)
+    cursor = max(shift(last_tick, 1e-6), window_start)
     for _ in range(MAX_ENUMERATED):
-        fire = next_fire_time(None, cursor)
+        try:
+            fire = next_fire_time(None, cursor)
+        except (OverflowError, ValueError):
+            break  # a tick a hand edit put at the end of the calendar: nothing follows it
         if fire is None or fire > now:
             break
         if fire > last_tick:
             missed.append(fire)
-        cursor = fire + timedelta(microseconds=1)
+        cursor = shift(fire, 1e-6)
     if policy is MisfirePolicy.COALESCE:
         return missed[-1:]
     return missed

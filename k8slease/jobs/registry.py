@@ -297,9 +297,12 @@ class Jobs:
         return self._elector is not None and self._elector.is_leader
 
     def healthy(self) -> bool:
-        """False when this replica believes it leads but has not renewed in time, or when its
-        namespace does not exist (no job can ever run there): for liveness probes."""
+        """False when this replica believes it leads but has not renewed in time, when its
+        namespace does not exist (no job can ever run there), or while a thread of the election
+        or the job informer has crashed and is not back: for liveness probes."""
         if self._namespace_missing():
+            return False
+        if self._informer is not None and not self._informer.threads.healthy():
             return False
         return self._elector is None or self._elector.healthy()
 

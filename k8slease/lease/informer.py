@@ -15,6 +15,7 @@ from dataclasses import KW_ONLY, dataclass, field
 
 from k8slease.errors import TransportError
 from k8slease.kube.complaints import RepeatedErrors
+from k8slease.kube.supervise import ThreadHealth
 from k8slease.lease.meta import lease_name_of, resource_version
 from k8slease.lease.observe import Observations
 from k8slease.lease.transport import LeaseTransport
@@ -43,6 +44,8 @@ class LeaseInformer:
     synced: threading.Event = field(default_factory=threading.Event, init=False)
     _stop: threading.Event = field(default_factory=threading.Event, init=False)
     _thread: threading.Thread | None = field(default=None, init=False)
+    #: Down while the loop has crashed and not listed again (``Jobs.healthy`` reads it).
+    threads: ThreadHealth = field(default_factory=ThreadHealth, init=False)
 
     def __post_init__(self) -> None:
         self._log = log.bind(selector=self.label_selector, namespace=self.transport.namespace)
@@ -61,6 +64,7 @@ class LeaseInformer:
             try:
                 items, version = self.transport.list(label_selector=self.label_selector)
                 self._errors.succeeded("list")
+                self.threads.recovered("informer", log=self._log)
                 for lease in items:
                     self._see(lease)
                 self.synced.set()
@@ -88,9 +92,9 @@ class LeaseInformer:
                     continue
                 self._errors.failed("list", exc)  # once with a hint, then counted
                 self._stop.wait(self.retry_interval * random.uniform(0.8, 1.2))
-            except Exception:  # never let the informer thread die silently
+            except Exception as exc:  # never let the informer thread die silently
                 self.synced.clear()
-                self._log.exception("informer.crashed")
+                self.threads.crashed("informer", exc, log=self._log, for_good=False)
                 self._stop.wait(self.retry_interval)
 
     def _see(self, lease: dict[str, object], *, absent: bool = False) -> None:

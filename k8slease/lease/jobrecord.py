@@ -18,10 +18,15 @@ from typing import Any, Literal
 
 from k8slease.kube.microtime import format_microtime, parse_microtime, time_field
 from k8slease.lease.meta import annotations_of
+from k8slease.lease.record import FENCING_TOKEN_MAX, shown
 from k8slease.names import ANN_CLAIMED_TICK, ANN_COMPLETED_TICK, ANN_LAST_RUN, ANN_RUN_COUNTS
 
 Outcome = Literal["succeeded", "failed", "lost"]
 OUTCOMES: tuple[Outcome, ...] = ("succeeded", "failed", "lost")
+#: The most a run count can be (int64, what the operator's status stores); it saturates there.
+COUNT_MAX = 2**63 - 1
+#: The longest holder a run record keeps (an identity is a DNS name plus a suffix: far less).
+MAX_RECORD_HOLDER = 512
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,34 +46,33 @@ class RunRecord:
     error: str | None = None
 
     def to_json(self) -> str:
+        """The record as the ``last-run`` annotation holds it; strings cut so that it always
+        fits an annotation (a holder a hand edit made a megabyte long included)."""
         data: dict[str, Any] = {
-            "holder": self.holder,
+            "holder": _cut(self.holder, MAX_RECORD_HOLDER),
             "tick": format_microtime(self.tick),
             "started": format_microtime(self.started),
             "finished": format_microtime(self.finished),
             "outcome": self.outcome,
-            "fencingToken": self.fencing_token,
+            "fencingToken": min(max(self.fencing_token, 0), FENCING_TOKEN_MAX),
         }
         if self.error:
-            data["error"] = self.error[:500]
+            data["error"] = _cut(self.error, 500)
         return json.dumps(data, separators=(",", ":"), sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str) -> RunRecord:
-        """Parse a run record; raises ``ValueError`` naming what is wrong."""
-        try:
-            data = json.loads(text)
-        except (TypeError, ValueError):
-            raise ValueError("last-run is not JSON") from None
-        if not isinstance(data, dict):
-            raise ValueError("last-run is not a JSON object")
+        """Parse a run record; raises ``ValueError`` naming what is wrong, nothing else."""
+        data = _json_object(text, "last-run")
         outcome = data.get("outcome")
-        if outcome not in OUTCOMES:
-            raise ValueError(f"last-run outcome is not one of {OUTCOMES}: {outcome!r}")
+        if not isinstance(outcome, str) or outcome not in OUTCOMES:
+            raise ValueError(f"last-run outcome is not one of {OUTCOMES}: {shown(outcome)}")
         holder = data.get("holder")
         token = data.get("fencingToken", 0)
         if not isinstance(holder, str) or isinstance(token, bool) or not isinstance(token, int):
             raise ValueError("last-run holder or fencingToken has the wrong type")
+        if not 0 <= token <= FENCING_TOKEN_MAX:
+            raise ValueError(f"last-run fencingToken is not in 0..{FENCING_TOKEN_MAX}")
         error = data.get("error")
         return cls(
             holder=holder,
@@ -79,6 +83,31 @@ class RunRecord:
             fencing_token=token,
             error=error if isinstance(error, str) else None,
         )
+
+
+def count_up(counts: Mapping[str, int], outcome: Outcome) -> dict[str, int]:
+    """``counts`` with one more ``outcome``; a count at :data:`COUNT_MAX` stays there."""
+    updated = dict(counts)
+    updated[outcome] = min(updated.get(outcome, 0) + 1, COUNT_MAX)
+    return updated
+
+
+def _json_object(text: object, name: str) -> dict[str, Any]:
+    """``text`` parsed as a JSON object; ``ValueError`` for anything else (never another error:
+    JSON nested deeper than the interpreter's recursion limit included)."""
+    if not isinstance(text, str):
+        raise ValueError(f"{name} is not a string: {shown(text)}")
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        raise ValueError(f"{name} is not JSON") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{name} is not a JSON object")
+    return data
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,14 +143,15 @@ def job_state_from_lease(lease: Mapping[str, Any]) -> JobState:
     raw_counts = annotations.get(ANN_RUN_COUNTS)
     if raw_counts is not None:
         try:
-            parsed = json.loads(raw_counts)
-            if not isinstance(parsed, dict):
-                raise ValueError
-            for key, value in parsed.items():
-                if key in OUTCOMES and isinstance(value, int) and not isinstance(value, bool):
-                    counts[key] = max(0, value)
-        except (TypeError, ValueError):
+            parsed = _json_object(raw_counts, ANN_RUN_COUNTS)
+        except ValueError:
             problems.append(f"{ANN_RUN_COUNTS}: not a JSON object of counts")
+            parsed = {}
+        for key, value in parsed.items():
+            if key in OUTCOMES and isinstance(value, int) and not isinstance(value, bool):
+                if value > COUNT_MAX:
+                    problems.append(f"{ANN_RUN_COUNTS}: {key} is greater than {COUNT_MAX}")
+                counts[key] = min(max(0, value), COUNT_MAX)
     return JobState(
         claimed_tick=tick(ANN_CLAIMED_TICK),
         completed_tick=tick(ANN_COMPLETED_TICK),

@@ -74,8 +74,9 @@ def content_key(lease: Mapping[str, Any] | None) -> str:
     token = annotations_of(lease).get(ANN_FENCING_TOKEN)
     try:
         return json.dumps([lease.get("spec"), token], sort_keys=True, default=repr)
-    except (TypeError, ValueError):  # pragma: no cover - a JSON body always serialises
-        return repr([lease.get("spec"), token])
+    except (TypeError, ValueError, RecursionError):
+        # JSON nested deeper than the interpreter's recursion limit: still a stable key
+        return f"<unserialisable spec> {token!r:.200}"
 
 
 class LeaseObserver:

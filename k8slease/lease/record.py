@@ -14,6 +14,7 @@ Lease as held by someone unknown.
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -23,8 +24,16 @@ from k8slease.kube.microtime import format_microtime, time_field
 from k8slease.lease.meta import annotations_of
 from k8slease.names import ANN_FENCING_TOKEN
 
+_DIGITS = re.compile(r"[0-9]{1,19}")
+
 #: The holder of a Lease whose ``holderIdentity`` is not a string: held, by nobody we know.
 UNREADABLE_HOLDER = "<malformed>"
+
+#: The most ``leaseDurationSeconds`` and ``leaseTransitions`` can hold (int32 in the Lease API).
+INT32_MAX = 2**31 - 1
+#: The most a fencing token can be: int64, what the operator's status (and most systems a job
+#: writes to) can store. A grant at this ceiling keeps it (see :mod:`k8slease.lease.rules`).
+FENCING_TOKEN_MAX = 2**63 - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,12 +71,35 @@ def _int_field(value: Any, name: str, problems: list[str], *, minimum: int) -> i
     if value is None:
         return 0
     if isinstance(value, bool) or not isinstance(value, int):
-        problems.append(f"{name} is not an integer: {value!r}")
+        problems.append(f"{name} is not an integer: {shown(value)}")
         return 0
-    if value < minimum:
-        problems.append(f"{name} must be >= {minimum}, got {value}")
+    if value < minimum or value > INT32_MAX:
+        problems.append(f"{name} must be in {minimum}..{INT32_MAX}, got {shown(value)}")
         return 0
     return value
+
+
+def parse_fencing_token(raw: object) -> int:
+    """The fencing-token annotation's value: decimal digits, 0..:data:`FENCING_TOKEN_MAX`.
+
+    Raises ``ValueError`` for anything else (signs, blanks, other scripts' digits, a number too
+    big for int64), so that every token read can be written back and stored.
+    """
+    if not isinstance(raw, str) or not _DIGITS.fullmatch(raw):
+        raise ValueError(f"not a non-negative integer: {shown(raw)}")
+    token = int(raw)
+    if token > FENCING_TOKEN_MAX:
+        raise ValueError(f"greater than {FENCING_TOKEN_MAX}: {shown(raw)}")
+    return token
+
+
+def shown(value: object, limit: int = 80) -> str:
+    """``value``'s repr for a problem or log text, cut to ``limit`` characters."""
+    try:
+        text = repr(value)
+    except Exception:
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def record_from_lease(lease: Mapping[str, Any]) -> LeaseRecord:
@@ -81,9 +113,11 @@ def record_from_lease(lease: Mapping[str, Any]) -> LeaseRecord:
     if not isinstance(spec, Mapping):
         problems.append(f"spec is not an object: {type(spec).__name__}")
         spec, readable = {}, False
-    holder = spec.get("holderIdentity") or ""
+    holder = spec.get("holderIdentity")
+    if holder is None:
+        holder = ""
     if not isinstance(holder, str):
-        problems.append(f"holderIdentity is not a string: {holder!r}")
+        problems.append(f"holderIdentity is not a string: {shown(holder)}")
         holder, readable = UNREADABLE_HOLDER, False
     duration = _int_field(
         spec.get("leaseDurationSeconds"), "leaseDurationSeconds", problems, minimum=1
@@ -98,11 +132,9 @@ def record_from_lease(lease: Mapping[str, Any]) -> LeaseRecord:
     raw_token = annotations_of(lease).get(ANN_FENCING_TOKEN)
     if raw_token is not None:
         try:
-            token = int(str(raw_token))
-            if token < 0:
-                raise ValueError
-        except ValueError:
-            problems.append(f"{ANN_FENCING_TOKEN} is not a non-negative integer: {raw_token!r}")
+            token = parse_fencing_token(raw_token)
+        except ValueError as exc:
+            problems.append(f"{ANN_FENCING_TOKEN} is {exc}")
             token = 0
     return LeaseRecord(
         holder=holder,

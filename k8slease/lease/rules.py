@@ -47,6 +47,26 @@ being seen unchanged for the longer of their own duration (when valid) and our c
 writing them repairs the spec. A Lease deleted while held is treated the same way. A hand edit
 that forges a release exactly (no holder, ``leaseDurationSeconds: 1``) cannot be told from one;
 the holder steps down when its watch delivers it (see docs/reliability.md).
+
+Counters and times at their ceilings
+------------------------------------
+What a hand edit can put in a Lease must never stop the group from having a leader, and every
+value written must read back and fit the Lease API and the operator's status:
+
+6. ``leaseTransitions`` (int32 in the Lease API) wraps: a grant that would write ``2^31`` writes
+   ``0``. It is a statistic; nothing decides by it.
+7. The fencing token (int64: what the operator's status and most downstream stores hold) is read
+   only as decimal digits up to ``2^63-1``; anything else is malformed (held by someone unknown,
+   taken after the duration, and the grant writes one above the highest token this replica saw).
+   A grant at the ceiling *saturates*: it writes ``2^63-1`` again and the election goes on (the
+   token plays no part in who leads), but downstream systems fencing on the token cannot tell
+   such grants apart; :func:`token_exhausted` tells callers to say so at ERROR. Only a hand edit
+   can get there (2^63 grants at one per second take 2.9e11 years); deleting the Lease resets it.
+8. Times are read only inside :data:`~k8slease.kube.microtime.MIN_TIME` ..
+   :data:`~k8slease.kube.microtime.MAX_TIME` (anything else is malformed). A ``renewTime`` a hand
+   edit put so late that it cannot move forward by a microsecond is replaced by the wall clock:
+   every write still changes the record (rule 2 relies on that), and a release written so is
+   not trusted (:func:`is_trusted_release`), so candidates wait one duration, never less.
 """
 
 from __future__ import annotations
@@ -54,7 +74,8 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime, timedelta
 
-from k8slease.lease.record import LeaseRecord
+from k8slease.kube.microtime import MAX_TIME
+from k8slease.lease.record import FENCING_TOKEN_MAX, INT32_MAX, LeaseRecord
 
 #: The smallest step by which a renewTime we write moves forward, so every write changes it.
 _MICROSECOND = timedelta(microseconds=1)
@@ -165,10 +186,10 @@ def grant_record(
     if previous is None:
         transitions = 0
     elif before.holder != identity or before.malformed:
-        transitions = before.transitions + 1
+        transitions = next_transitions(before.transitions)
     else:
         transitions = before.transitions
-    token = max(before.fencing_token, highest_token_seen) + 1
+    token = next_fencing_token(max(before.fencing_token, highest_token_seen))
     renew = _after(now, before.renew_time)
     return LeaseRecord(
         holder=identity,
@@ -207,7 +228,26 @@ def release_record(held: LeaseRecord, *, now: datetime) -> LeaseRecord:
     )
 
 
+def next_transitions(transitions: int) -> int:
+    """``leaseTransitions`` after one more change of holder: wraps to 0 past int32 (rule 6)."""
+    return transitions + 1 if 0 <= transitions < INT32_MAX else 0
+
+
+def next_fencing_token(highest: int) -> int:
+    """The token of the next grant above ``highest``: saturates at ``2^63-1`` (rule 7)."""
+    return min(max(highest, 0) + 1, FENCING_TOKEN_MAX)
+
+
+def token_exhausted(record: LeaseRecord) -> bool:
+    """Whether ``record``'s token is at the ceiling, so grants can no longer be told apart."""
+    return record.fencing_token >= FENCING_TOKEN_MAX
+
+
 def _after(now: datetime, previous: datetime | None) -> datetime:
+    """``now``, or a microsecond after ``previous`` when the wall clock has not passed it; the
+    wall clock again when ``previous`` is at the end of the accepted range (rule 8)."""
     if previous is not None and now <= previous:
+        if previous >= MAX_TIME:
+            return now
         return previous + _MICROSECOND
     return now

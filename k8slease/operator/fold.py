@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
+from k8slease.kube.microtime import shift
 from k8slease.lease.record import LeaseRecord
 from k8slease.lease.view import LeaseView
 from k8slease.names import LABEL_JOB, LABEL_ROLE, ROLE_JOB, ROLE_LEADER
@@ -441,7 +442,7 @@ class GroupFold:
         basis = self.last_renew_observed
         if not self.leader or basis is None or not self.duration_seconds:
             return None
-        expiry = basis + timedelta(seconds=self.duration_seconds)
+        expiry = shift(basis, self.duration_seconds)
         return expiry if now > expiry else None
 
     def _announce_expiry(self, expiry: datetime) -> None:
@@ -526,7 +527,7 @@ class GroupFold:
         if self.last_renew is not None:
             status["lastRenewTime"] = format_precise(self.last_renew)
             if self.duration_seconds:
-                reported_expiry = self.last_renew + timedelta(seconds=self.duration_seconds)
+                reported_expiry = shift(self.last_renew, self.duration_seconds)
                 status["expiryTime"] = format_precise(reported_expiry)
         if self.duration_seconds:
             status["leaseDurationSeconds"] = self.duration_seconds

@@ -83,6 +83,17 @@ async def stop_operator(memo: kopf.Memo, **_: Any) -> None:
         await runtime.stop()
 
 
+@kopf.on.probe(id="k8slease")
+def operator_alive(memo: kopf.Memo, **_: Any) -> str:
+    """Fails kopf's liveness endpoint (``--liveness``) while the write loop is dead or failing
+    or the Lease handler fails (kube/supervise.py), so the kubelet restarts the operator."""
+    runtime = _runtime(memo)
+    if runtime is not None and not runtime.healthy():
+        # permanent: kopf answers the probe at once with an error instead of retrying it
+        raise kopf.PermanentError(f"k8slease operator unhealthy: {runtime.threads.down()}")
+    return "ok"
+
+
 @kopf.on.event(*LEASES, labels={LABEL_GROUP: kopf.PRESENT})
 async def lease_event(event: kopf.RawEvent, memo: kopf.Memo, **_: Any) -> None:
     """Every change of a k8slease Lease; observed only, never written."""

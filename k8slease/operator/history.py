@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Literal
 
-from k8slease.kube.microtime import parse_microtime
+from k8slease.kube.microtime import format_rfc3339, parse_microtime
 from k8slease.lease.jobrecord import RunRecord
 
 FailoverReason = Literal["first", "released", "expired", "unobserved"]
@@ -45,11 +45,11 @@ MINOR_JOB_FIELDS = ("nextTick",)
 
 def format_time(value: datetime) -> str:
     """RFC 3339 in UTC with second precision, as Kubernetes writes ``metav1.Time``."""
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return format_rfc3339(value)
 
 
 def format_precise(value: datetime) -> str:
-    text = value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")
+    text = format_rfc3339(value, digits=6).removesuffix("Z")
     return text.rstrip("0").rstrip(".") + "Z"
 
 
@@ -192,7 +192,11 @@ def run_from_status(data: Any) -> RunRecord | None:
         started=started,
         finished=finished,
         outcome=outcome,
-        fencing_token=token if isinstance(token, int) and not isinstance(token, bool) else 0,
+        fencing_token=(
+            token
+            if isinstance(token, int) and not isinstance(token, bool) and 0 <= token < 2**63
+            else 0
+        ),
         error=error if isinstance(error, str) else None,
     )
 

@@ -27,6 +27,7 @@ from kubernetes.client.exceptions import ApiException
 from k8slease.clock import Clock, SystemClock
 from k8slease.kube.apiclient import default_api_client
 from k8slease.kube.events import EventRecorder
+from k8slease.kube.supervise import ThreadHealth
 from k8slease.logs import get_logger
 from k8slease.names import CRD_GROUP, CRD_PLURAL, CRD_VERSION
 from k8slease.operator.registry import (
@@ -64,6 +65,8 @@ class OperatorRuntime:
         self._recorders: dict[str, EventRecorder] = {}
         #: Calls made, by kind ("patch", "create", "event") and outcome ("ok", "error").
         self.calls: Counter[str] = Counter()
+        #: The write loop and the Lease handler while they fail (kopf's liveness probe reads it).
+        self.threads = ThreadHealth()
 
     @property
     def api_client(self) -> client.ApiClient:
@@ -81,8 +84,21 @@ class OperatorRuntime:
     # -- input from the kopf handlers ------------------------------------------------------------
 
     def on_lease(self, event_type: str | None, body: Mapping[str, Any]) -> None:
-        if self.registry.on_lease(event_type, body, self.observed_now()) is not None:
+        try:
+            changed = self.registry.on_lease(event_type, body, self.observed_now())
+        except Exception as exc:
+            # down until a Lease event is folded again: the liveness probe fails meanwhile
+            self.threads.crashed("lease-handler", exc, log=log, for_good=False)
+            raise
+        self.threads.recovered("lease-handler", log=log)
+        if changed is not None:
             self._wake.set()
+
+    def healthy(self) -> bool:
+        """False while the write loop is dead or failing, or the Lease handler fails (for
+        kopf's liveness probe, ``--liveness``)."""
+        task = self._task
+        return task is not None and not task.done() and self.threads.healthy()
 
     def on_object(self, event_type: str | None, body: Mapping[str, Any]) -> None:
         if self.registry.on_object(event_type, body, self.observed_now()) is not None:
@@ -113,10 +129,14 @@ class OperatorRuntime:
             await asyncio.sleep(settings.flush_interval)  # let a burst of events coalesce
             try:
                 actions = self.registry.plan(self.observed_now(), self.clock.monotonic())
-            except Exception:
-                log.exception("operator.plan_failed")
+            except Exception as exc:
+                # restarted after evaluate_interval; unhealthy until a plan succeeds
+                self.threads.crashed(
+                    "writer", exc, log=log, for_good=False, event="operator.plan_failed"
+                )
                 await asyncio.sleep(settings.evaluate_interval)
                 continue
+            self.threads.recovered("writer", log=log)
             if actions:
                 await self._execute(actions, semaphore)
 

@@ -16,6 +16,8 @@ from zoneinfo import ZoneInfo
 
 from apscheduler.triggers.cron import CronTrigger
 
+from k8slease.kube.microtime import shift
+
 DEFAULT_HISTORY_LIMIT = 20
 MAX_HISTORY_LIMIT = 100
 DEFAULT_GRACE_SECONDS = 300
@@ -37,8 +39,12 @@ class JobExpectation:
 
     def next_tick_after(self, moment: datetime) -> datetime | None:
         """The first tick strictly after ``moment`` (aware, UTC), or None when there is none."""
-        start = moment + timedelta(microseconds=1)
-        fire = self.trigger.get_next_fire_time(None, start)
+        start = shift(moment, 1e-6)
+        try:
+            fire = self.trigger.get_next_fire_time(None, start)
+        except (OverflowError, ValueError):
+            # a tick a hand edit put at the end of the calendar: no tick follows it
+            return None
         if fire is None:
             return None
         result: datetime = fire

@@ -105,8 +105,14 @@ def test_empty_holder_is_written_as_absent() -> None:
     [
         ({"metadata": {}, "spec": "nonsense"}, "spec is not an object"),
         ({"metadata": {}, "spec": {"holderIdentity": 5}}, "holderIdentity"),
-        ({"metadata": {}, "spec": {"holderIdentity": "a", "leaseDurationSeconds": 0}}, ">= 1"),
-        ({"metadata": {}, "spec": {"holderIdentity": "a", "leaseDurationSeconds": -3}}, ">= 1"),
+        (
+            {"metadata": {}, "spec": {"holderIdentity": "a", "leaseDurationSeconds": 0}},
+            "must be in 1..2147483647",
+        ),
+        (
+            {"metadata": {}, "spec": {"holderIdentity": "a", "leaseDurationSeconds": -3}},
+            "must be in 1..2147483647",
+        ),
         ({"metadata": {}, "spec": {"holderIdentity": "a", "leaseDurationSeconds": "x"}}, "integer"),
         ({"metadata": {}, "spec": {"holderIdentity": "a"}}, "missing"),
         (
