@@ -340,6 +340,7 @@ class Jobs:
                     cache=cache,
                     # only the leader fires LEADER jobs: nobody to take turns with
                     ordered=spec.mode is Mode.ONCE_PER_TICK,
+                    grace=spec.grace,
                 )
             self.runners[spec.name] = TickRunner(
                 spec,
@@ -547,6 +548,8 @@ class Jobs:
                     job = scheduler.get_job(self._job_id(spec.name))
                     if job is not None:
                         job.pause()
+        for runner in self.runners.values():
+            runner.leadership_ended()  # a LEADER run in progress reads ctx.lost at once
         for run in [r for r in self._singletons if r.spec.mode is Mode.LEADER]:
             run.stop(timeout=0)
             self._singletons.remove(run)
