@@ -115,8 +115,17 @@ def test_a_kept_record_older_than_the_last_run_is_counted_and_the_newer_kept() -
 
 def test_a_holder_is_silent_when_its_claim_is_unfinished_and_unrenewed_past_a_keepalive() -> None:
     view = _view("r0", 4, T0, "8")
-    args = {"me": "r1", "keepalive_interval": 200.0, "request_timeout": 10.0}
-    assert not silent_holder(view.record, view.job, unchanged_for=200.0, **args)
-    assert silent_holder(view.record, view.job, unchanged_for=211.0, **args)
-    done = JobState(claimed_tick=T0, last_run=_run(T0))
-    assert not silent_holder(view.record, done, unchanged_for=500.0, **args)
+
+    def silent(state: JobState, unchanged_for: float) -> bool:
+        return silent_holder(
+            view.record,
+            state,
+            me="r1",
+            unchanged_for=unchanged_for,
+            keepalive_interval=200.0,
+            request_timeout=10.0,
+        )
+
+    assert not silent(view.job, 200.0)
+    assert silent(view.job, 211.0)
+    assert not silent(JobState(claimed_tick=T0, last_run=_run(T0)), 500.0)
