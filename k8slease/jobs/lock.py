@@ -39,7 +39,7 @@ from k8slease.jobs.lockrules import (
     release,
 )
 from k8slease.jobs.settle import retry_kept_release, settle
-from k8slease.jobs.unsettled import PendingClaim, merge_run, silent_holder
+from k8slease.jobs.unsettled import PendingClaim, merge_run, silent_holder, still_pending
 from k8slease.kube.events import EventRecorder
 from k8slease.lease.jobrecord import (
     JobState,
@@ -415,12 +415,15 @@ class JobLock:
             return Verdict.LOST_RACE
         except Unavailable as exc:
             # no answer: the claim may yet be applied; the next look at the Lease settles it
-            self._pending = PendingClaim(
-                tick=tick,
-                fencing_token=claim.record.fencing_token,
-                resource_version="" if lease is None else lease.resource_version,
-                sent_mono=sent,
-                sent_wall=now,
+            self._pending = still_pending(
+                self._pending,
+                PendingClaim(
+                    tick=tick,
+                    fencing_token=claim.record.fencing_token,
+                    resource_version="" if lease is None else lease.resource_version,
+                    sent_mono=sent,
+                    sent_wall=now,
+                ),
             )
             self._highest_token = max(self._highest_token, claim.record.fencing_token)
             self._log.warning(

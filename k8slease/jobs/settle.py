@@ -22,6 +22,7 @@ from k8slease.jobs.unsettled import (
     PendingClaim,
     Settled,
     adopt_or_release,
+    landed,
     never_ran,
     settle_claim,
 )
@@ -54,7 +55,7 @@ def settle(lock: JobLock) -> Grant | None:
         elif settled is Settled.APPLIED:
             lock._pending = None
             assert lease is not None
-            grant = _applied(lock, pending, lease)
+            grant = _applied(lock, landed(pending, lease), lease)
             if grant is not None:
                 return grant
     if lock._unwritten is not None and lease is not None:

@@ -6,7 +6,9 @@ answer did not arrive is therefore *indeterminate*, neither won nor lost, and th
 the Lease settles it:
 
 * :func:`settle_claim`: a claim write is **applied** when the Lease names this replica with the
-  claim's fencing token and tick; it is **refused** when the Lease has moved on to anything
+  claim's fencing token (its claimed tick says which of this replica's unanswered claims with
+  that token landed: :func:`still_pending` keeps one per token, from the earliest send); it
+  is **refused** when the Lease has moved on to anything
   else (a different ``resourceVersion`` than the one the write was conditioned on, or, for a
   create, a Lease that exists): a conditional write can never apply after that; it stays
   **open** while the Lease is exactly as it was (the write may still land).
@@ -67,16 +69,32 @@ def settle_claim(pending: PendingClaim, lease: LeaseView | None, *, me: str) -> 
     if lease is None:
         # absent: a create may still land; a replace of a Lease since deleted never will
         return Settled.OPEN if not pending.resource_version else Settled.REFUSED
-    record, state = lease.record, lease.job
-    if (
-        record.holder == me
-        and record.fencing_token == pending.fencing_token
-        and state.claimed_tick == pending.tick
-    ):
+    record = lease.record
+    if record.holder == me and record.fencing_token == pending.fencing_token:
         return Settled.APPLIED
     if pending.resource_version and lease.resource_version == pending.resource_version:
         return Settled.OPEN
     return Settled.REFUSED
+
+
+def still_pending(earlier: PendingClaim | None, new: PendingClaim) -> PendingClaim:
+    """The claim to settle after ``new`` got no answer either. Claims with the same token were
+    judged on the same Lease, so at most one of them can land; which one, the Lease's claimed
+    tick will say. The earliest send is kept: a grant's keep-alive budget runs from the send of
+    the write that was applied, and that may be the earlier one (never count it as later)."""
+    if earlier is None or earlier.fencing_token != new.fencing_token:
+        return new
+    return replace(
+        new,
+        sent_mono=min(earlier.sent_mono, new.sent_mono),
+        sent_wall=min(earlier.sent_wall, new.sent_wall),
+    )
+
+
+def landed(pending: PendingClaim, lease: LeaseView) -> PendingClaim:
+    """``pending`` as applied on ``lease``: its tick is the one the Lease says was claimed."""
+    claimed = lease.job.claimed_tick
+    return pending if claimed is None else replace(pending, tick=claimed)
 
 
 class Decision(Enum):

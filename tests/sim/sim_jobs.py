@@ -49,8 +49,10 @@ from k8slease.jobs.unsettled import (
     PendingClaim,
     Settled,
     adopt_or_release,
+    landed,
     never_ran,
     settle_claim,
+    still_pending,
 )
 from k8slease.lease.jobrecord import RunRecord, lease_with_job_state
 from k8slease.lease.observe import Observations
@@ -278,7 +280,9 @@ class JobReplica(Replica):
             elif settled is Settled.APPLIED:
                 assert view is not None
                 self.pending = None
-                pk, sent_event, created = self.pending_meta
+                pending = landed(pending, view)
+                _, sent_event, created = self.pending_meta
+                pk = int((pending.tick - T0).total_seconds() // self.period)
                 adoption = adopt_or_release(
                     pending,
                     now=self.clock.wall(self.world.t),
@@ -517,14 +521,19 @@ class JobReplica(Replica):
                 on_lost_race(k)
             elif error is not None or result is None:
                 if isinstance(error, Unavailable):  # JobLock._write_claim: settled later
-                    self.pending = PendingClaim(
-                        tick=self._tick(k),
-                        fencing_token=token,
-                        resource_version="" if lease is None else lease.resource_version,
-                        sent_mono=sent,
-                        sent_wall=sent_wall,
+                    earlier = self.pending
+                    self.pending = still_pending(
+                        earlier,
+                        PendingClaim(
+                            tick=self._tick(k),
+                            fencing_token=token,
+                            resource_version="" if lease is None else lease.resource_version,
+                            sent_mono=sent,
+                            sent_wall=sent_wall,
+                        ),
                     )
-                    self.pending_meta = (k, sent_event, created)
+                    if earlier is None or earlier.fencing_token != token:
+                        self.pending_meta = (k, sent_event, created)
                 self._skip(k, "unavailable")
             else:
                 self.pending = None

@@ -270,7 +270,11 @@ def simulate(
         )
         if reported:
             out.skips[reported[0]] += 1
-        elif fates and after_edit and set(fates.values()) <= {"held-quiet", "already-claimed"}:
+        elif (
+            fates
+            and after_edit
+            and set(fates.values()) <= {"held-quiet", "already-claimed", "lost-race"}
+        ):
             # the lock waited out a Lease deleted or edited by hand while held (rules 4, 5)
             out.skips["held-after-hand-edit"] += 1
         else:
