@@ -62,6 +62,15 @@ class PendingClaim:
     resource_version: str
     sent_mono: float
     sent_wall: datetime
+    #: the tokens of this replica's earlier unanswered claims (see :func:`still_pending`)
+    earlier_tokens: frozenset[int] = frozenset()
+
+    def names(self, lease: LeaseView, me: str) -> bool:
+        """Whether ``lease`` is one of these claims, applied."""
+        token = lease.record.fencing_token
+        return lease.record.holder == me and (
+            token == self.fencing_token or token in self.earlier_tokens
+        )
 
 
 def settle_claim(pending: PendingClaim, lease: LeaseView | None, *, me: str) -> Settled:
@@ -69,8 +78,7 @@ def settle_claim(pending: PendingClaim, lease: LeaseView | None, *, me: str) -> 
     if lease is None:
         # absent: a create may still land; a replace of a Lease since deleted never will
         return Settled.OPEN if not pending.resource_version else Settled.REFUSED
-    record = lease.record
-    if record.holder == me and record.fencing_token == pending.fencing_token:
+    if pending.names(lease, me):
         return Settled.APPLIED
     if pending.resource_version and lease.resource_version == pending.resource_version:
         return Settled.OPEN
@@ -78,23 +86,29 @@ def settle_claim(pending: PendingClaim, lease: LeaseView | None, *, me: str) -> 
 
 
 def still_pending(earlier: PendingClaim | None, new: PendingClaim) -> PendingClaim:
-    """The claim to settle after ``new`` got no answer either. Claims with the same token were
-    judged on the same Lease, so at most one of them can land; which one, the Lease's claimed
-    tick will say. The earliest send is kept: a grant's keep-alive budget runs from the send of
-    the write that was applied, and that may be the earlier one (never count it as later)."""
-    if earlier is None or earlier.fencing_token != new.fencing_token:
+    """The claims to settle after ``new`` got no answer either. Any of them may still land
+    (an earlier one only while the Lease is at the version ``new`` was judged on too, so at most
+    one lands); which one, the Lease's holder, token and claimed tick will say. The earliest send
+    is kept: a grant's keep-alive budget runs from the send of the write that was applied, and
+    that may be the earlier one (never count it as later)."""
+    if earlier is None:
         return new
     return replace(
         new,
         sent_mono=min(earlier.sent_mono, new.sent_mono),
         sent_wall=min(earlier.sent_wall, new.sent_wall),
+        earlier_tokens=earlier.earlier_tokens | {earlier.fencing_token} | new.earlier_tokens,
     )
 
 
 def landed(pending: PendingClaim, lease: LeaseView) -> PendingClaim:
-    """``pending`` as applied on ``lease``: its tick is the one the Lease says was claimed."""
+    """``pending`` as applied on ``lease``: the tick and token are the ones the Lease says."""
     claimed = lease.job.claimed_tick
-    return pending if claimed is None else replace(pending, tick=claimed)
+    return replace(
+        pending,
+        tick=pending.tick if claimed is None else claimed,
+        fencing_token=lease.fencing_token,
+    )
 
 
 class Decision(Enum):

@@ -532,7 +532,7 @@ class JobReplica(Replica):
                             sent_wall=sent_wall,
                         ),
                     )
-                    if earlier is None or earlier.fencing_token != token:
+                    if earlier is None:
                         self.pending_meta = (k, sent_event, created)
                 self._skip(k, "unavailable")
             else:

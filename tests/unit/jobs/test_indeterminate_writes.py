@@ -345,3 +345,28 @@ def test_a_release_not_answered_is_retried_until_it_lands_before_anyone_may_take
     job = store.view().job
     assert job.count("succeeded") == 1 and job.count("lost") == 0
     assert job.last_run is not None and job.last_run.outcome == "succeeded"
+
+
+def test_an_earlier_claim_landing_after_a_later_one_failed_too_is_still_settled() -> None:
+    """Soak seed 6004: the claim of T1 got no answer (it lands later); the claim of T2, on the
+    same Lease version and token, got a 5xx. When T1's write lands, the next look still finds
+    this replica's claim (by holder and token) and runs T1, the tick the Lease says, with the
+    budget counted from T1's send, the earlier one."""
+    clock, store = FakeClock(), Store()
+    lock = _lock(store, clock, at_most=30, grace=300)
+    t1 = _tick(clock)
+    store.lose = ["later"]
+    with pytest.raises(Unavailable):
+        lock.try_acquire(t1)
+    clock.advance(5)
+    store.lose = ["down"]
+    with pytest.raises(Unavailable):
+        lock.try_acquire(_tick(clock))
+    store.land()
+    clock.advance(10)
+
+    grant = lock.try_acquire(_tick(clock))
+
+    assert isinstance(grant, Grant) and grant.tick == t1, f"skipped with {grant}"
+    clock.advance(6)  # 21 s after T1's claim was sent: past 2/3 of 30 s
+    assert grant.lost.is_set(), "the budget was counted from the later send"
