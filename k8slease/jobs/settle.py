@@ -13,8 +13,10 @@ it has a claim write or a release whose answer did not arrive. The rules are pur
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING
+from datetime import datetime
+from typing import Any, Protocol, TypeVar
 
+from k8slease.clock import Clock
 from k8slease.errors import Conflict, NotFound, TransportError
 from k8slease.jobs.lockrules import release
 from k8slease.jobs.unsettled import (
@@ -26,15 +28,43 @@ from k8slease.jobs.unsettled import (
     never_ran,
     settle_claim,
 )
-from k8slease.lease.jobrecord import lease_with_job_state
+from k8slease.lease.jobrecord import RunRecord, lease_with_job_state
+from k8slease.lease.observe import Observations
 from k8slease.lease.record import lease_with_record
+from k8slease.lease.transport import LeaseTransport
 from k8slease.lease.view import LeaseView
 
-if TYPE_CHECKING:
-    from k8slease.jobs.lock import Grant, JobLock
+G = TypeVar("G")
+G_co = TypeVar("G_co", covariant=True)
 
 
-def settle(lock: JobLock) -> Grant | None:
+class SettlingLock(Protocol[G_co]):
+    """What settling needs of :class:`~k8slease.jobs.lock.JobLock` (whose grants are ``G``);
+    a protocol, so that this module does not import the lock that calls it."""
+
+    _pending: PendingClaim | None
+    _unwritten: RunRecord | None
+    _clock: Clock
+    _log: Any
+    _observations: Observations
+    _active_lock: threading.Lock
+    transport: LeaseTransport
+    identity: str
+    name: str
+    job: str
+    grace: float
+    lock_at_most_for: float
+
+    def _look(self, *, fresh: bool) -> tuple[LeaseView | None, bool]: ...
+
+    def _grant(
+        self, view: LeaseView, tick: datetime, token: int, started: datetime, sent: float
+    ) -> G_co: ...
+
+    def _report_lost(self, tick: datetime, holder: str, lease: LeaseView) -> None: ...
+
+
+def settle(lock: SettlingLock[G]) -> G | None:
     """Settle ``lock``'s unanswered writes; the grant of an applied claim to run, else ``None``.
 
     Looks at the informer's view when it is usable, and reads the Lease when the view cannot
@@ -63,7 +93,7 @@ def settle(lock: JobLock) -> Grant | None:
     return None
 
 
-def _applied(lock: JobLock, pending: PendingClaim, lease: LeaseView) -> Grant | None:
+def _applied(lock: SettlingLock[G], pending: PendingClaim, lease: LeaseView) -> G | None:
     """This replica's claim was applied after it gave up on it: run it or release at once."""
     clock = lock._clock
     now, mono = clock.now(), clock.monotonic()
@@ -86,7 +116,7 @@ def _applied(lock: JobLock, pending: PendingClaim, lease: LeaseView) -> Grant | 
     return None
 
 
-def retry_kept_release(lock: JobLock, *, until: float, every: float) -> threading.Thread:
+def retry_kept_release(lock: SettlingLock[Any], *, until: float, every: float) -> threading.Thread:
     """Retry writing the kept run record in a thread, every ``every`` seconds of the lock's
     clock, until it is written, the Lease no longer names this replica, another write of this
     lock carried it, or ``until`` (monotonic: when other replicas may take the lock over).
@@ -113,7 +143,7 @@ def retry_kept_release(lock: JobLock, *, until: float, every: float) -> threadin
     return thread
 
 
-def _write_kept_release(lock: JobLock, lease: LeaseView) -> None:
+def _write_kept_release(lock: SettlingLock[Any], lease: LeaseView) -> None:
     """Write the kept run record with a release when the Lease still names this replica with
     its token (else the next claim write carries it, see ``JobLock._judge``)."""
     run = lock._unwritten
