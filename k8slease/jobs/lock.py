@@ -331,7 +331,7 @@ class JobLock:
         # a run record whose release could not be written rides on this claim (issue 26)
         carried = self._unwritten
         if carried is not None and lease is not None:
-            merged = merge_run(state, carried)
+            merged = merge_run(state, carried, lease_token=lease.fencing_token)
             if merged is None:
                 self._unwritten = carried = None  # the Lease records it already
             else:

@@ -168,33 +168,44 @@ def never_ran(pending: PendingClaim, *, me: str, now: datetime, why: str) -> Run
     )
 
 
-def merge_run(state: JobState, run: RunRecord) -> JobState | None:
-    """``state`` with ``run`` recorded, or ``None`` when there is nothing to write.
+def merge_run(state: JobState, run: RunRecord, *, lease_token: int) -> JobState | None:
+    """``state`` (of a Lease whose fencing token is ``lease_token``) with ``run`` recorded, or
+    ``None`` when there is nothing to write.
 
-    * the Lease already records ``run`` (an indeterminate release that was applied): nothing;
-    * the Lease records an older run (or none): ``run`` becomes the last run, its outcome is
-      counted, a completing outcome moves the completed tick on;
+    * the Lease already records ``run`` (an indeterminate release that was applied), or this
+      replica's own record of that tick: nothing;
     * the Lease records the same tick and token as ``lost`` (another replica took the lock over
       while this replica could not write, and recorded the run it could not see finish): the
       record is corrected, one ``lost`` turned into ``run``'s outcome;
-    * the Lease records a newer run: ``run``'s outcome is counted, the newer last run kept
-      (unless a takeover recorded it lost: that cannot be told apart from a count, and the
-      record kept would be older than what is there; counted only).
+    * the lock was granted again since (``lease_token`` above ``run``'s): whoever took it over
+      found ``run``'s tick unfinished and counted it ``lost``; a ``lost`` run adds nothing, any
+      other outcome turns one ``lost`` into it (the newer last run is kept);
+    * else (the Lease still at ``run``'s grant): ``run`` becomes the last run if it is newer,
+      its outcome is counted, a completing outcome moves the completed tick on.
     """
     last = state.last_run
     counts = dict(state.counts)
     if last is not None and last.tick == run.tick and last.fencing_token == run.fencing_token:
-        if last.outcome == run.outcome:
+        if last.outcome == run.outcome or last.outcome != "lost":
+            return None  # already there, or the holder's own record: the real one
+        return _corrected(state, run, counts, newest=run)
+    if lease_token > run.fencing_token:
+        if run.outcome == "lost":
             return None
-        if last.outcome != "lost":
-            return None  # the holder's own record is there: it is the real one
-        counts["lost"] = max(0, counts.get("lost", 0) - 1)
-        counts[run.outcome] = counts.get(run.outcome, 0) + 1
-        return replace(state, last_run=run, counts=counts, completed_tick=_completed(state, run))
+        newest = run if last is None or last.tick < run.tick else last
+        return _corrected(state, run, counts, newest=newest)
     counts[run.outcome] = counts.get(run.outcome, 0) + 1
-    if last is not None and last.tick > run.tick:
-        return replace(state, counts=counts, completed_tick=_completed(state, run))
-    return replace(state, last_run=run, counts=counts, completed_tick=_completed(state, run))
+    newest = run if last is None or last.tick < run.tick else last
+    return replace(state, last_run=newest, counts=counts, completed_tick=_completed(state, run))
+
+
+def _corrected(
+    state: JobState, run: RunRecord, counts: dict[str, int], *, newest: RunRecord
+) -> JobState:
+    """One ``lost`` (counted by a takeover for ``run``'s tick) turned into ``run``'s outcome."""
+    counts["lost"] = max(0, counts.get("lost", 0) - 1)
+    counts[run.outcome] = counts.get(run.outcome, 0) + 1
+    return replace(state, last_run=newest, counts=counts, completed_tick=_completed(state, run))
 
 
 def _completed(state: JobState, run: RunRecord) -> datetime | None:

@@ -86,7 +86,7 @@ def test_an_applied_claim_runs_within_grace_and_budget_else_it_is_released() -> 
 
 def test_a_kept_record_is_merged_as_the_newest_run() -> None:
     before = JobState(claimed_tick=T0, counts={"succeeded": 3})
-    merged = merge_run(before, _run(T0))
+    merged = merge_run(before, _run(T0), lease_token=4)
     assert merged is not None
     assert merged.last_run == _run(T0) and merged.count("succeeded") == 4
     assert merged.completed_tick == T0
@@ -94,23 +94,34 @@ def test_a_kept_record_is_merged_as_the_newest_run() -> None:
 
 def test_a_kept_record_already_on_the_lease_is_not_written_again() -> None:
     state = JobState(claimed_tick=T0, last_run=_run(T0), counts={"succeeded": 1})
-    assert merge_run(state, _run(T0)) is None
+    assert merge_run(state, _run(T0), lease_token=4) is None
 
 
 def test_a_takeover_that_recorded_the_run_lost_is_corrected() -> None:
     state = JobState(claimed_tick=T0, last_run=_run(T0, "lost"), counts={"lost": 1})
-    merged = merge_run(state, _run(T0))
+    merged = merge_run(state, _run(T0), lease_token=5)
     assert merged is not None
     assert merged.count("lost") == 0 and merged.count("succeeded") == 1
     assert merged.last_run is not None and merged.last_run.outcome == "succeeded"
 
 
-def test_a_kept_record_older_than_the_last_run_is_counted_and_the_newer_kept() -> None:
+def test_after_a_takeover_a_kept_run_turns_the_takeovers_lost_count_into_its_outcome() -> None:
+    """The lock was granted again (token 5) and the taker has since recorded a newer run: its
+    takeover counted this run lost; the kept record corrects the count, the newer run stays."""
     newer = _run(T0 + timedelta(seconds=10), token=5)
-    state = JobState(last_run=newer, counts={"succeeded": 1})
-    merged = merge_run(state, _run(T0))
+    state = JobState(last_run=newer, counts={"succeeded": 1, "lost": 1})
+    merged = merge_run(state, _run(T0), lease_token=5)
     assert merged is not None
-    assert merged.last_run == newer and merged.count("succeeded") == 2
+    assert merged.last_run == newer
+    assert merged.count("succeeded") == 2 and merged.count("lost") == 0
+
+
+def test_after_a_takeover_a_kept_lost_run_is_not_counted_twice() -> None:
+    """Chaos suite (stalled holder): the holder's own record says lost, and the takeover
+    counted that tick lost already; carrying it must add nothing (counted twice before)."""
+    newer = _run(T0 + timedelta(seconds=10), token=5)
+    state = JobState(last_run=newer, counts={"succeeded": 1, "lost": 1})
+    assert merge_run(state, _run(T0, "lost"), lease_token=5) is None
 
 
 def test_a_holder_is_silent_when_its_claim_is_unfinished_and_unrenewed_past_a_keepalive() -> None:
