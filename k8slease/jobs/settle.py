@@ -143,7 +143,7 @@ def retry_kept_release(lock: SettlingLock[Any], *, until: float, every: float) -
     return thread
 
 
-def _write_kept_release(lock: SettlingLock[Any], lease: LeaseView) -> None:
+def _write_kept_release(lock: SettlingLock[Any], lease: LeaseView, *, again: bool = True) -> None:
     """Write the kept run record with a release when the Lease still names this replica with
     its token (else the next claim write carries it, see ``JobLock._judge``)."""
     run = lock._unwritten
@@ -159,8 +159,15 @@ def _write_kept_release(lock: SettlingLock[Any], lease: LeaseView) -> None:
     body = lease_with_job_state(lease_with_record(lease.body, new_record), state)
     try:
         written = lock.transport.replace(lock.name, body)
-    except (Conflict, NotFound):
-        return  # the Lease moved on: judged afresh, and the next claim carries the record
+    except Conflict:
+        # the view was stale: one of this replica's own writes may have landed late (an
+        # extension); read, and write again while the Lease still names this grant
+        fresh, _ = lock._look(fresh=True)
+        if again and fresh is not None:
+            _write_kept_release(lock, fresh, again=False)
+        return  # else judged afresh, and the next claim carries the record
+    except NotFound:
+        return
     lock._unwritten = None
     lock._observations.see(lock.name, LeaseView.decode(written))
     lock._log.warning("lock.release_written_late", tick=run.tick.isoformat(), outcome=run.outcome)

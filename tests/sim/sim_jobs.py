@@ -324,7 +324,7 @@ class JobReplica(Replica):
         self.see(lease)
         self._settle(k, None if lease is None else LeaseView.decode(lease), read=True)
 
-    def _write_kept(self, k: int, view: LeaseView) -> None:
+    def _write_kept(self, k: int, view: LeaseView, *, again: bool = True) -> None:
         """``settle._write_kept_release``: release with the kept run record, then claim."""
         kept = self.lock._unwritten
         assert kept is not None
@@ -345,6 +345,14 @@ class JobReplica(Replica):
             if isinstance(error, Unavailable):
                 self._skip(k, "unavailable")
                 return
+            if isinstance(error, Conflict) and again:
+                # the view was stale (an own write landed late): read, settle again once
+                self.net.request(
+                    self.index,
+                    _read,
+                    lambda r, e: self.later(self.world.t, lambda: self._kept_read(k, r, e)),
+                )
+                return
             self._claim(k)
 
         self.net.request(
@@ -353,6 +361,26 @@ class JobReplica(Replica):
             lambda r, e: self.later(self.world.t, lambda: answer(r, e)),
             late_ok=True,
         )
+
+    def _kept_read(
+        self, k: int, lease: dict[str, Any] | None, error: TransportError | None
+    ) -> None:
+        if error is not None and not isinstance(error, NotFound):
+            self._skip(k, "unavailable")
+            return
+        self.see(lease)
+        view = None if lease is None else LeaseView.decode(lease)
+        kept = self.lock._unwritten
+        if (
+            kept is not None
+            and view is not None
+            and view.record.held
+            and view.record.holder == self.me
+            and view.fencing_token == kept.fencing_token
+        ):
+            self._write_kept(k, view, again=False)
+            return
+        self._claim(k)
 
     def _recorded(self, run: RunRecord) -> None:
         """A kept run record was written (by a release or carried by a claim)."""

@@ -16,7 +16,9 @@ from fakeclock import FakeClock
 
 from k8slease.errors import AlreadyExists, Conflict, NotFound, Unavailable
 from k8slease.jobs.lock import Grant, JobLock
+from k8slease.jobs.lockcache import ClaimCache
 from k8slease.jobs.lockrules import Verdict
+from k8slease.lease.observe import Observations
 from k8slease.lease.view import LeaseView
 
 NAME = "g.job"
@@ -370,3 +372,40 @@ def test_an_earlier_claim_landing_after_a_later_one_failed_too_is_still_settled(
     assert isinstance(grant, Grant) and grant.tick == t1, f"skipped with {grant}"
     clock.advance(6)  # 21 s after T1's claim was sent: past 2/3 of 30 s
     assert grant.lost.is_set(), "the budget was counted from the later send"
+
+
+def test_a_kept_release_written_on_a_stale_view_reads_and_writes_again() -> None:
+    """Soak seed 6050: the holder's release got no answer and one of its own extensions landed
+    late, after the view it judges on. The kept release's write on that view is a 409; the lock
+    reads, finds the Lease still naming its grant and releases, then claims the next tick,
+    instead of skipping it as held by itself."""
+    clock, store = FakeClock(), Store()
+    observations = Observations(clock)
+    cache = ClaimCache(observations, lambda: True, step=0.5, spread=3)
+    lock = JobLock(
+        store,  # type: ignore[arg-type]
+        group="g",
+        job="job",
+        identity="r0",
+        lock_at_most_for=30,
+        clock=clock,
+        observations=observations,
+        cache=cache,
+        ordered=False,
+    )
+    grant = lock.try_acquire(_tick(clock))
+    assert isinstance(grant, Grant)
+    store.lose = ["later"]
+    assert not lock.extend_once(grant)  # the extension's answer is lost; it lands later
+    store.down = True
+    lock.finish(grant, "succeeded")
+    store.down = False
+    store.land()  # the extension lands; the informer has not shown it (stale view)
+    clock.advance(3)
+    t2 = _tick(clock)
+
+    second = lock.try_acquire(t2)
+
+    assert isinstance(second, Grant) and second.tick == t2, f"skipped with {second}"
+    job = store.view().job
+    assert job.count("succeeded") == 1 and job.count("lost") == 0
