@@ -108,3 +108,34 @@ def test_leadership_ended_sets_lost_and_cancels_a_coroutine_run() -> None:
         return await asyncio.wait_for(task, 5)
 
     assert asyncio.run(scenario()) == "lost"
+
+
+def test_ticks_skipped_while_the_api_server_was_unreachable_are_named_at_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Issue 26: with the API server paused across ticks, each skip was a DEBUG line after one
+    warning; once the server answers again the replica names every tick it skipped."""
+    clock = FakeClock()
+    store = Store()
+    spec = JobSpec(
+        name="job",
+        func=lambda ctx: None,
+        mode=Mode.ONCE_PER_TICK,
+        trigger=IntervalTrigger(seconds=2),
+    )
+    runner = TickRunner(spec, group="g", identity="r0", lock=_lock(store, clock), clock=clock)
+    store.down = True
+    skipped = []
+    for _ in range(3):
+        skipped.append(clock.now())
+        assert runner.run_tick(clock.now()) is None
+        clock.advance(2)
+    store.down = False
+
+    with caplog.at_level(logging.WARNING, logger="k8slease"):
+        assert runner.run_tick(clock.now()) == "succeeded"
+
+    [record] = [r for r in caplog.records if r.getMessage().startswith("job.api_recovered")]
+    fields = record.k8slease_fields  # type: ignore[attr-defined]
+    assert fields["skipped"] == 3
+    assert fields["ticks"] == [t.isoformat() for t in skipped]
