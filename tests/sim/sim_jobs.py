@@ -254,7 +254,12 @@ class JobReplica(Replica):
         self._claim(k)
 
     def _runs(self, token: int) -> bool:
+        """Whether this replica runs the grant with ``token``, or is releasing it: its release
+        is in flight or kept (no answer; retried, and said at WARNING)."""
         run = self.current
+        kept = self.lock._unwritten
+        if kept is not None and kept.fencing_token == token:
+            return True
         return run is not None and run.view.fencing_token == token
 
     # -- settling (JobLock's ``settle``, issue 26) ---------------------------------------------
