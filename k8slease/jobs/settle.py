@@ -106,6 +106,10 @@ def _applied(lock: SettlingLock[G], pending: PendingClaim, lease: LeaseView) -> 
         fencing_token=pending.fencing_token,
         decision=adoption.decision.value,
         why=adoption.why,
+        # the other replicas skipped the ticks in between, at DEBUG at first: the lock named
+        # this replica, which did not know it (they warn once its silence is long enough)
+        held_from=pending.tick.isoformat(),
+        held_until=now.isoformat(),
     )
     if adoption.decision is Decision.RUN:
         return lock._grant(

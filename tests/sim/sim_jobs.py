@@ -299,6 +299,10 @@ class JobReplica(Replica):
                     f"r{self.index} finds its claim of tick {pk} applied: "
                     f"{adoption.decision.value} ({adoption.why})"
                 )
+                # its warning names the span the others skipped for it, unaware (held_from,
+                # held_until): every tick after the claimed one up to now
+                for kk in range(pk + 1, k + 1):
+                    self._fate(kk, "held-late-claim")
                 if adoption.decision is Decision.RUN:
                     self.ledger.claims["late-claim-run"] += 1
                     self._fate(k, "adopted")  # runs the earlier tick (WARNING)

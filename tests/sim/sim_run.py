@@ -31,8 +31,17 @@ TIMING = ElectionTiming(lease_duration=10, renew_interval=2, renew_deadline=7, r
 PERIOD = 5.0
 LOCK_AT_MOST_FOR = 15.0
 #: a quiet `held` skip (DEBUG) is reported only when the holder was running that grant;
-#: `held-silent` (a silent holder, WARNING) and `adopted` (a late claim run first) are reported
-REPORTED_SKIPS = {"dropped", "unavailable", "held", "running", "held-silent", "adopted"}
+#: `held-silent` (a silent holder, WARNING), `adopted` (a late claim run first) and
+#: `held-late-claim` (named by the holder's `lock.claim_applied_late` warning) are reported
+REPORTED_SKIPS = {
+    "dropped",
+    "unavailable",
+    "held",
+    "running",
+    "held-silent",
+    "adopted",
+    "held-late-claim",
+}
 
 
 @dataclass
