@@ -245,6 +245,19 @@ class JobLock:
             adopted = settle(self)
             if adopted is not None:
                 return adopted
+        result = self._claim(tick, reclaim_own=reclaim_own)
+        if result in (Verdict.HELD, Verdict.LOST_RACE) and self._pending is not None:
+            # the view showed this replica's own unanswered claim landing while it judged:
+            # settle it now (run it, or release and claim again) instead of skipping as "held
+            # by" itself (soak seed 7141)
+            adopted = settle(self)
+            if adopted is not None:
+                return adopted
+            if self._pending is None:
+                return self._claim(tick, reclaim_own=reclaim_own)
+        return result
+
+    def _claim(self, tick: datetime, *, reclaim_own: bool) -> Grant | Verdict:
         cache = self._cache
         if cache is not None and cache.usable():
             return self._claim_from_cache(cache, tick, reclaim_own=reclaim_own)

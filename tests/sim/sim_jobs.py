@@ -480,6 +480,15 @@ class JobReplica(Replica):
         if judged.claim.verdict is not Verdict.ALREADY_CLAIMED and remaining > 0:
             return True
         self.waiting = None
+        pending = self.pending
+        if (
+            judged.claim.verdict is Verdict.HELD
+            and pending is not None
+            and settle_claim(pending, lease, me=self.me) is Settled.APPLIED
+        ):
+            # JobLock._try_acquire: its own claim landed while it judged: settle it now
+            self._settle(waiting.k, lease, read=True)
+            return False
         if judged.claim.verdict is not Verdict.GRANT:
             self._skip(waiting.k, self._why(judged))
         else:
@@ -507,6 +516,14 @@ class JobReplica(Replica):
         if judged.claim.verdict is not Verdict.GRANT:
             # after a lost write the lock returns LOST_RACE, having logged why it skips: the
             # fate is that reason (held: waited out; already-claimed: someone won)
+            pending = self.pending
+            if (
+                judged.claim.verdict is Verdict.HELD
+                and pending is not None
+                and settle_claim(pending, view, me=self.me) is Settled.APPLIED
+            ):
+                self._settle(k, view, read=True)  # its own claim landed: settle it now
+                return
             self._skip(k, self._why(judged))
             return
         self._write_claim(

@@ -409,3 +409,48 @@ def test_a_kept_release_written_on_a_stale_view_reads_and_writes_again() -> None
     assert isinstance(second, Grant) and second.tick == t2, f"skipped with {second}"
     job = store.view().job
     assert job.count("succeeded") == 1 and job.count("lost") == 0
+
+
+def test_an_own_claim_landing_while_the_replica_judges_is_settled_not_skipped() -> None:
+    """Soak seed 7141: the settling read still shows the Lease as before (the claim is open);
+    the claim lands right after, and the informer's view shows it while the replica judges its
+    next tick. It is this replica's own claim: settled there (run within its grace), not
+    skipped as held by itself."""
+    clock = FakeClock()
+    observations = Observations(clock)
+
+    class LandsAfterRead(Store):
+        def get(self, name: str) -> dict[str, Any]:
+            before = super().get(name)
+            if self.late:
+                self.land()
+                assert self.lease is not None
+                observations.see(NAME, copy.deepcopy(self.lease))
+            return before
+
+    store = LandsAfterRead()
+    cache = ClaimCache(observations, lambda: True, step=0.5, spread=3)
+    lock = JobLock(
+        store,  # type: ignore[arg-type]
+        group="g",
+        job="job",
+        identity="r0",
+        lock_at_most_for=30,
+        clock=clock,
+        observations=observations,
+        cache=cache,
+        ordered=False,
+    )
+    first = lock.try_acquire(_tick(clock))
+    assert isinstance(first, Grant)
+    lock.finish(first, "succeeded")
+    clock.advance(5)
+    t1 = _tick(clock)
+    store.lose = ["later"]
+    with pytest.raises(Unavailable):
+        lock.try_acquire(t1)
+    clock.advance(3)
+
+    grant = lock.try_acquire(_tick(clock))
+
+    assert isinstance(grant, Grant) and grant.tick == t1, f"skipped with {grant}"
