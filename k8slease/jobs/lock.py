@@ -19,7 +19,14 @@ from datetime import datetime
 
 from k8slease.callbacks import CancelHooks
 from k8slease.clock import Clock, SystemClock
-from k8slease.errors import AlreadyExists, ConfigError, Conflict, NotFound, TransportError
+from k8slease.errors import (
+    AlreadyExists,
+    ConfigError,
+    Conflict,
+    NotFound,
+    TransportError,
+    Unavailable,
+)
 from k8slease.jobs.claimorder import claim_delay, claim_rank
 from k8slease.jobs.lockbudget import claim_budget, keep_budget, remaining
 from k8slease.jobs.lockcache import ClaimCache
@@ -32,6 +39,8 @@ from k8slease.jobs.lockrules import (
     newest_plausible_claim,
     release,
 )
+from k8slease.jobs.settle import retry_kept_release, settle
+from k8slease.jobs.unsettled import PendingClaim, merge_run, silent_holder, still_pending
 from k8slease.kube.events import EventRecorder
 from k8slease.lease.budget import request_budget
 from k8slease.lease.jobrecord import (
@@ -57,6 +66,10 @@ class _Judged:
 
     claim: Claim
     record: LeaseRecord | None
+    #: this replica's run record whose release could not be written, merged into the claim
+    carried: RunRecord | None = None
+    #: the unfinished claimed tick of a holder gone silent mid-run (skips reported at WARNING)
+    silent: datetime | None = None
 
 
 class LostFlag(threading.Event):
@@ -161,7 +174,7 @@ class JobLock:
         observations: Observations | None = None,
         cache: ClaimCache | None = None,
         ordered: bool = True,
-        grace: float | None = None,
+        grace: float = 300.0,
     ) -> None:
         check_lock_times(lock_at_most_for, lock_at_least_for)
         if not identity:
@@ -181,9 +194,14 @@ class JobLock:
             raise ConfigError("cache must read the observations the lock keeps")
         self._cache = cache
         self._ordered = ordered
-        #: a tick runs only this many seconds after its time: a claim may take no longer
-        self.grace = grace
+        #: how late a tick may still run (the job's grace): a claim may take no longer, and a
+        #: claim applied late runs only within it
+        self.grace = float(grace)
         self._active: Grant | None = None
+        #: a claim write whose answer did not arrive (issue 26), settled by the next look
+        self._pending: PendingClaim | None = None
+        #: a run record whose release could not be written, carried by the next write
+        self._unwritten: RunRecord | None = None
         self._highest_token = 0
         self._reported_suspect: datetime | None = None
         self._active_lock = threading.Lock()
@@ -237,13 +255,30 @@ class JobLock:
             return grant_or_skip
 
     def _try_acquire(self, tick: datetime, *, reclaim_own: bool) -> Grant | Verdict:
+        if self._pending is not None or self._unwritten is not None:
+            adopted = settle(self)
+            if adopted is not None:
+                return adopted
+        result = self._claim(tick, reclaim_own=reclaim_own)
+        if result in (Verdict.HELD, Verdict.LOST_RACE) and self._pending is not None:
+            # the view showed this replica's own unanswered claim landing while it judged:
+            # settle it now (run it, or release and claim again) instead of skipping as "held
+            # by" itself (soak seed 7141)
+            adopted = settle(self)
+            if adopted is not None:
+                return adopted
+            if self._pending is None:
+                return self._claim(tick, reclaim_own=reclaim_own)
+        return result
+
+    def _claim(self, tick: datetime, *, reclaim_own: bool) -> Grant | Verdict:
         cache = self._cache
         if cache is not None and cache.usable():
             return self._claim_from_cache(cache, tick, reclaim_own=reclaim_own)
         lease, seen = self._read_and_see()
         judged = self._judge(lease, seen, tick, reclaim_own=reclaim_own)
         if judged.claim.verdict is not Verdict.GRANT:
-            return self._skipped(tick, judged.claim)
+            return self._skipped(tick, judged)
         return self._write_claim(lease, judged, tick)
 
     def _claim_from_cache(
@@ -273,16 +308,25 @@ class JobLock:
                 break
             self._observations.wait_for_change(generation, remaining)
         if judged.claim.verdict is not Verdict.GRANT:
-            return self._skipped(tick, judged.claim)
+            return self._skipped(tick, judged)
         written = self._write_claim(lease, judged, tick)
         if written is not Verdict.LOST_RACE:
             return written
         fresh, seen = self._read_and_see()
         judged = self._judge(fresh, seen, tick, reclaim_own=reclaim_own)
         if judged.claim.verdict is not Verdict.GRANT:
-            self._skipped(tick, judged.claim)
+            self._skipped(tick, judged)
             return Verdict.LOST_RACE
         return self._write_claim(fresh, judged, tick)
+
+    def _look(self, *, fresh: bool) -> tuple[LeaseView | None, bool]:
+        """The job's Lease from the informer's view (unless ``fresh`` or the view is not
+        usable) or read now; and whether it was read."""
+        cache = self._cache
+        if not fresh and cache is not None and cache.usable():
+            observation = self._observations.current(self.name).observation
+            return (None if observation is None else observation.view), False
+        return self._read_and_see()[0], True
 
     def _read_and_see(self) -> tuple[LeaseView | None, Seen]:
         """The job's Lease, read now (``None`` when it does not exist), recorded as seen (an
@@ -311,6 +355,14 @@ class JobLock:
         else:
             self._highest_token = max(self._highest_token, lease.fencing_token)
             record, state = lease.record, lease.job
+        # a run record whose release could not be written rides on this claim (issue 26)
+        carried = self._unwritten
+        if carried is not None and lease is not None:
+            merged = merge_run(state, carried, lease_token=lease.fencing_token)
+            if merged is None:
+                self._unwritten = carried = None  # the Lease records it already
+            else:
+                state = merged
         claim = judge_claim(
             record,
             state,
@@ -328,9 +380,36 @@ class JobLock:
         )
         if claim.suspect_claim is not None:
             self._report_suspect(claim.suspect_claim, now, lease)
-        return _Judged(claim=claim, record=record)
+        silent = None
+        if (
+            claim.verdict is Verdict.HELD
+            and record is not None
+            and silent_holder(
+                record,
+                state,
+                # no grant is active here: a Lease naming this replica mid-run is a claim this
+                # process does not know of (a former incarnation's), silent too
+                me="",
+                unchanged_for=seen.unchanged_for,
+                keepalive_interval=self.keepalive_interval,
+                request_timeout=self.transport.request_timeout,
+            )
+        ):
+            silent = state.claimed_tick
+        return _Judged(claim=claim, record=record, carried=carried, silent=silent)
 
-    def _skipped(self, tick: datetime, claim: Claim) -> Verdict:
+    def _skipped(self, tick: datetime, judged: _Judged) -> Verdict:
+        claim = judged.claim
+        if judged.silent is not None:
+            # a skip is DEBUG, but not one for a holder that stopped renewing mid-run: the tick
+            # is lost unless that holder is alive and unaware (issue 26)
+            self._log.warning(
+                "lock.skipped_silent_holder",
+                tick=tick.isoformat(),
+                detail=claim.detail,
+                claimed_tick=judged.silent.isoformat(),
+            )
+            return claim.verdict
         self._log.debug(
             "lock.skipped", tick=tick.isoformat(), why=claim.verdict.value, detail=claim.detail
         )
@@ -366,26 +445,57 @@ class JobLock:
         except (AlreadyExists, Conflict):
             self._log.debug("lock.skipped", tick=tick.isoformat(), why="lost-race")
             return Verdict.LOST_RACE
+        except Unavailable as exc:
+            # no answer: the claim may yet be applied; the next look at the Lease settles it
+            self._pending = still_pending(
+                self._pending,
+                PendingClaim(
+                    tick=tick,
+                    fencing_token=claim.record.fencing_token,
+                    resource_version="" if lease is None else lease.resource_version,
+                    sent_mono=sent,
+                    sent_wall=now,
+                ),
+            )
+            self._highest_token = max(self._highest_token, claim.record.fencing_token)
+            self._log.warning(
+                "lock.claim_unanswered",
+                tick=tick.isoformat(),
+                fencing_token=claim.record.fencing_token,
+                error=str(exc),
+            )
+            raise
+        if judged.carried is not None and self._unwritten is judged.carried:
+            self._unwritten = None
+        # a write conditioned on the same version (or a create) won: an unanswered claim
+        # before it can no longer apply
+        self._pending = None
         view = LeaseView.decode(written)
         self._observations.see(self.name, view)
-        self._highest_token = max(self._highest_token, claim.record.fencing_token)
-        grant = Grant(
-            job=self.job,
-            tick=tick,
-            fencing_token=claim.record.fencing_token,
-            started_wall=now,
-            started_mono=sent,
-            _view=view,
-            _last_ok_send=sent,
-            _clock=self._clock,
-            _budget=keep_budget(self.lock_at_most_for),
-        )
+        grant = self._grant(view, tick, claim.record.fencing_token, now, sent)
         if record is not None and record.malformed:
             self._log.warning("lock.repaired_malformed_lease", problems=list(record.problems))
         if claim.lost_tick is not None and record is not None:
             self._report_lost(claim.lost_tick, record.holder, view)
         self._log.info("lock.acquired", tick=tick.isoformat(), fencing_token=grant.fencing_token)
         return grant
+
+    def _grant(
+        self, view: LeaseView, tick: datetime, token: int, started: datetime, sent: float
+    ) -> Grant:
+        """The grant of ``tick`` whose claim write (sent at ``sent``) ``view`` shows."""
+        self._highest_token = max(self._highest_token, token)
+        return Grant(
+            job=self.job,
+            tick=tick,
+            fencing_token=token,
+            started_wall=started,
+            started_mono=sent,
+            _view=view,
+            _last_ok_send=sent,
+            _clock=self._clock,
+            _budget=keep_budget(self.lock_at_most_for),
+        )
 
     def _report_suspect(self, claimed: datetime, now: datetime, lease: LeaseView | None) -> None:
         """Warn (once per suspect tick) and post an Event: a claimed tick far in the future."""
@@ -561,9 +671,29 @@ class JobLock:
                 except Conflict:
                     fresh = self._fresh_if_still_mine(grant) if attempt == 0 else None
                     if fresh is None:
-                        self._log.warning("lock.release_lost", tick=grant.tick.isoformat())
+                        # taken over: the next claim this replica writes carries the record
+                        self._unwritten = run
+                        self._log.warning(
+                            "lock.release_lost", tick=grant.tick.isoformat(), kept=True
+                        )
                         break
                     held = fresh
+                except Unavailable as exc:
+                    # no answer: kept, written by a retry or this replica's next write (issue 26)
+                    self._unwritten = run
+                    retry_kept_release(
+                        self,
+                        until=grant._last_ok_send + self.lock_at_most_for,
+                        every=min(1.0, self.keepalive_interval / 2),
+                    )
+                    self._log.warning(
+                        "lock.release_unanswered",
+                        tick=grant.tick.isoformat(),
+                        outcome=run.outcome,
+                        error=str(exc),
+                        kept=True,
+                    )
+                    break
                 except TransportError as exc:
                     self._log.warning("lock.release_failed", error=str(exc))
                     break

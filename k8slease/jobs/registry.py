@@ -610,6 +610,8 @@ class Jobs:
                     job = scheduler.get_job(self._job_id(spec.name))
                     if job is not None:
                         job.pause()
+        for runner in self.runners.values():
+            runner.leadership_ended()  # a LEADER run in progress reads ctx.lost at once
         for run in [r for r in self._singletons if r.spec.mode is Mode.LEADER]:
             run.stop(timeout=0)
             self._singletons.remove(run)

@@ -20,6 +20,7 @@ from k8slease.callbacks import cancellable
 from k8slease.clock import Clock, SystemClock
 from k8slease.errors import NotFound, TransportError
 from k8slease.jobs.context import JobContext
+from k8slease.jobs.leadergate import bind_to_leadership
 from k8slease.jobs.lock import Grant, JobLock
 from k8slease.jobs.lockrules import Verdict
 from k8slease.jobs.lostticks import LostTicks
@@ -88,6 +89,10 @@ class TickRunner:
         self._metrics: JobMetrics = metrics or NoopJobMetrics()
         self.stats = JobStats()
         self._degraded = False
+        #: ticks skipped while the API server could not be reached (reported on recovery)
+        self._unreachable: list[datetime] = []
+        #: the grant of the run in progress (a LEADER run is told when leadership ends)
+        self._running: Grant | None = None
         #: Why the last claim was refused (``None`` when it was granted or not a lock matter).
         self.last_skip: Verdict | None = None
         #: the last claim was refused because the namespace does not exist (Jobs is not ready)
@@ -131,30 +136,63 @@ class TickRunner:
             # fail_open is for an unreachable API server, not for a namespace that is not there
             if self.spec.fail_open and not missing:
                 return self._begin(tick, None)
+            self._unreachable.append(tick)
             self._skip(tick, "api-unreachable")
             self.losses.lost(tick, "api-unreachable")
             return None
         if self._degraded:
             self._degraded = False
             self.namespace_missing = False
-            self._log.info("job.api_recovered")
+            skipped, self._unreachable = self._unreachable, []
+            if skipped:
+                # each tick skipped in the outage, named at WARNING once the server is back
+                self._log.warning(
+                    "job.api_recovered",
+                    skipped=len(skipped),
+                    ticks=[t.isoformat() for t in skipped[:20]],
+                )
+            else:
+                self._log.info("job.api_recovered")
         self.losses.ended()
         if isinstance(grant, Verdict):
             self.last_skip = grant
             self._skip(tick, "locked")
             return None
-        if self.spec.mode is Mode.LEADER and self._is_leader is not None and not self._is_leader():
-            # granted after the leadership ended (a slow claim): release it, the tick is lost
-            self.lock.finish(grant, "lost", error="leadership ended before the claim was answered")
-            self._skip(tick, "leadership-ended")
-            self.losses.lost(tick, "leadership-ended")
-            return None
+        if self.spec.mode is Mode.LEADER and self._is_leader is not None:
+            bind_to_leadership(grant, self._is_leader)
         return self._begin(tick, grant)
 
-    def _begin(self, tick: datetime, grant: Grant | None) -> _Attempt:
+    def _begin(self, tick: datetime, grant: Grant | None) -> _Attempt | None:
         if grant is not None and self.lock is not None:
+            if not self._startable(grant):
+                return None
+            self._running = grant
             self.lock.start_keepalive(grant)
-        return _Attempt(tick, grant, self._clock.monotonic())
+        return _Attempt(grant.tick if grant is not None else tick, grant, self._clock.monotonic())
+
+    def _startable(self, grant: Grant) -> bool:
+        """Whether the run of ``grant`` may start now: its lock still held within its budget
+        and, for a LEADER job, this replica leading (read on the monotonic clock after the slow
+        steps before the start). If not, the tick is released as ``lost``, at WARNING."""
+        if not grant.lost.is_set():
+            return True
+        assert self.lock is not None
+        leader = self.spec.mode is Mode.LEADER
+        why = "leadership ended before the run started" if leader else "lock budget spent"
+        self._log.warning("job.not_started", tick=grant.tick.isoformat(), why=why)
+        self.losses.lost(grant.tick, "leadership-ended" if leader else "lock-budget-spent")
+        self._running = None
+        final = self.lock.finish(grant, "lost", error=f"not started: {why}").outcome
+        self.stats.ran(final)
+        self._metrics.ran(self.group, self.spec.name, final, 0.0)
+        return False
+
+    def leadership_ended(self) -> None:
+        """This replica stopped leading: a LEADER run in progress reads ``ctx.lost`` at once
+        (a coroutine job is cancelled)."""
+        grant = self._running
+        if grant is not None and self.spec.mode is Mode.LEADER:
+            grant.mark_lost()
 
     def _context(self, attempt: _Attempt) -> JobContext:
         grant = attempt.grant
@@ -171,6 +209,7 @@ class TickRunner:
     def _finish(self, attempt: _Attempt, outcome: Outcome, error: str | None) -> str:
         seconds = self._clock.monotonic() - attempt.started
         final: str = outcome
+        self._running = None
         if attempt.grant is not None and self.lock is not None:
             final = self.lock.finish(attempt.grant, outcome, error=error).outcome
         elif outcome == "failed":
@@ -208,10 +247,19 @@ class TickRunner:
         attempt = self._claim(tick, catch_up=catch_up)
         if attempt is None:
             return None
+        outcome = self._run(attempt)
+        if attempt.tick != tick:
+            # this replica's earlier claim, applied after its write timed out, ran first
+            return self.run_tick(tick, catch_up=True)
+        return outcome
+
+    def _run(self, attempt: _Attempt) -> str | None:
+        if attempt.grant is not None and not self._startable(attempt.grant):
+            return None
         try:
             self.spec.call(self._context(attempt))
         except Exception as exc:
-            self._log.exception("job.raised", tick=tick.isoformat())
+            self._log.exception("job.raised", tick=attempt.tick.isoformat())
             return self._finish(attempt, "failed", f"{type(exc).__name__}: {exc}")
         return self._finish(attempt, "succeeded", None)
 
@@ -223,7 +271,20 @@ class TickRunner:
         attempt = await asyncio.to_thread(partial(self._claim, tick, catch_up=catch_up))
         if attempt is None:
             return None
+        outcome = await self._run_async(attempt)
+        if attempt.tick != tick:
+            # this replica's earlier claim, applied after its write timed out, ran first
+            return await self.run_tick_async(tick, catch_up=True)
+        return outcome
+
+    async def _run_async(self, attempt: _Attempt) -> str | None:
         grant = attempt.grant
+        # the hop back to the loop is a slow step too: check again right before the start
+        # (no await between this check and the call)
+        if grant is not None and grant.lost.is_set():
+            await asyncio.to_thread(self._startable, grant)
+            return None
+        tick = attempt.tick
         try:
             job = self.spec.call(self._context(attempt))
             await cancellable(job, None if grant is None else grant.lost_hooks)

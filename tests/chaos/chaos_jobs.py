@@ -11,8 +11,9 @@ An act is journalled at the instant ``before`` taken ahead of the check, and ski
 process was stopped between the check and the write (as chaos_elector.py does), so the journal
 holds only acts this process really did while it believed it held the lock or led.
 
-The k8slease log (the lock at debug level: its skips, with the tick) goes to ``--log``, each
-line prefixed by CLOCK_MONOTONIC. SIGTERM is Jobs' own: release, then the default action.
+The k8slease log (the lock and the runner at debug level: their skips, with the tick) goes to
+``--log``, each line prefixed by CLOCK_MONOTONIC. SIGTERM is Jobs' own: release, then the
+default action.
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ def main() -> int:
     root.addHandler(handler)
     root.setLevel(logging.INFO)
     logging.getLogger("k8slease.locks").setLevel(logging.DEBUG)
+    logging.getLogger("k8slease.jobs").setLevel(logging.DEBUG)  # every skip, with its tick
 
     journal: IO[str] = open(args.journal, "a", buffering=1)  # noqa: SIM115 (lives as long as we)
     write_lock = threading.Lock()

@@ -11,6 +11,7 @@ happened for a failing seed.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import heapq
 import itertools
@@ -159,6 +160,9 @@ class Faults:
     latency: float = 0.05  # the largest one-way delay
     loss: float = 0.0  # chance an answer is lost (the request was applied)
     errors: float = 0.0  # chance a request is answered 5xx without being applied
+    #: chance a request reaches the store only after its caller timed out (issue 26: the write
+    #: is applied after the caller gave up on it; the next read settles it)
+    late: float = 0.0
     partitioned: set[int] = field(default_factory=set)
     paused_until: dict[int, float] = field(default_factory=dict)
 
@@ -183,10 +187,12 @@ class Network:
         answer: Callable[[dict[str, Any] | None, TransportError | None], None],
         *,
         timeout: float | None = None,
+        late_ok: bool = False,
     ) -> None:
         """Run ``op`` on the store after a delay; ``answer`` gets the result or an error, at
         most ``timeout`` (default: the network's) after sending (a late or lost answer becomes
-        a timeout): the request's budget, as the caller set it."""
+        a timeout): the request's budget, as the caller set it. ``late_ok``: the request may
+        reach the store after the caller's timeout (``Faults.late``; the job Lease's writes)."""
         world, faults, rng = self.world, self.faults, self.world.rng
         sent = world.t
         deadline = sent + (self.timeout if timeout is None else max(MIN_BUDGET, timeout))
@@ -203,6 +209,16 @@ class Network:
             world.at(
                 sent + rng.uniform(0, faults.latency), lambda: answer(None, Unavailable("503"))
             )
+            return
+        if late_ok and faults.late and rng.random() < faults.late:
+            self.count("late-apply")
+            world.at(deadline, timed_out)
+
+            def apply_late() -> None:
+                with contextlib.suppress(TransportError):
+                    op(self.store)
+
+            world.at(deadline + rng.uniform(0, 2 * self.timeout), apply_late)
             return
         arrive = sent + rng.uniform(0, faults.latency)
 

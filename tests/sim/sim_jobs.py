@@ -39,11 +39,21 @@ from typing import Any
 from sim_core import T0, Clock, Network, World
 from sim_election import Replica
 
-from k8slease.errors import AlreadyExists, Conflict, NotFound, TransportError
+from k8slease.errors import AlreadyExists, Conflict, NotFound, TransportError, Unavailable
 from k8slease.jobs.claimorder import claim_delay, claim_rank
 from k8slease.jobs.lock import JobLock, _Judged
 from k8slease.jobs.lockcache import DEFAULT_CLAIM_SPREAD, DEFAULT_CLAIM_STEP, ClaimCache
 from k8slease.jobs.lockrules import Verdict, extend, release
+from k8slease.jobs.unsettled import (
+    Decision,
+    PendingClaim,
+    Settled,
+    adopt_or_release,
+    landed,
+    never_ran,
+    settle_claim,
+    still_pending,
+)
 from k8slease.lease.jobrecord import RunRecord, lease_with_job_state
 from k8slease.lease.observe import Observations
 from k8slease.lease.record import lease_with_record, new_lease
@@ -74,6 +84,12 @@ class Ledger:
         #: ticks run twice because a hand deletion erased the first claim (out of scope)
         self.across_deletion: list[str] = []
         self.violations: list[str] = []
+        #: replica name -> whether it is running (or releasing) the grant with this token: the
+        #: truth a ``held`` skip is checked against (issue 26: a skip for a holder that runs
+        #: nothing is silent unless the skipping replica reports it)
+        self.running: dict[str, Callable[[int], bool]] = {}
+        #: when (true time) the job Lease was deleted or edited by hand
+        self.hand_edits: list[float] = []
         #: what the claims did: from the view / read first, 409s, reads after one, grants
         self.claims: Counter[str] = Counter()
 
@@ -185,6 +201,13 @@ class JobReplica(Replica):
         self.lock._report_suspect = lambda *args: None  # type: ignore[method-assign]
         self.busy = False
         self.waiting: _Waiting | None = None
+        #: the grant being run or released (for the checks: see ``Ledger.running``)
+        self.current: _Run | None = None
+        ledger.running[self.me] = self._runs
+        #: a claim write whose answer did not arrive (JobLock._pending), with (tick index,
+        #: the event number it was sent at, whether it was a create)
+        self.pending: PendingClaim | None = None
+        self.pending_meta: tuple[int, int, bool] = (0, 0, False)
         self.seen_at: dict[int, int] = {}  # resourceVersion -> event number first seen
         # the informer: the stream its watch events belong to (0: none), events held back
         # until the list that opened the stream is processed, the last delivery time
@@ -225,6 +248,157 @@ class JobReplica(Replica):
             self._fate(k, "dropped")
             return
         self.busy = True
+        if self.pending is not None or self.lock._unwritten is not None:
+            self._settle(k, self._viewed() if self.cache.usable() else None, read=False)
+            return
+        self._claim(k)
+
+    def _runs(self, token: int) -> bool:
+        """Whether this replica runs the grant with ``token``, or is releasing it: its release
+        is in flight or kept (no answer; retried, and said at WARNING)."""
+        run = self.current
+        kept = self.lock._unwritten
+        if kept is not None and kept.fencing_token == token:
+            return True
+        return run is not None and run.view.fencing_token == token
+
+    # -- settling (JobLock's ``settle``, issue 26) ---------------------------------------------
+
+    def _settle(self, k: int, view: LeaseView | None, *, read: bool) -> None:
+        """``k8slease.jobs.settle.settle``: settle the unanswered claim on the view (or a read
+        when the view cannot tell), run it or release it, write a kept record; then claim."""
+        pending = self.pending
+        if not read and (
+            not self.cache.usable()
+            or (pending is not None and settle_claim(pending, view, me=self.me) is Settled.OPEN)
+        ):
+            self.net.request(
+                self.index,
+                _read,
+                lambda r, e: self.later(self.world.t, lambda: self._settle_read(k, r, e)),
+            )
+            return
+        if pending is not None:
+            settled = settle_claim(pending, view, me=self.me)
+            if settled is Settled.REFUSED:
+                self.pending = None
+            elif settled is Settled.APPLIED:
+                assert view is not None
+                self.pending = None
+                pending = landed(pending, view)
+                _, sent_event, created = self.pending_meta
+                pk = int((pending.tick - T0).total_seconds() // self.period)
+                adoption = adopt_or_release(
+                    pending,
+                    now=self.clock.wall(self.world.t),
+                    mono=self.mono(),
+                    grace=self.period,
+                    lock_at_most_for=self.at_most,
+                )
+                self.world.log(
+                    f"r{self.index} finds its claim of tick {pk} applied: "
+                    f"{adoption.decision.value} ({adoption.why})"
+                )
+                # its warning names the span the others skipped for it, unaware (held_from,
+                # held_until): every tick after the claimed one up to now
+                for kk in range(pk + 1, k + 1):
+                    self._fate(kk, "held-late-claim")
+                if adoption.decision is Decision.RUN:
+                    self.ledger.claims["late-claim-run"] += 1
+                    self._fate(k, "adopted")  # runs the earlier tick (WARNING)
+                    self._granted(pk, view.body, pending.sent_mono, None, created, sent_event)
+                    return
+                self.ledger.claims["late-claim-released"] += 1
+                self.lock._unwritten = never_ran(
+                    pending, me=self.me, now=self.clock.wall(self.world.t), why=adoption.why
+                )
+        kept = self.lock._unwritten
+        if (
+            kept is not None
+            and view is not None
+            and view.record.held
+            and view.record.holder == self.me
+            and view.fencing_token == kept.fencing_token
+        ):
+            self._write_kept(k, view)
+            return
+        self._claim(k)
+
+    def _settle_read(
+        self, k: int, lease: dict[str, Any] | None, error: TransportError | None
+    ) -> None:
+        if error is not None and not isinstance(error, NotFound):
+            self._skip(k, "unavailable")
+            return
+        self.see(lease)
+        self._settle(k, None if lease is None else LeaseView.decode(lease), read=True)
+
+    def _write_kept(self, k: int, view: LeaseView, *, again: bool = True) -> None:
+        """``settle._write_kept_release``: release with the kept run record, then claim."""
+        kept = self.lock._unwritten
+        assert kept is not None
+        record, state = release(
+            view.record,
+            view.job,
+            kept,
+            ran_for=float("inf"),
+            lock_at_least_for=0,
+            now=self.clock.wall(self.world.t),
+        )
+        body = lease_with_job_state(lease_with_record(view.body, record), state)
+
+        def answer(lease: dict[str, Any] | None, error: TransportError | None) -> None:
+            if error is None and lease is not None:
+                self._recorded(kept)
+                self.see(lease)
+            if isinstance(error, Unavailable):
+                self._skip(k, "unavailable")
+                return
+            if isinstance(error, Conflict) and again:
+                # the view was stale (an own write landed late): read, settle again once
+                self.net.request(
+                    self.index,
+                    _read,
+                    lambda r, e: self.later(self.world.t, lambda: self._kept_read(k, r, e)),
+                )
+                return
+            self._claim(k)
+
+        self.net.request(
+            self.index,
+            lambda s: s.replace(JOB_LEASE, body),
+            lambda r, e: self.later(self.world.t, lambda: answer(r, e)),
+            late_ok=True,
+        )
+
+    def _kept_read(
+        self, k: int, lease: dict[str, Any] | None, error: TransportError | None
+    ) -> None:
+        if error is not None and not isinstance(error, NotFound):
+            self._skip(k, "unavailable")
+            return
+        self.see(lease)
+        view = None if lease is None else LeaseView.decode(lease)
+        kept = self.lock._unwritten
+        if (
+            kept is not None
+            and view is not None
+            and view.record.held
+            and view.record.holder == self.me
+            and view.fencing_token == kept.fencing_token
+        ):
+            self._write_kept(k, view, again=False)
+            return
+        self._claim(k)
+
+    def _recorded(self, run: RunRecord) -> None:
+        """A kept run record was written (by a release or carried by a claim)."""
+        if self.lock._unwritten is run:
+            self.lock._unwritten = None
+        if run.outcome == "lost":
+            self.ledger.lost_recorded.add(int((run.tick - T0).total_seconds() // self.period))
+
+    def _claim(self, k: int) -> None:
         if self.claim_path != "read-first" and self.cache.usable():
             self._claim_ordered(k)
         else:
@@ -263,6 +437,21 @@ class JobReplica(Replica):
         )
         return judged
 
+    def _why(self, judged: _Judged) -> str:
+        """The fate of a refused claim. A ``held`` skip is reported (WARNING) when the lock
+        reports a silent holder; else it is a quiet (DEBUG) skip, which the checks accept only
+        when the holder really is running (or releasing) that grant."""
+        verdict = judged.claim.verdict
+        if verdict is not Verdict.HELD:
+            return verdict.value
+        if judged.silent is not None:
+            return "held-silent"
+        record = judged.record
+        running = None if record is None else self.ledger.running.get(record.holder)
+        if record is not None and running is not None and running(record.fencing_token):
+            return "held"
+        return "held-quiet"
+
     def _viewed(self) -> LeaseView | None:
         observation = self.observations.current(JOB_LEASE).observation
         return None if observation is None else observation.view
@@ -291,8 +480,17 @@ class JobReplica(Replica):
         if judged.claim.verdict is not Verdict.ALREADY_CLAIMED and remaining > 0:
             return True
         self.waiting = None
+        pending = self.pending
+        if (
+            judged.claim.verdict is Verdict.HELD
+            and pending is not None
+            and settle_claim(pending, lease, me=self.me) is Settled.APPLIED
+        ):
+            # JobLock._try_acquire: its own claim landed while it judged: settle it now
+            self._settle(waiting.k, lease, read=True)
+            return False
         if judged.claim.verdict is not Verdict.GRANT:
-            self._skip(waiting.k, judged.claim.verdict.value)
+            self._skip(waiting.k, self._why(judged))
         else:
             self._write_claim(waiting.k, lease, judged, on_lost_race=self._read_after_409)
         return False
@@ -318,7 +516,15 @@ class JobReplica(Replica):
         if judged.claim.verdict is not Verdict.GRANT:
             # after a lost write the lock returns LOST_RACE, having logged why it skips: the
             # fate is that reason (held: waited out; already-claimed: someone won)
-            self._skip(k, judged.claim.verdict.value)
+            pending = self.pending
+            if (
+                judged.claim.verdict is Verdict.HELD
+                and pending is not None
+                and settle_claim(pending, view, me=self.me) is Settled.APPLIED
+            ):
+                self._settle(k, view, read=True)  # its own claim landed: settle it now
+                return
+            self._skip(k, self._why(judged))
             return
         self._write_claim(
             k,
@@ -356,6 +562,7 @@ class JobReplica(Replica):
             written = lease_with_job_state(body, state)
             op = lambda s: _overwrite(s, written)  # noqa: E731
         sent = self.mono()
+        sent_wall = self.clock.wall(self.world.t)
         sent_event = self.world.events
         lost_tick = claim.lost_tick
         token = claim.record.fencing_token
@@ -367,14 +574,34 @@ class JobReplica(Replica):
                 self.ledger.claims["409"] += 1
                 on_lost_race(k)
             elif error is not None or result is None:
+                if isinstance(error, Unavailable):  # JobLock._write_claim: settled later
+                    earlier = self.pending
+                    self.pending = still_pending(
+                        earlier,
+                        PendingClaim(
+                            tick=self._tick(k),
+                            fencing_token=token,
+                            resource_version="" if lease is None else lease.resource_version,
+                            sent_mono=sent,
+                            sent_wall=sent_wall,
+                        ),
+                    )
+                    if earlier is None:
+                        self.pending_meta = (k, sent_event, created)
                 self._skip(k, "unavailable")
             else:
+                self.pending = None
+                if judged.carried is not None:
+                    self._recorded(judged.carried)
                 self.lock._highest_token = max(self.lock._highest_token, token)
                 self.ledger.claims["granted-after-409" if after_409 else "granted"] += 1
                 self._granted(k, result, sent, lost_tick, created, sent_event)
 
         self.net.request(
-            self.index, op, lambda r, e: self.later(self.world.t, lambda: answer(r, e))
+            self.index,
+            op,
+            lambda r, e: self.later(self.world.t, lambda: answer(r, e)),
+            late_ok=True,
         )
 
     def _granted(
@@ -399,6 +626,7 @@ class JobReplica(Replica):
         self.ledger.granted(k, self.index, view.fencing_token, rv, created, saw)
         self.world.log(f"r{self.index} runs tick {k} token {view.fencing_token}")
         run = _Run(k=k, view=view, last_ok=sent, started=self.world.t)
+        self.current = run
         end = self.world.t + self.world.rng.uniform(*self.run_time)
         self._keepalive(run)
         self.later(end, lambda: self._finish(run))
@@ -464,6 +692,7 @@ class JobReplica(Replica):
             self.index,
             lambda s: s.replace(JOB_LEASE, body),
             lambda r, e: self.later(self.world.t, lambda: answer(r, e)),
+            late_ok=True,
         )
 
     def _fresh_if_still_mine(self, run: _Run, then: Callable[[LeaseView | None], None]) -> None:
@@ -512,8 +741,11 @@ class JobReplica(Replica):
                     self.see(lease)
                 if isinstance(error, Conflict) and first:
                     self._fresh_if_still_mine(
-                        run, lambda fresh: attempt(fresh, False) if fresh else self._idle()
+                        run, lambda fresh: attempt(fresh, False) if fresh else self._kept(record)
                     )
+                    return
+                if error is not None:
+                    self._kept(record)  # JobLock.finish: the record is kept (issue 26)
                     return
                 self._idle()
 
@@ -521,12 +753,18 @@ class JobReplica(Replica):
                 self.index,
                 lambda s: s.replace(JOB_LEASE, body),
                 lambda r, e: self.later(self.world.t, lambda: answer(r, e)),
+                late_ok=True,
             )
 
         attempt(run.view, True)
 
+    def _kept(self, record: RunRecord) -> None:
+        self.lock._unwritten = record
+        self._idle()
+
     def _idle(self) -> None:
         self.busy = False
+        self.current = None
 
     # -- the informer ------------------------------------------------------------------------
 

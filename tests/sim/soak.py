@@ -18,9 +18,9 @@ from sim_report import Coverage, replay_text
 from sim_run import Outcome, simulate
 
 
-def _run(job: tuple[int, float, int]) -> Outcome:
-    seed, seconds, replicas = job
-    out = simulate(seed, seconds=seconds, replicas=replicas)
+def _run(job: tuple[int, float, int, bool]) -> Outcome:
+    seed, seconds, replicas, late = job
+    out = simulate(seed, seconds=seconds, replicas=replicas, late_applies=late)
     if not out.violations:
         out.trace = []  # only a failing seed's trace is worth sending back
     return out
@@ -33,16 +33,26 @@ def main() -> int:
     parser.add_argument("--first-seed", type=int, default=1000)
     parser.add_argument("--replicas", type=int, default=3)
     parser.add_argument("--jobs", type=int, default=1, help="processes (at most 2 is polite)")
+    parser.add_argument(
+        "--late-applies",
+        action="store_true",
+        help="job Lease writes may be applied after their caller timed out (issue 26)",
+    )
     parser.add_argument("--replay", type=int, default=None, help="run this seed, print its trace")
     args = parser.parse_args()
     if args.replay is not None:
-        out = simulate(args.replay, seconds=args.seconds_per_seed, replicas=args.replicas)
+        out = simulate(
+            args.replay,
+            seconds=args.seconds_per_seed,
+            replicas=args.replicas,
+            late_applies=args.late_applies,
+        )
         print("\n".join(out.trace))
         print(out.violations or "no violation")
         return 1 if out.violations else 0
     seeds = max(1, -int(-args.seconds // args.seconds_per_seed))
     jobs = [
-        (seed, args.seconds_per_seed, args.replicas)
+        (seed, args.seconds_per_seed, args.replicas, args.late_applies)
         for seed in range(args.first_seed, args.first_seed + seeds)
     ]
     coverage = Coverage()

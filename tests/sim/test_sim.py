@@ -114,3 +114,37 @@ def test_the_simulation_finds_a_double_tick_when_the_claimed_tick_is_ignored(
     monkeypatch.setattr(lock, "judge_claim", blind)
     found = [simulate(seed, seconds=SECONDS).violations for seed in range(3)]
     assert any(any("ran twice" in v for v in violations) for violations in found)
+
+
+@pytest.mark.timeout(300)
+def test_writes_applied_after_their_timeout_skip_no_tick_silently() -> None:
+    """Issue 26: job Lease writes that reach the store after their caller timed out. The next
+    look settles each one: a claim found applied is run (within its grace) or released with the
+    tick recorded lost; a finished run's record is kept and written later; replicas skipping a
+    silent holder report it. No tick may be lost without a report, and no tick run twice."""
+    coverage = Coverage()
+    for seed in SEEDS:
+        out = simulate(seed, seconds=SECONDS, late_applies=True)
+        assert not out.violations, replay_text(out, SECONDS)
+        coverage.add(out)
+    print(coverage.render())
+    assert coverage.faults["late-apply"] > 0
+    assert coverage.claims["late-claim-run"] > 0 and coverage.claims["late-claim-released"] > 0
+
+
+@pytest.mark.timeout(300)
+def test_the_simulation_finds_silent_skips_when_late_claims_are_not_settled(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The lock before issue 26: a claim whose answer did not arrive is forgotten (the replica
+    skips its own Lease as "held by" itself) and nobody reports a silent holder. Some seed must
+    report a tick not run and not reported."""
+    import sim_jobs
+
+    import k8slease.jobs.lock as lock
+    from k8slease.jobs.unsettled import Settled
+
+    monkeypatch.setattr(sim_jobs, "settle_claim", lambda *args, **kwargs: Settled.REFUSED)
+    monkeypatch.setattr(lock, "silent_holder", lambda *args, **kwargs: False)
+    found = [simulate(seed, seconds=SECONDS, late_applies=True) for seed in range(6)]
+    assert any(any("not reported" in v for v in out.violations) for out in found)

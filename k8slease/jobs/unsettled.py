@@ -1,0 +1,238 @@
+"""Writes whose answer never arrived, and the run records they carried: pure rules (issue 26).
+
+A request that times out (or whose connection is reset, or that gets a 5xx) may still be applied
+by the API server: kube-apiserver and etcd finish what they had started. A job lock write whose
+answer did not arrive is therefore *indeterminate*, neither won nor lost, and the next look at
+the Lease settles it:
+
+* :func:`settle_claim`: a claim write is **applied** when the Lease names this replica with the
+  claim's fencing token (its claimed tick says which of this replica's unanswered claims with
+  that token landed: :func:`still_pending` keeps one per token, from the earliest send); it
+  is **refused** when the Lease has moved on to anything
+  else (a different ``resourceVersion`` than the one the write was conditioned on, or, for a
+  create, a Lease that exists): a conditional write can never apply after that; it stays
+  **open** while the Lease is exactly as it was (the write may still land).
+* :func:`adopt_or_release`: an applied claim is run when its tick is still within the job's
+  grace and the grant's keep-alive budget has not run out (nobody else can have run the tick: it
+  is claimed by this replica's token, and a tick is never claimed twice); otherwise the lock is
+  given back at once, with the tick recorded ``lost`` (it was claimed and never run).
+* :func:`merge_run`: a run record whose release could not be written is kept and carried by the
+  next write this replica makes to the Lease; it is merged into what the Lease says so that a
+  finished run is recorded with its real outcome, also when another replica has meanwhile taken
+  the lock over and recorded the tick ``lost``.
+* :func:`silent_holder`: a lock whose claimed tick has not finished and whose holder has not
+  renewed it for longer than a keep-alive (plus a request timeout) has a silent holder: other
+  replicas report every tick they skip for it (the holder crashed, stalled, or does not know
+  it holds the lock because its claim was applied after it gave up).
+
+Every function takes what was read and the times (passed in, never read), so the rules are
+tested with a fake clock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import datetime
+from enum import Enum
+
+from k8slease.lease.jobrecord import JobState, RunRecord
+from k8slease.lease.record import LeaseRecord
+from k8slease.lease.view import LeaseView
+
+
+class Settled(Enum):
+    """What the Lease says of a write whose answer did not arrive."""
+
+    APPLIED = "applied"
+    REFUSED = "refused"
+    OPEN = "open"
+
+
+@dataclass(frozen=True, slots=True)
+class PendingClaim:
+    """A claim write of this replica whose answer did not arrive.
+
+    ``resource_version`` is the version the write was conditioned on (``""`` for a create);
+    ``sent_mono`` when it was sent, on this replica's monotonic clock: the grant's keep-alive
+    budget runs from there, as for any grant; ``body`` the Lease as written (for a grant view).
+    """
+
+    tick: datetime
+    fencing_token: int
+    resource_version: str
+    sent_mono: float
+    sent_wall: datetime
+    #: the tokens of this replica's earlier unanswered claims (see :func:`still_pending`)
+    earlier_tokens: frozenset[int] = frozenset()
+
+    def names(self, lease: LeaseView, me: str) -> bool:
+        """Whether ``lease`` is one of these claims, applied."""
+        token = lease.record.fencing_token
+        return lease.record.holder == me and (
+            token == self.fencing_token or token in self.earlier_tokens
+        )
+
+
+def settle_claim(pending: PendingClaim, lease: LeaseView | None, *, me: str) -> Settled:
+    """Whether ``pending`` was applied, judged on ``lease`` as read or seen after it."""
+    if lease is None:
+        # absent: a create may still land; a replace of a Lease since deleted never will
+        return Settled.OPEN if not pending.resource_version else Settled.REFUSED
+    if pending.names(lease, me):
+        return Settled.APPLIED
+    if pending.resource_version and lease.resource_version == pending.resource_version:
+        return Settled.OPEN
+    return Settled.REFUSED
+
+
+def still_pending(earlier: PendingClaim | None, new: PendingClaim) -> PendingClaim:
+    """The claims to settle after ``new`` got no answer either. Any of them may still land
+    (an earlier one only while the Lease is at the version ``new`` was judged on too, so at most
+    one lands); which one, the Lease's holder, token and claimed tick will say. The earliest send
+    is kept: a grant's keep-alive budget runs from the send of the write that was applied, and
+    that may be the earlier one (never count it as later)."""
+    if earlier is None:
+        return new
+    return replace(
+        new,
+        sent_mono=min(earlier.sent_mono, new.sent_mono),
+        sent_wall=min(earlier.sent_wall, new.sent_wall),
+        earlier_tokens=earlier.earlier_tokens | {earlier.fencing_token} | new.earlier_tokens,
+    )
+
+
+def landed(pending: PendingClaim, lease: LeaseView) -> PendingClaim:
+    """``pending`` as applied on ``lease``: the tick and token are the ones the Lease says."""
+    claimed = lease.job.claimed_tick
+    return replace(
+        pending,
+        tick=pending.tick if claimed is None else claimed,
+        fencing_token=lease.fencing_token,
+    )
+
+
+class Decision(Enum):
+    """What a replica does with its own claim found applied after it gave up on it."""
+
+    RUN = "run"
+    RELEASE = "release"
+
+
+@dataclass(frozen=True, slots=True)
+class Adoption:
+    """The decision on an applied claim, and why (logged at WARNING)."""
+
+    decision: Decision
+    why: str
+
+
+def adopt_or_release(
+    pending: PendingClaim,
+    *,
+    now: datetime,
+    mono: float,
+    grace: float,
+    lock_at_most_for: float,
+) -> Adoption:
+    """Run the tick of an applied claim, or give the lock back at once.
+
+    Run only when both hold: the tick is still within ``grace`` of its time on the wall clock
+    (the promise a late tick gets anyway), and less than two thirds of ``lock_at_most_for`` has
+    passed since the write was sent on the monotonic clock (the budget every grant has before
+    ``ctx.lost``: past it, other replicas may soon take the lock over, and the run would start
+    already lost). Nobody else can have run the tick: it is claimed with this replica's token.
+    """
+    late = (now - pending.tick).total_seconds()
+    spent = mono - pending.sent_mono
+    budget = lock_at_most_for * 2 / 3
+    if late > grace:
+        return Adoption(Decision.RELEASE, f"tick is {late:.1f}s late, past its grace {grace:g}s")
+    if spent >= budget:
+        return Adoption(
+            Decision.RELEASE,
+            f"claim sent {spent:.1f}s ago, past the keep-alive budget {budget:g}s",
+        )
+    return Adoption(Decision.RUN, f"tick is {late:.1f}s late, within its grace {grace:g}s")
+
+
+def never_ran(pending: PendingClaim, *, me: str, now: datetime, why: str) -> RunRecord:
+    """The run record of a tick this replica claimed (indeterminately) and will not run."""
+    return RunRecord(
+        holder=me,
+        tick=pending.tick,
+        started=pending.sent_wall,
+        finished=now,
+        outcome="lost",
+        fencing_token=pending.fencing_token,
+        error=f"not run: its claim was applied after the write timed out ({why})",
+    )
+
+
+def merge_run(state: JobState, run: RunRecord, *, lease_token: int) -> JobState | None:
+    """``state`` (of a Lease whose fencing token is ``lease_token``) with ``run`` recorded, or
+    ``None`` when there is nothing to write.
+
+    * the Lease already records ``run`` (an indeterminate release that was applied), or this
+      replica's own record of that tick: nothing;
+    * the Lease records the same tick and token as ``lost`` (another replica took the lock over
+      while this replica could not write, and recorded the run it could not see finish): the
+      record is corrected, one ``lost`` turned into ``run``'s outcome;
+    * the lock was granted again since (``lease_token`` above ``run``'s): whoever took it over
+      found ``run``'s tick unfinished and counted it ``lost``; a ``lost`` run adds nothing, any
+      other outcome turns one ``lost`` into it (the newer last run is kept);
+    * else (the Lease still at ``run``'s grant): ``run`` becomes the last run if it is newer,
+      its outcome is counted, a completing outcome moves the completed tick on.
+    """
+    last = state.last_run
+    counts = dict(state.counts)
+    if last is not None and last.tick == run.tick and last.fencing_token == run.fencing_token:
+        if last.outcome == run.outcome or last.outcome != "lost":
+            return None  # already there, or the holder's own record: the real one
+        return _corrected(state, run, counts, newest=run)
+    if lease_token > run.fencing_token:
+        if run.outcome == "lost":
+            return None
+        newest = run if last is None or last.tick < run.tick else last
+        return _corrected(state, run, counts, newest=newest)
+    counts[run.outcome] = counts.get(run.outcome, 0) + 1
+    newest = run if last is None or last.tick < run.tick else last
+    return replace(state, last_run=newest, counts=counts, completed_tick=_completed(state, run))
+
+
+def _corrected(
+    state: JobState, run: RunRecord, counts: dict[str, int], *, newest: RunRecord
+) -> JobState:
+    """One ``lost`` (counted by a takeover for ``run``'s tick) turned into ``run``'s outcome."""
+    counts["lost"] = max(0, counts.get("lost", 0) - 1)
+    counts[run.outcome] = counts.get(run.outcome, 0) + 1
+    return replace(state, last_run=newest, counts=counts, completed_tick=_completed(state, run))
+
+
+def _completed(state: JobState, run: RunRecord) -> datetime | None:
+    completed = state.completed_tick
+    if run.outcome in ("succeeded", "failed") and (completed is None or run.tick > completed):
+        return run.tick
+    return completed
+
+
+def silent_holder(
+    record: LeaseRecord,
+    state: JobState,
+    *,
+    me: str,
+    unchanged_for: float,
+    keepalive_interval: float,
+    request_timeout: float,
+) -> bool:
+    """Whether a held lock's holder has gone silent mid-run: its claimed tick has no run
+    recorded, and the Lease has not changed for longer than one keep-alive interval plus one
+    request timeout (a live holder would have extended it by then). A lock kept idle by
+    ``lock_at_least_for`` records its run, so it is not silent."""
+    if not record.held or record.holder == me or record.malformed:
+        return False
+    claimed = state.claimed_tick
+    if claimed is None:
+        return False
+    if state.last_run is not None and state.last_run.tick >= claimed:
+        return False
+    return unchanged_for > keepalive_interval + request_timeout

@@ -1,0 +1,456 @@
+"""Lock writes whose answer did not arrive (issue 26): the next look at the Lease settles them.
+
+A fake store applies conditional writes like kube-apiserver and can lose an answer: the write
+is applied (now, or later) and the caller gets ``Unavailable`` as on a timeout.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from datetime import datetime, timedelta
+from typing import Any
+
+import pytest
+from fakeclock import FakeClock
+
+from k8slease.errors import AlreadyExists, Conflict, NotFound, Unavailable
+from k8slease.jobs.lock import Grant, JobLock
+from k8slease.jobs.lockcache import ClaimCache
+from k8slease.jobs.lockrules import Verdict
+from k8slease.lease.observe import Observations
+from k8slease.lease.view import LeaseView
+
+NAME = "g.job"
+
+
+class Store:
+    """One job Lease with resourceVersions; ``lose`` loses the answers of the next writes
+    (``"applied"``: applied then lost; ``"down"``: not applied; ``"later"``: applied when
+    :meth:`land` is called)."""
+
+    namespace = "default"
+    request_timeout = 5.0
+
+    def __init__(self) -> None:
+        self.lease: dict[str, Any] | None = None
+        self.rv = 0
+        self.lose: list[str] = []
+        self.down = False
+        self.late: list[dict[str, Any]] = []
+        self.writes = 0
+
+    def _store(self, body: dict[str, Any]) -> dict[str, Any]:
+        self.rv += 1
+        stored = copy.deepcopy(body)
+        stored["metadata"]["resourceVersion"] = str(self.rv)
+        stored["metadata"].setdefault("uid", "u1")
+        self.lease = stored
+        self.writes += 1
+        return copy.deepcopy(stored)
+
+    def get(self, name: str) -> dict[str, Any]:
+        if self.down:
+            raise Unavailable("timed out", status=None)
+        if self.lease is None:
+            raise NotFound("not found", status=404)
+        return copy.deepcopy(self.lease)
+
+    def _write(self, body: dict[str, Any], check: Any) -> dict[str, Any]:
+        if self.down:
+            raise Unavailable("timed out", status=None)
+        mode = self.lose.pop(0) if self.lose else ""
+        if mode == "down":
+            raise Unavailable("timed out", status=None)
+        if mode == "later":
+            self.late.append(body)
+            raise Unavailable("timed out", status=None)
+        check(body)
+        written = self._store(body)
+        if mode == "applied":
+            raise Unavailable("connection reset", status=None)
+        return written
+
+    def _check_create(self, body: dict[str, Any]) -> None:
+        if self.lease is not None:
+            raise AlreadyExists("exists", status=409, reason="AlreadyExists")
+
+    def _check_replace(self, body: dict[str, Any]) -> None:
+        if self.lease is None:
+            raise NotFound("gone", status=404)
+        if body["metadata"].get("resourceVersion") != self.lease["metadata"]["resourceVersion"]:
+            raise Conflict("conflict", status=409, reason="Conflict")
+
+    def create(self, body: dict[str, Any]) -> dict[str, Any]:
+        return self._write(body, self._check_create)
+
+    def replace(self, name: str, body: dict[str, Any]) -> dict[str, Any]:
+        return self._write(body, self._check_replace)
+
+    def land(self) -> None:
+        """Apply the writes whose answers were lost, as the server resuming would."""
+        for body in self.late:
+            if "resourceVersion" in body["metadata"]:
+                self._check_replace(body)
+            else:
+                self._check_create(body)
+            self._store(body)
+        self.late.clear()
+
+    def view(self) -> LeaseView:
+        assert self.lease is not None
+        return LeaseView.decode(self.lease)
+
+
+def _lock(
+    store: Store, clock: FakeClock, me: str = "r0", *, at_most: float = 600, grace: float = 300
+) -> JobLock:
+    return JobLock(
+        store,  # type: ignore[arg-type]
+        group="g",
+        job="job",
+        identity=me,
+        lock_at_most_for=at_most,
+        clock=clock,
+        grace=grace,
+    )
+
+
+def _tick(clock: FakeClock, after: float = 0.0) -> datetime:
+    return clock.now() + timedelta(seconds=after)
+
+
+def _events(caplog: pytest.LogCaptureFixture, level: int = logging.WARNING) -> list[str]:
+    return [
+        getattr(r, "k8slease_event", r.getMessage())
+        for r in caplog.records
+        if r.levelno >= level and r.name.startswith("k8slease")
+    ]
+
+
+def test_a_claim_applied_after_its_timeout_is_run_within_its_grace(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The claim of T1 is applied but its answer lost; 15 s later (the server back) the next
+    tick's claim finds the Lease naming this replica: T1 is still within its grace and the
+    budget, so it runs T1 (said at WARNING), not skip as "held by r0" until the lock ends."""
+    clock, store = FakeClock(), Store()
+    lock = _lock(store, clock)
+    t1 = _tick(clock)
+    store.lose = ["applied"]
+    with pytest.raises(Unavailable):
+        lock.try_acquire(t1)
+    assert store.view().record.holder == "r0"  # applied: the Lease names r0
+    clock.advance(15)
+
+    with caplog.at_level(logging.WARNING, logger="k8slease"):
+        grant = lock.try_acquire(_tick(clock))
+
+    assert isinstance(grant, Grant), f"skipped with {grant}"
+    assert grant.tick == t1 and grant.fencing_token == store.view().fencing_token
+    assert not grant.lost.is_set()
+    assert "lock.claim_applied_late" in _events(caplog)
+    lock.finish(grant, "succeeded")
+    assert store.view().job.last_run is not None
+    assert store.view().job.last_run.outcome == "succeeded"
+
+
+def test_a_claim_applied_past_its_grace_is_released_at_once_and_the_next_tick_runs(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Past its grace the late-applied claim is not run: the tick is recorded lost (reported at
+    WARNING) in the same write that claims the next tick, which runs at once."""
+    clock, store = FakeClock(), Store()
+    lock = _lock(store, clock, grace=10)
+    t1 = _tick(clock)
+    store.lose = ["applied"]
+    with pytest.raises(Unavailable):
+        lock.try_acquire(t1)
+    clock.advance(15)
+    t2 = _tick(clock)
+
+    with caplog.at_level(logging.WARNING, logger="k8slease"):
+        grant = lock.try_acquire(t2)
+
+    assert isinstance(grant, Grant) and grant.tick == t2, f"skipped with {grant}"
+    job = store.view().job
+    assert job.claimed_tick == t2
+    assert job.last_run is not None and job.last_run.tick == t1
+    assert job.last_run.outcome == "lost" and job.last_run.holder == "r0"
+    assert job.count("lost") == 1
+    assert {"lock.claim_applied_late", "lock.tick_lost"} <= set(_events(caplog))
+
+
+def test_a_claim_applied_past_the_keepalive_budget_is_not_run() -> None:
+    """Within its grace but past 2/3 of lock_at_most_for since it was sent: another replica may
+    take the lock over soon, so the run would start already lost: released, the next tick runs."""
+    clock, store = FakeClock(), Store()
+    lock = _lock(store, clock, at_most=30, grace=300)
+    t1 = _tick(clock)
+    store.lose = ["applied"]
+    with pytest.raises(Unavailable):
+        lock.try_acquire(t1)
+    clock.advance(21)
+    t2 = _tick(clock)
+
+    grant = lock.try_acquire(t2)
+
+    assert isinstance(grant, Grant) and grant.tick == t2
+    assert store.view().job.last_run is not None
+    assert store.view().job.last_run.tick == t1
+
+
+def test_a_claim_still_in_flight_is_settled_when_it_lands() -> None:
+    """The claim's answer is lost and the write not yet applied: the next read sees the Lease
+    unchanged (open), the replica does not run; the write then lands, and the next look runs it."""
+    clock, store = FakeClock(), Store()
+    lock = _lock(store, clock)
+    t1 = _tick(clock)
+    store.lose = ["later"]
+    with pytest.raises(Unavailable):
+        lock.try_acquire(t1)
+    clock.advance(5)
+    store.land()
+    clock.advance(5)
+
+    grant = lock.try_acquire(_tick(clock))
+
+    assert isinstance(grant, Grant) and grant.tick == t1
+
+
+def test_a_claim_that_was_not_applied_is_settled_as_refused() -> None:
+    """Server down: the claim never lands; the next tick is claimed normally, token one up."""
+    clock, store = FakeClock(), Store()
+    lock = _lock(store, clock)
+    first = lock.try_acquire(_tick(clock))
+    assert isinstance(first, Grant)
+    lock.finish(first, "succeeded")
+    store.lose = ["down"]
+    with pytest.raises(Unavailable):
+        lock.try_acquire(_tick(clock, 10))
+    clock.advance(20)
+    t3 = _tick(clock)
+
+    grant = lock.try_acquire(t3)
+
+    assert isinstance(grant, Grant) and grant.tick == t3
+    assert store.view().job.count("lost") == 0
+
+
+def test_other_replicas_report_each_tick_skipped_for_a_silent_holder(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """r0's claim was applied after r0 gave up (and r0 fires no more ticks): r1 skips while the
+    lock runs out, each skip at WARNING once the holder has been silent past a keep-alive."""
+    clock, store = FakeClock(), Store()
+    r0, r1 = _lock(store, clock, "r0", at_most=30), _lock(store, clock, "r1", at_most=30)
+    store.lose = ["applied"]
+    with pytest.raises(Unavailable):
+        r0.try_acquire(_tick(clock))
+    clock.advance(2)
+    with caplog.at_level(logging.DEBUG, logger="k8slease"):
+        assert r1.try_acquire(_tick(clock)) is Verdict.HELD  # just seen: not silent yet
+    assert "lock.skipped_silent_holder" not in _events(caplog)
+    caplog.clear()
+    clock.advance(16)  # past one keep-alive (10 s) + a request timeout (5 s), unchanged
+
+    with caplog.at_level(logging.WARNING, logger="k8slease"):
+        assert r1.try_acquire(_tick(clock)) is Verdict.HELD
+        clock.advance(2)
+        assert r1.try_acquire(_tick(clock)) is Verdict.HELD
+
+    assert _events(caplog).count("lock.skipped_silent_holder") == 2
+
+
+def test_a_lock_kept_idle_by_lock_at_least_for_is_not_silent(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    clock, store = FakeClock(), Store()
+    r0 = JobLock(
+        store,  # type: ignore[arg-type]
+        group="g",
+        job="job",
+        identity="r0",
+        lock_at_most_for=60,
+        lock_at_least_for=60,
+        clock=clock,
+    )
+    r1 = _lock(store, clock, "r1", at_most=60)
+    grant = r0.try_acquire(_tick(clock))
+    assert isinstance(grant, Grant)
+    r0.finish(grant, "succeeded")
+    r1.try_acquire(_tick(clock, 1))
+    clock.advance(40)
+    with caplog.at_level(logging.WARNING, logger="k8slease"):
+        assert r1.try_acquire(_tick(clock)) is Verdict.HELD
+    assert "lock.skipped_silent_holder" not in _events(caplog)
+
+
+def test_a_finished_run_whose_release_was_not_answered_is_written_by_the_next_write() -> None:
+    """The run succeeded; its release got no answer (not applied). The record is kept and the
+    next claim writes it first: the Lease records the success, never a lost run."""
+    clock, store = FakeClock(), Store()
+    lock = _lock(store, clock, at_most=30)
+    grant = lock.try_acquire(_tick(clock))
+    assert isinstance(grant, Grant)
+    store.down = True
+    run = lock.finish(grant, "succeeded")
+    assert run.outcome == "succeeded"
+    assert store.view().record.holder == "r0"  # the release did not land
+    clock.advance(5)
+    store.down = False
+    t2 = _tick(clock)
+
+    second = lock.try_acquire(t2)
+
+    assert isinstance(second, Grant) and second.tick == t2, f"skipped with {second}"
+    job = store.view().job
+    assert job.count("succeeded") == 1 and job.count("lost") == 0
+    assert job.completed_tick == grant.tick
+
+
+def test_a_release_applied_but_unanswered_is_not_written_twice() -> None:
+    clock, store = FakeClock(), Store()
+    lock = _lock(store, clock, at_most=30)
+    grant = lock.try_acquire(_tick(clock))
+    assert isinstance(grant, Grant)
+    store.lose = ["applied"]
+    lock.finish(grant, "succeeded")
+    clock.advance(5)
+
+    second = lock.try_acquire(_tick(clock))
+
+    assert isinstance(second, Grant)
+    assert store.view().job.count("succeeded") == 1
+
+
+def test_a_release_not_answered_is_retried_until_it_lands_before_anyone_may_take_over() -> None:
+    """The holder is cut off from the server as its run finishes (the partition scenario): the
+    release is retried in the background and lands once the server answers, within
+    lock_at_most_for, so the replica that would have taken the lock over finds the run recorded
+    as it ended instead of recording it lost."""
+    clock, store = FakeClock(), Store()
+    r0, r1 = _lock(store, clock, "r0", at_most=30), _lock(store, clock, "r1", at_most=30)
+    grant = r0.try_acquire(_tick(clock))
+    assert isinstance(grant, Grant)
+    r1.read_state()
+    store.down = True
+    r0.finish(grant, "succeeded")
+    assert not clock.run_until(lambda: store.view().record.holder == "", limit=3, step=0.5)
+    store.down = False
+
+    assert clock.run_until(lambda: store.view().record.holder == "", limit=5, step=0.5)
+
+    clock.advance(30)
+    later = r1.try_acquire(_tick(clock))
+    assert isinstance(later, Grant)
+    job = store.view().job
+    assert job.count("succeeded") == 1 and job.count("lost") == 0
+    assert job.last_run is not None and job.last_run.outcome == "succeeded"
+
+
+def test_an_earlier_claim_landing_after_a_later_one_failed_too_is_still_settled() -> None:
+    """Soak seed 6004: the claim of T1 got no answer (it lands later); the claim of T2, on the
+    same Lease version and token, got a 5xx. When T1's write lands, the next look still finds
+    this replica's claim (by holder and token) and runs T1, the tick the Lease says, with the
+    budget counted from T1's send, the earlier one."""
+    clock, store = FakeClock(), Store()
+    lock = _lock(store, clock, at_most=30, grace=300)
+    t1 = _tick(clock)
+    store.lose = ["later"]
+    with pytest.raises(Unavailable):
+        lock.try_acquire(t1)
+    clock.advance(5)
+    store.lose = ["down"]
+    with pytest.raises(Unavailable):
+        lock.try_acquire(_tick(clock))
+    store.land()
+    clock.advance(10)
+
+    grant = lock.try_acquire(_tick(clock))
+
+    assert isinstance(grant, Grant) and grant.tick == t1, f"skipped with {grant}"
+    clock.advance(6)  # 21 s after T1's claim was sent: past 2/3 of 30 s
+    assert grant.lost.is_set(), "the budget was counted from the later send"
+
+
+def test_a_kept_release_written_on_a_stale_view_reads_and_writes_again() -> None:
+    """Soak seed 6050: the holder's release got no answer and one of its own extensions landed
+    late, after the view it judges on. The kept release's write on that view is a 409; the lock
+    reads, finds the Lease still naming its grant and releases, then claims the next tick,
+    instead of skipping it as held by itself."""
+    clock, store = FakeClock(), Store()
+    observations = Observations(clock)
+    cache = ClaimCache(observations, lambda: True, step=0.5, spread=3)
+    lock = JobLock(
+        store,  # type: ignore[arg-type]
+        group="g",
+        job="job",
+        identity="r0",
+        lock_at_most_for=30,
+        clock=clock,
+        observations=observations,
+        cache=cache,
+        ordered=False,
+    )
+    grant = lock.try_acquire(_tick(clock))
+    assert isinstance(grant, Grant)
+    store.lose = ["later"]
+    assert not lock.extend_once(grant)  # the extension's answer is lost; it lands later
+    store.down = True
+    lock.finish(grant, "succeeded")
+    store.down = False
+    store.land()  # the extension lands; the informer has not shown it (stale view)
+    clock.advance(3)
+    t2 = _tick(clock)
+
+    second = lock.try_acquire(t2)
+
+    assert isinstance(second, Grant) and second.tick == t2, f"skipped with {second}"
+    job = store.view().job
+    assert job.count("succeeded") == 1 and job.count("lost") == 0
+
+
+def test_an_own_claim_landing_while_the_replica_judges_is_settled_not_skipped() -> None:
+    """Soak seed 7141: the settling read still shows the Lease as before (the claim is open);
+    the claim lands right after, and the informer's view shows it while the replica judges its
+    next tick. It is this replica's own claim: settled there (run within its grace), not
+    skipped as held by itself."""
+    clock = FakeClock()
+    observations = Observations(clock)
+
+    class LandsAfterRead(Store):
+        def get(self, name: str) -> dict[str, Any]:
+            before = super().get(name)
+            if self.late:
+                self.land()
+                assert self.lease is not None
+                observations.see(NAME, copy.deepcopy(self.lease))
+            return before
+
+    store = LandsAfterRead()
+    cache = ClaimCache(observations, lambda: True, step=0.5, spread=3)
+    lock = JobLock(
+        store,  # type: ignore[arg-type]
+        group="g",
+        job="job",
+        identity="r0",
+        lock_at_most_for=30,
+        clock=clock,
+        observations=observations,
+        cache=cache,
+        ordered=False,
+    )
+    first = lock.try_acquire(_tick(clock))
+    assert isinstance(first, Grant)
+    lock.finish(first, "succeeded")
+    clock.advance(5)
+    t1 = _tick(clock)
+    store.lose = ["later"]
+    with pytest.raises(Unavailable):
+        lock.try_acquire(t1)
+    clock.advance(3)
+
+    grant = lock.try_acquire(_tick(clock))
+
+    assert isinstance(grant, Grant) and grant.tick == t1, f"skipped with {grant}"

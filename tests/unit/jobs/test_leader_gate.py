@@ -1,0 +1,141 @@
+"""A LEADER-class run starts only while its replica leads, read after the slow claim write, and
+its ``ctx.lost`` is set the moment leadership ends (issue 26: measured, a LEADER run started 3.0 s
+after its replica had stopped leading because the claim write was slow)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import pytest
+from apscheduler.triggers.interval import IntervalTrigger
+from fakeclock import FakeClock
+from test_indeterminate_writes import Store, _events, _lock
+
+from k8slease.jobs.context import JobContext
+from k8slease.jobs.runner import TickRunner
+from k8slease.jobs.spec import JobSpec, Mode
+
+
+class SlowStore(Store):
+    """A store whose writes take ``delay`` seconds of the fake clock."""
+
+    def __init__(self, clock: FakeClock, delay: float) -> None:
+        super().__init__()
+        self.clock, self.delay = clock, delay
+
+    def create(self, body: dict[str, Any]) -> dict[str, Any]:
+        self.clock.advance(self.delay)
+        return super().create(body)
+
+
+class Leadership:
+    """Leads until ``until`` on the monotonic clock (as the elector's belief ends)."""
+
+    def __init__(self, clock: FakeClock, until: float) -> None:
+        self.clock, self.until = clock, until
+
+    def __call__(self) -> bool:
+        return self.clock.monotonic() < self.until
+
+
+def _runner(clock: FakeClock, store: Store, func: Any, leading: Leadership) -> TickRunner:
+    spec = JobSpec(name="job", func=func, mode=Mode.LEADER, trigger=IntervalTrigger(seconds=10))
+    return TickRunner(
+        spec,
+        group="g",
+        identity="r0",
+        lock=_lock(store, clock),
+        is_leader=leading,
+        clock=clock,
+    )
+
+
+def test_a_leader_run_does_not_start_when_leadership_ended_during_the_claim_write(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    clock = FakeClock()
+    store = SlowStore(clock, delay=3.0)
+    ran: list[JobContext] = []
+    runner = _runner(clock, store, ran.append, Leadership(clock, clock.monotonic() + 1.0))
+
+    with caplog.at_level(logging.WARNING, logger="k8slease"):
+        outcome = runner.run_tick(clock.now())
+
+    assert ran == [], "a LEADER run started on a replica that no longer leads"
+    assert outcome is None
+    assert "job.not_started" in _events(caplog)
+    job = store.view().job
+    assert store.view().record.holder == ""  # released at once
+    assert job.last_run is not None and job.last_run.outcome == "lost"
+    assert "not started" in (job.last_run.error or "")
+
+
+def test_a_leader_run_reads_lost_the_moment_leadership_ends() -> None:
+    clock = FakeClock()
+    store = Store()
+    seen: list[bool] = []
+
+    def job(ctx: JobContext) -> None:
+        seen.append(ctx.lost.is_set())
+        clock.advance(5)  # the renew deadline passes mid-run; no watchdog has run
+        seen.append(ctx.lost.is_set())
+
+    runner = _runner(clock, store, job, Leadership(clock, clock.monotonic() + 2.0))
+    outcome = runner.run_tick(clock.now())
+
+    assert seen == [False, True]
+    assert outcome == "lost"
+
+
+def test_leadership_ended_sets_lost_and_cancels_a_coroutine_run() -> None:
+    clock = FakeClock()
+    store = Store()
+    leading = Leadership(clock, float("inf"))
+    started = asyncio.Event()
+
+    async def job(ctx: JobContext) -> None:
+        started.set()
+        await asyncio.sleep(3600)
+
+    runner = _runner(clock, store, job, leading)
+
+    async def scenario() -> str | None:
+        task = asyncio.create_task(runner.run_tick_async(clock.now()))
+        await started.wait()
+        runner.leadership_ended()
+        return await asyncio.wait_for(task, 5)
+
+    assert asyncio.run(scenario()) == "lost"
+
+
+def test_ticks_skipped_while_the_api_server_was_unreachable_are_named_at_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Issue 26: with the API server paused across ticks, each skip was a DEBUG line after one
+    warning; once the server answers again the replica names every tick it skipped."""
+    clock = FakeClock()
+    store = Store()
+    spec = JobSpec(
+        name="job",
+        func=lambda ctx: None,
+        mode=Mode.ONCE_PER_TICK,
+        trigger=IntervalTrigger(seconds=2),
+    )
+    runner = TickRunner(spec, group="g", identity="r0", lock=_lock(store, clock), clock=clock)
+    store.down = True
+    skipped = []
+    for _ in range(3):
+        skipped.append(clock.now())
+        assert runner.run_tick(clock.now()) is None
+        clock.advance(2)
+    store.down = False
+
+    with caplog.at_level(logging.WARNING, logger="k8slease"):
+        assert runner.run_tick(clock.now()) == "succeeded"
+
+    [record] = [r for r in caplog.records if r.getMessage().startswith("job.api_recovered")]
+    fields = record.k8slease_fields  # type: ignore[attr-defined]
+    assert fields["skipped"] == 3
+    assert fields["ticks"] == [t.isoformat() for t in skipped]
