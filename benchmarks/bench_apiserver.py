@@ -119,9 +119,16 @@ async def _watches(session: aiohttp.ClientSession, base: str) -> dict[str, float
     }
 
 
-async def _run(base: str) -> dict[str, float]:
+def kubeconfig_token(kubeconfig: Path) -> str:
+    """The bearer token the server wrote into its kubeconfig (every request must carry it)."""
+    document = json.loads(kubeconfig.read_text())
+    return str(document["users"][0]["user"]["token"])
+
+
+async def _run(base: str, token: str) -> dict[str, float]:
     connector = aiohttp.TCPConnector(limit=WATCHES + CONCURRENCY + 8)
-    async with aiohttp.ClientSession(connector=connector) as session:
+    headers = {"Authorization": f"Bearer {token}"}
+    async with aiohttp.ClientSession(connector=connector, headers=headers) as session:
         lease = {"metadata": {"name": "bench"}, "spec": {"holderIdentity": "x"}}
         async with session.post(f"{base}{LEASES}", json=lease) as response:
             assert response.status == 201, await response.text()
@@ -143,7 +150,7 @@ def run() -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         process, url = start_server(Path(tmp))
         try:
-            return asyncio.run(_run(url))
+            return asyncio.run(_run(url, kubeconfig_token(Path(tmp) / "kc")))
         finally:
             process.terminate()
             process.wait(timeout=10)

@@ -32,6 +32,7 @@ from typing import Any
 from k8slease.lease.record import LeaseRecord
 from k8slease.lease.view import LeaseView
 from k8slease.names import LABEL_JOB, LABEL_ROLE, ROLE_JOB, ROLE_LEADER
+from k8slease.shown import shown
 from k8slease.operator.history import (
     COND_DEGRADED,
     COND_LEADER_ELECTED,
@@ -400,7 +401,7 @@ class GroupFold:
         text = "True" if status else "False"
         current = self.conditions.get(ctype)
         since = current.since if current is not None and current.status == text else now
-        self.conditions[ctype] = ConditionState(text, reason, short(message, 300), since)
+        self.conditions[ctype] = ConditionState(text, reason, shown(short(message, 300)), since)
 
     def _leader_condition(self, now: datetime) -> None:
         name = f"{self.namespace}/{self.leader_lease_name}"
@@ -551,7 +552,7 @@ class GroupFold:
         )
         if newest is not None and newest.last_run is not None:
             run = newest.last_run
-            status["lastRunSummary"] = f"{newest.name}@{run.holder} {run.outcome}"
+            status["lastRunSummary"] = shown(f"{newest.name}@{run.holder} {run.outcome}")
 
         problems = [f"{p}" for p in spec.problems]
         for name, lease_problems in sorted(self.lease_problems.items()):

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from . import discovery
+from . import discovery, guard
 from . import status as st
 from .api import ResourceAPI, view
 from .faults import Faults, Request, Stats
@@ -99,6 +99,10 @@ class APIServer:
         with APIServer() as server:
             api = kubernetes.client.CoordinationV1Api(server.api_client())
 
+    Requests must be addressed to a loopback host, come from no foreign ``Origin`` and carry
+    the bearer token :attr:`token` that the server writes into its kubeconfig (see
+    :mod:`.guard`); ``auth=False`` accepts requests without the token (the other checks stay).
+
     ``history_size`` is the watch window (older resourceVersions answer 410 Expired);
     ``bookmark_interval`` is how often watches with ``allowWatchBookmarks`` get a BOOKMARK
     (the real server: about a minute, and 2 s before a ``timeoutSeconds`` deadline).
@@ -115,9 +119,15 @@ class APIServer:
         history_size: int = 1000,
         bookmark_interval: float = 60.0,
         log_size: int = 10000,
+        auth: bool = True,
+        token: str | None = None,
     ) -> None:
         self.host = "127.0.0.1"
         self.port = port
+        #: The bearer token written into the kubeconfig; every request but the public health and
+        #: version paths must carry it, unless ``auth`` is False (any token, or none, passes).
+        self.token = token if token is not None else guard.new_token()
+        self.auth = auth
         self.store = Store(history_size)
         self.registry = Registry()
         self.api = ResourceAPI(self.store, self.registry)
@@ -178,7 +188,7 @@ class APIServer:
             raise RuntimeError(
                 f"the API server failed to start: {self._failure}"
             ) from self._failure
-        self._kubeconfig = write_kubeconfig(self.url, self._kubeconfig_path)
+        self._kubeconfig = write_kubeconfig(self.url, self._kubeconfig_path, token=self.token)
         return self
 
     def _remove_kubeconfig(self) -> None:
@@ -220,7 +230,12 @@ class APIServer:
 
         config = kubernetes.client.Configuration()
         config.host = self.url
+        config.api_key = {"authorization": f"Bearer {self.token}"}
         return kubernetes.client.ApiClient(config)
+
+    def headers(self) -> dict[str, str]:
+        """The ``Authorization`` header a raw HTTP client must send (the kubeconfig's token)."""
+        return {"Authorization": f"Bearer {self.token}"}
 
     def _serve(self) -> None:
         loop = asyncio.new_event_loop()
@@ -302,8 +317,21 @@ class APIServer:
 
     # --- request handling ----------------------------------------------------------------------
 
+    def _admit(self, request: web.Request, path: str) -> None:
+        """Refuse a request from outside (foreign Host or Origin) or without the token."""
+        guard.check_host(request.headers.get("Host"))
+        guard.check_origin(request.headers.get("Origin"))
+        if self.auth and path not in guard.PUBLIC_PATHS:
+            guard.check_token(request.headers.get("Authorization"), self.token)
+        if path.startswith(CONTROL_PREFIX):
+            guard.check_control_body(request.method, request.headers.get("Content-Type"))
+
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         path = request.path
+        try:
+            self._admit(request, path)
+        except StatusError as error:
+            return _error_response(error)
         if path.startswith(CONTROL_PREFIX):
             return await self._control(request, path[len(CONTROL_PREFIX) :])
         started = time.perf_counter()
