@@ -10,8 +10,9 @@ Python's last-resort handler).
 A record's message is the event followed by its fields as ``key=value``, on one line: strings
 (holder identities and job names come from Leases other processes write) are escaped, so no
 control character, ANSI sequence or newline reaches a log line, and cut to a bounded length
-(:mod:`k8slease.shown`). The event name and the fields themselves are also on the record, as ``record.k8slease_event`` and
-``record.k8slease_fields``, for handlers that render structured output.
+(:mod:`k8slease.shown`). The event name and the fields themselves are also on the record, as
+``record.k8slease_event`` and ``record.k8slease_fields`` (strings escaped and bounded too), for
+handlers that render structured output.
 """
 
 from __future__ import annotations

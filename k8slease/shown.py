@@ -2,9 +2,9 @@
 
 A Lease is written by whoever may write Leases in the namespace, so its holder identity, its
 job names and its annotations are foreign input. Printed raw, a holder identity such as
-``"\\x1b[2J\\x1b]0;owned\\x07"`` clears the operator's terminal and retitles it, a ``"\\n"`` forges a
-log line, and a 1 MB identity is logged in full by every replica at each change. Every place
-that shows such a string to a terminal or a log line passes it through :func:`shown`.
+``"\\x1b[2J\\x1b]0;owned\\x07"`` clears the operator's terminal and retitles it, a ``"\\n"``
+forges a log line, and a 1 MB identity is logged in full by every replica at each change. Every
+place that shows such a string to a terminal or a log line passes it through :func:`shown`.
 """
 
 from __future__ import annotations
@@ -44,8 +44,5 @@ def shown(value: object, *, limit: int = LIMIT) -> str:
     text = value if isinstance(value, str) else str(value)
     cut = len(text) - limit if len(text) > limit else 0
     head = text[:limit] if cut else text
-    if head.isprintable() and "\\" not in head:
-        out = head
-    else:
-        out = "".join(map(_escape, head))
+    out = head if head.isprintable() and "\\" not in head else "".join(map(_escape, head))
     return f"{out}...(+{cut} chars)" if cut else out

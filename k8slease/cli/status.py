@@ -34,7 +34,6 @@ from k8slease.names import (
 )
 from k8slease.shown import shown
 
-
 #: Bound on one table cell or name shown (holder identities, job and group names come from
 #: Leases other processes write: escaped and cut, see :mod:`k8slease.shown`).
 CELL_LIMIT = 96

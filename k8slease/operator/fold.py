@@ -32,7 +32,6 @@ from typing import Any
 from k8slease.lease.record import LeaseRecord
 from k8slease.lease.view import LeaseView
 from k8slease.names import LABEL_JOB, LABEL_ROLE, ROLE_JOB, ROLE_LEADER
-from k8slease.shown import shown
 from k8slease.operator.history import (
     COND_DEGRADED,
     COND_LEADER_ELECTED,
@@ -55,6 +54,7 @@ from k8slease.operator.history import (
     short,
 )
 from k8slease.operator.spec import DEFAULT_HISTORY_LIMIT, GroupSpec
+from k8slease.shown import shown
 
 
 class GroupFold:

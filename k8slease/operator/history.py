@@ -14,8 +14,8 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from k8slease.kube.microtime import parse_microtime
-from k8slease.shown import shown
 from k8slease.lease.jobrecord import RunRecord
+from k8slease.shown import shown
 
 FailoverReason = Literal["first", "released", "expired", "unobserved"]
 FAILOVER_REASONS = ("first", "released", "expired", "unobserved")

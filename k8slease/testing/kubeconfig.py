@@ -10,9 +10,7 @@ from pathlib import Path
 CONTEXT = "k8slease-embedded"
 
 
-def kubeconfig_document(
-    url: str, namespace: str = "default", *, token: str
-) -> dict[str, object]:
+def kubeconfig_document(url: str, namespace: str = "default", *, token: str) -> dict[str, object]:
     """A kubeconfig with one cluster, user (bearer ``token``) and (current) context for ``url``."""
     return {
         "apiVersion": "v1",
@@ -30,9 +28,7 @@ def kubeconfig_document(
     }
 
 
-def write_kubeconfig(
-    url: str, path: str | os.PathLike[str] | None = None, *, token: str
-) -> Path:
+def write_kubeconfig(url: str, path: str | os.PathLike[str] | None = None, *, token: str) -> Path:
     """Write the kubeconfig (JSON, which is valid YAML) atomically, readable by its owner only
     (it holds the server's token); returns its path.
 

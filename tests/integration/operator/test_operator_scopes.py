@@ -30,7 +30,12 @@ def test_all_namespaces_keeps_groups_in_every_namespace(
         electors.append(elector.start())
     log = tmp_path / "operator.log"
     try:
-        declared = ["--auto-create-group", "team-a/team-a-jobs", "--auto-create-group", "team-b-jobs"]
+        declared = [
+            "--auto-create-group",
+            "team-a/team-a-jobs",
+            "--auto-create-group",
+            "team-b-jobs",
+        ]
         with operator_process(server.kubeconfig, None, *declared, log=log) as proc:
             for ns in ("team-a", "team-b"):
                 status = wait_status(

@@ -84,10 +84,14 @@ def test_a_foreign_host_is_refused_everywhere(k8s_embedded_apiserver: APIServer,
         assert (code, body.get("reason")) == (403, "Forbidden"), path
 
 
-@pytest.mark.parametrize("host", ["localhost", "localhost:1", "127.0.0.1", "127.1.2.3:9", "[::1]:5"])
+@pytest.mark.parametrize(
+    "host", ["localhost", "localhost:1", "127.0.0.1", "127.1.2.3:9", "[::1]:5"]
+)
 def test_loopback_hosts_are_answered(k8s_embedded_apiserver: APIServer, host: str) -> None:
     server = k8s_embedded_apiserver
-    code, body = send(server, "GET", "/api/v1/namespaces", headers={**server.headers(), "Host": host})
+    code, body = send(
+        server, "GET", "/api/v1/namespaces", headers={**server.headers(), "Host": host}
+    )
     assert code == 200 and body["kind"] == "NamespaceList"
 
 
