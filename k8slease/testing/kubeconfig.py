@@ -10,12 +10,18 @@ from pathlib import Path
 CONTEXT = "k8slease-embedded"
 
 
-def kubeconfig_document(url: str, namespace: str = "default", *, token: str) -> dict[str, object]:
-    """A kubeconfig with one cluster, user (bearer ``token``) and (current) context for ``url``."""
+def kubeconfig_document(
+    url: str, namespace: str = "default", *, token: str, ca_data: str | None = None
+) -> dict[str, object]:
+    """A kubeconfig with one cluster (trusting the base64 PEM ``ca_data`` when given), user
+    (bearer ``token``) and (current) context for ``url``."""
+    cluster: dict[str, str] = {"server": url}
+    if ca_data is not None:
+        cluster["certificate-authority-data"] = ca_data
     return {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [{"name": CONTEXT, "cluster": {"server": url}}],
+        "clusters": [{"name": CONTEXT, "cluster": cluster}],
         "users": [{"name": CONTEXT, "user": {"token": token}}],
         "contexts": [
             {
@@ -28,7 +34,13 @@ def kubeconfig_document(url: str, namespace: str = "default", *, token: str) -> 
     }
 
 
-def write_kubeconfig(url: str, path: str | os.PathLike[str] | None = None, *, token: str) -> Path:
+def write_kubeconfig(
+    url: str,
+    path: str | os.PathLike[str] | None = None,
+    *,
+    token: str,
+    ca_data: str | None = None,
+) -> Path:
     """Write the kubeconfig (JSON, which is valid YAML) atomically, readable by its owner only
     (it holds the server's token); returns its path.
 
@@ -46,6 +58,7 @@ def write_kubeconfig(url: str, path: str | os.PathLike[str] | None = None, *, to
     # created 0600, never readable by others, not even between the write and a chmod
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w") as out:
-        out.write(json.dumps(kubeconfig_document(url, token=token), indent=2) + "\n")
+        document = kubeconfig_document(url, token=token, ca_data=ca_data)
+        out.write(json.dumps(document, indent=2) + "\n")
     tmp.replace(target)
     return target

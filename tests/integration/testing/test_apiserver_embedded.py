@@ -6,9 +6,11 @@ against a real cluster) because they observe things only the embedded server exp
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import signal
+import ssl
 import subprocess
 import sys
 import threading
@@ -49,7 +51,7 @@ def control(server: APIServer, method: str, what: str, body: Any = None) -> Any:
     request = urllib.request.Request(
         f"{server.url}/_k8slease/{what}", data=data, method=method, headers=headers
     )
-    with urllib.request.urlopen(request, timeout=5) as response:
+    with urllib.request.urlopen(request, timeout=5, context=server.ssl_context()) as response:
         return json.loads(response.read())
 
 
@@ -128,7 +130,8 @@ def test_injected_errors_for_chosen_verbs(k8s_embedded_apiserver: APIServer, coo
             urllib.request.Request(
                 f"{server.url}/apis/coordination.k8s.io/v1/namespaces/default/leases/f",
                 headers=server.headers(),
-            )
+            ),
+            context=server.ssl_context(),
         )
     assert http_error.value.headers["Retry-After"] == "2"
     assert json.loads(http_error.value.read())["details"]["retryAfterSeconds"] == 2
@@ -290,7 +293,7 @@ def test_a_protobuf_body_is_an_unsupported_media_type(k8s_embedded_apiserver: AP
         method="POST",
     )
     with pytest.raises(urllib.error.HTTPError) as info:
-        urllib.request.urlopen(request, timeout=5)
+        urllib.request.urlopen(request, timeout=5, context=server.ssl_context())
     body = json.loads(info.value.read())
     assert (info.value.code, body["reason"]) == (415, "UnsupportedMediaType")
     assert "application/json" in body["message"]
@@ -362,17 +365,20 @@ def test_cli_serves_until_sigterm(tmp_path: Path) -> None:
         assert process.stdout is not None
         line = process.stdout.readline()
         url = line.split()[1]
-        assert url.startswith("http://127.0.0.1:") and kubeconfig.exists()
+        assert url.startswith("https://127.0.0.1:") and kubeconfig.exists()
         document = json.loads(kubeconfig.read_text())
-        assert document["clusters"][0]["cluster"]["server"] == url
+        cluster = document["clusters"][0]["cluster"]
+        assert cluster["server"] == url
         token = document["users"][0]["user"]["token"]
+        ca = base64.b64decode(cluster["certificate-authority-data"]).decode()
+        context = ssl.create_default_context(cadata=ca)
         request = urllib.request.Request(
             f"{url}/api/v1/namespaces/default", headers={"Authorization": f"Bearer {token}"}
         )
-        with urllib.request.urlopen(request, timeout=5) as response:
+        with urllib.request.urlopen(request, timeout=5, context=context) as response:
             assert json.loads(response.read())["metadata"]["name"] == "default"
         with pytest.raises(urllib.error.HTTPError) as refused:
-            urllib.request.urlopen(f"{url}/api/v1/namespaces/default", timeout=5)
+            urllib.request.urlopen(f"{url}/api/v1/namespaces/default", timeout=5, context=context)
         assert refused.value.code == 401
     finally:
         process.send_signal(signal.SIGTERM)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import shutil
 import subprocess
 import sys
 from typing import Any
@@ -27,7 +28,12 @@ def send(
     body: bytes | None = None,
 ) -> tuple[int, dict[str, Any]]:
     """One raw HTTP request (headers exactly as given, as a browser or an attacker sends them)."""
-    connection = http.client.HTTPConnection(server.host, server.port, timeout=5)
+    context = server.ssl_context()
+    connection = (
+        http.client.HTTPSConnection(server.host, server.port, timeout=5, context=context)
+        if context is not None
+        else http.client.HTTPConnection(server.host, server.port, timeout=5)
+    )
     try:
         connection.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
         for key, value in (headers or {}).items():
@@ -128,6 +134,21 @@ def test_a_client_built_from_the_kubeconfig_is_let_in(k8s_embedded_apiserver: AP
     assert "default" in names
     other = APIServer()
     assert other.token != server.token, "each server has its own token"
+
+
+def test_kubectl_sends_the_token_over_tls(k8s_embedded_apiserver: APIServer) -> None:
+    """kubectl and client-go read a kubeconfig's token only for https servers: served over TLS
+    with its CA in the kubeconfig, the server lets them in unmodified."""
+    server = k8s_embedded_apiserver
+    assert server.url.startswith("https://127.0.0.1:")
+    if shutil.which("kubectl") is None:
+        pytest.skip("kubectl is not installed")
+    done = subprocess.run(
+        ["kubectl", "--kubeconfig", str(server.kubeconfig), "get", "namespaces", "-o", "name"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "namespace/default" in done.stdout.split()
 
 
 def test_auth_off_takes_any_token_but_keeps_the_host_check() -> None:
