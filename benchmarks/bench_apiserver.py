@@ -15,8 +15,10 @@ Run: ``.venv/bin/python -m benchmarks.bench_apiserver``.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -119,9 +121,21 @@ async def _watches(session: aiohttp.ClientSession, base: str) -> dict[str, float
     }
 
 
-async def _run(base: str) -> dict[str, float]:
-    connector = aiohttp.TCPConnector(limit=WATCHES + CONCURRENCY + 8)
-    async with aiohttp.ClientSession(connector=connector) as session:
+def kubeconfig_access(kubeconfig: Path) -> tuple[str, ssl.SSLContext | None]:
+    """The bearer token the server wrote into its kubeconfig (every request must carry it) and
+    an SSL context trusting its CA (None for a plain-http server)."""
+    document = json.loads(kubeconfig.read_text())
+    cluster = document["clusters"][0]["cluster"]
+    ca = cluster.get("certificate-authority-data")
+    context = ssl.create_default_context(cadata=base64.b64decode(ca).decode()) if ca else None
+    return str(document["users"][0]["user"]["token"]), context
+
+
+async def _run(base: str, access: tuple[str, ssl.SSLContext | None]) -> dict[str, float]:
+    token, context = access
+    connector = aiohttp.TCPConnector(limit=WATCHES + CONCURRENCY + 8, ssl=context or False)
+    headers = {"Authorization": f"Bearer {token}"}
+    async with aiohttp.ClientSession(connector=connector, headers=headers) as session:
         lease = {"metadata": {"name": "bench"}, "spec": {"holderIdentity": "x"}}
         async with session.post(f"{base}{LEASES}", json=lease) as response:
             assert response.status == 201, await response.text()
@@ -143,7 +157,7 @@ def run() -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         process, url = start_server(Path(tmp))
         try:
-            return asyncio.run(_run(url))
+            return asyncio.run(_run(url, kubeconfig_access(Path(tmp) / "kc")))
         finally:
             process.terminate()
             process.wait(timeout=10)

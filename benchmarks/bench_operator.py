@@ -35,7 +35,15 @@ from kubernetes import client
 
 from k8slease.lease.record import LeaseRecord, lease_with_record, new_lease
 from k8slease.lease.transport import LeaseTransport
-from k8slease.names import CRD_GROUP, CRD_PLURAL, CRD_VERSION, LABEL_GROUP, LABEL_ROLE, ROLE_LEADER
+from k8slease.names import (
+    CRD_GROUP,
+    CRD_PLURAL,
+    CRD_VERSION,
+    LABEL_AUTO_CREATE,
+    LABEL_GROUP,
+    LABEL_ROLE,
+    ROLE_LEADER,
+)
 from k8slease.operator.crd import install_crd
 from k8slease.testing.server import APIServer
 
@@ -124,7 +132,7 @@ def run(groups: int = 200) -> dict[str, Any]:
         acquired = datetime.now(UTC)
         for name in names:
             record = LeaseRecord("replica-0", 15, acquired, acquired, 0, 1)
-            labels = {LABEL_GROUP: name, LABEL_ROLE: ROLE_LEADER}
+            labels = {LABEL_GROUP: name, LABEL_ROLE: ROLE_LEADER, LABEL_AUTO_CREATE: "true"}
             leases[name] = transport.create(new_lease(name, NS, record, labels=labels))
         watch = LeaderWatch(server).start()
         env = dict(os.environ)
@@ -142,6 +150,8 @@ def run(groups: int = 200) -> dict[str, Any]:
                 str(server.kubeconfig),
                 "--namespace",
                 NS,
+                "--auto-create-limit",
+                str(groups),
             ],
             cwd=REPO,
             env=env,

@@ -49,6 +49,7 @@ COMPONENT_FILES: dict[str, str] = {
     "operator": "02-operator.yaml",
     "elector": "03-elector-rbac.yaml",
     "example-app": "04-example-app.yaml",
+    "admission": "05-admission-policy.yaml",
 }
 NAMESPACE_FILE = "00-namespace.yaml"
 CRDS_FILE = "01-crds.yaml"

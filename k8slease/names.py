@@ -17,6 +17,10 @@ LABEL_ROLE: Final = f"{DOMAIN}/role"
 #: Label on job lock Leases: the job's name.
 LABEL_JOB: Final = f"{DOMAIN}/job"
 
+#: Label a group's Lease carries (value ``true``) to ask the operator for a ScheduledJobGroup
+#: when the group has none (the operator's other way in: its declared ``--auto-create-group``).
+LABEL_AUTO_CREATE: Final = f"{DOMAIN}/auto-create"
+
 ROLE_LEADER: Final = "leader"
 ROLE_JOB: Final = "job"
 

@@ -32,9 +32,15 @@ from k8slease.names import (
     ROLE_JOB,
     ROLE_LEADER,
 )
+from k8slease.shown import shown
+
+#: Bound on one table cell or name shown (holder identities, job and group names come from
+#: Leases other processes write: escaped and cut, see :mod:`k8slease.shown`).
+CELL_LIMIT = 96
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    rows = [[shown(cell, limit=CELL_LIMIT) for cell in row] for row in rows]
     widths = [len(h) for h in headers]
     for row in rows:
         widths = [max(w, len(cell)) for w, cell in zip(widths, row, strict=True)]
@@ -81,6 +87,7 @@ def expiry_note(
     """Why ``holder`` is not shown as the leader, or None while its Lease is live."""
     if not holder:
         return None
+    who = shown(holder, limit=CELL_LIMIT)
     if status.get("expiredLeader") == holder:
         try:
             expired = parse_microtime(status.get("leaderExpiredTime"))
@@ -88,7 +95,7 @@ def expiry_note(
             expired = None
         if expired is not None:
             return (
-                f"no leader: the Lease of {holder} expired {_ago((now - expired).total_seconds())} "
+                f"no leader: the Lease of {who} expired {_ago((now - expired).total_seconds())} "
                 "ago (judged by the operator: seen unchanged for its lease duration)"
             )
     if status.get("leader") == holder or renew is None or not duration:
@@ -97,7 +104,7 @@ def expiry_note(
     if now <= expired:
         return None
     return (
-        f"no leader: the Lease of {holder} expired {_ago((now - expired).total_seconds())} ago "
+        f"no leader: the Lease of {who} expired {_ago((now - expired).total_seconds())} ago "
         "(by its renewTime plus leaseDurationSeconds and this machine's clock)"
     )
 
@@ -116,7 +123,7 @@ def render_status(
     if not groups:
         _check_namespace(api_client, namespace)
         return f"no k8slease Leases in namespace {namespace}" + (
-            f" for group {group}" if group else ""
+            f" for group {shown(group, limit=CELL_LIMIT)}" if group else ""
         )
     sections = []
     for name in sorted(groups):
@@ -142,7 +149,7 @@ def _render_group(
     leader_leases = [lease for lease in leases if lease.labels.get(LABEL_ROLE) == ROLE_LEADER]
     job_leases = [lease for lease in leases if lease.labels.get(LABEL_ROLE) == ROLE_JOB]
     status = _group_status(api_client, namespace, group)
-    out = [f"GROUP {group} (namespace {namespace})"]
+    out = [f"GROUP {shown(group, limit=CELL_LIMIT)} (namespace {namespace})"]
     notes: list[str] = []
     if leader_leases:
         rows = []

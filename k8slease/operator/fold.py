@@ -55,6 +55,7 @@ from k8slease.operator.history import (
     short,
 )
 from k8slease.operator.spec import DEFAULT_HISTORY_LIMIT, GroupSpec
+from k8slease.shown import shown
 
 
 class GroupFold:
@@ -401,7 +402,7 @@ class GroupFold:
         text = "True" if status else "False"
         current = self.conditions.get(ctype)
         since = current.since if current is not None and current.status == text else now
-        self.conditions[ctype] = ConditionState(text, reason, short(message, 300), since)
+        self.conditions[ctype] = ConditionState(text, reason, shown(short(message, 300)), since)
 
     def _leader_condition(self, now: datetime) -> None:
         name = f"{self.namespace}/{self.leader_lease_name}"
@@ -552,7 +553,7 @@ class GroupFold:
         )
         if newest is not None and newest.last_run is not None:
             run = newest.last_run
-            status["lastRunSummary"] = f"{newest.name}@{run.holder} {run.outcome}"
+            status["lastRunSummary"] = shown(f"{newest.name}@{run.holder} {run.outcome}")
 
         problems = [f"{p}" for p in spec.problems]
         for name, lease_problems in sorted(self.lease_problems.items()):

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from k8slease.kube.microtime import format_rfc3339, parse_microtime
 from k8slease.lease.jobrecord import RunRecord
+from k8slease.shown import shown
 
 FailoverReason = Literal["first", "released", "expired", "unobserved"]
 FAILOVER_REASONS = ("first", "released", "expired", "unobserved")
@@ -158,6 +159,10 @@ class Notice:
     type: NoticeType
     reason: str
     message: str
+
+    def __post_init__(self) -> None:
+        # holder identities and job names in the text come from Leases others write
+        object.__setattr__(self, "message", shown(short(self.message)))
 
 
 def run_to_status(run: RunRecord) -> dict[str, Any]:

@@ -27,11 +27,13 @@ from typing import Any
 from k8slease.kube.microtime import parse_microtime
 from k8slease.kube.validate import is_dns_subdomain
 from k8slease.lease.meta import group_of, lease_name_of
+from k8slease.logs import get_logger
 from k8slease.names import (
     CRD_GROUP,
     CRD_KIND,
     CRD_VERSION,
     DOMAIN,
+    LABEL_AUTO_CREATE,
     LABEL_GROUP,
     LABEL_ROLE,
     ROLE_LEADER,
@@ -41,6 +43,9 @@ from k8slease.operator.history import Notice
 from k8slease.operator.patch import merge_patch, significant
 from k8slease.operator.settings import OperatorSettings
 from k8slease.operator.spec import GroupSpec, parse_spec
+from k8slease.shown import shown
+
+log = get_logger("k8slease.operator.registry")
 
 #: Label and annotation on ScheduledJobGroups the operator created by itself.
 LABEL_AUTO_CREATED = f"{DOMAIN}/auto-created"
@@ -88,6 +93,8 @@ class GroupObject:
     #: Status writes that failed in a row, and the monotonic time before which none is tried.
     failures: int = 0
     retry_at: float = float("-inf")
+    #: Labelled ``k8slease.io/auto-created=true`` (counts against the namespace's cap).
+    auto_created: bool = False
 
 
 def _metadata(body: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -106,6 +113,8 @@ class Registry:
         self.dirty: set[Key] = set()
         self.creating: set[Key] = set()
         self.uncreatable: set[Key] = set()
+        #: Groups auto-creation declined, with the reason last said at WARNING (said once).
+        self.declined: dict[Key, str] = {}
         self._last_evaluation = float("-inf")
 
     # -- input ----------------------------------------------------------------------------------
@@ -154,7 +163,11 @@ class Registry:
         if obj is None or obj.uid != uid:
             status = body.get("status")
             status = dict(status) if isinstance(status, Mapping) else {}
-            obj = GroupObject(namespace, name, uid, generation, spec, created, written=status)
+            labels = metadata.get("labels")
+            auto = isinstance(labels, Mapping) and labels.get(LABEL_AUTO_CREATED) == "true"
+            obj = GroupObject(
+                namespace, name, uid, generation, spec, created, written=status, auto_created=auto
+            )
             self.objects[key] = obj
             fold = self.folds.get(key)
             if fold is None:
@@ -197,6 +210,42 @@ class Registry:
             "spec": spec,
         }
 
+    def _refusal(self, key: Key, fold: GroupFold) -> str | None:
+        """Why the operator declines to create ``key``'s object, or None when it may."""
+        namespace, group = key
+        settings = self.settings
+        declared = {group, f"{namespace}/{group}", "*", f"{namespace}/*"} & set(
+            settings.auto_create_groups
+        )
+        opted_in = any(
+            view.labels.get(LABEL_AUTO_CREATE) == "true" for view, _ in fold.leases.values()
+        )
+        if not declared and not opted_in:
+            return (
+                f"the group did not opt in: label one of its Leases {LABEL_AUTO_CREATE}=true, or "
+                "declare it with --auto-create-group, or create its ScheduledJobGroup yourself"
+            )
+        made = sum(1 for k, o in self.objects.items() if k[0] == namespace and o.auto_created)
+        made += sum(1 for k in self.creating if k[0] == namespace)
+        if made >= settings.auto_create_limit:
+            return (
+                f"namespace {namespace} already has {made} auto-created ScheduledJobGroups, the "
+                f"limit (--auto-create-limit {settings.auto_create_limit})"
+            )
+        return None
+
+    def _decline(self, key: Key, reason: str) -> None:
+        """Say at WARNING, once per group and reason, that its object is not created."""
+        if self.declined.get(key) == reason:
+            return
+        self.declined[key] = reason
+        log.warning(
+            "not creating a ScheduledJobGroup",
+            namespace=key[0],
+            group=shown(key[1]),
+            reason=reason,
+        )
+
     def plan(self, now: datetime, mono: float) -> list[Action]:
         """The actions due at wall time ``now`` and monotonic time ``mono``."""
         settings = self.settings
@@ -219,9 +268,13 @@ class Registry:
                     and fold.has_live_leases(now, timedelta(seconds=settings.auto_create_max_age))
                 ):
                     body = self._create_body(key, fold)
+                    refusal = self._refusal(key, fold) if body is not None else None
                     if body is None:
                         self.uncreatable.add(key)
+                    elif refusal is not None:
+                        self._decline(key, refusal)
                     else:
+                        self.declined.pop(key, None)
                         self.creating.add(key)
                         actions.append(CreateObject(key, body))
                 if fold is not None:

@@ -2,7 +2,8 @@
 
     python -m k8slease operator [--namespace NS ...| --all-namespaces] [--kubeconfig PATH]
                                 [--install-crd] [--print-crd]
-                                [--no-auto-create] [--standalone | --peering]
+                                [--no-auto-create] [--auto-create-group [NS/]GROUP ...]
+                                [--auto-create-limit N] [--standalone | --peering]
                                 [--evaluate-interval S] [--renew-write-interval S]
                                 [--liveness URL] [--verbose | --quiet]
 
@@ -61,6 +62,23 @@ def _parser() -> argparse.ArgumentParser:
         "--no-auto-create",
         action="store_true",
         help="do not create ScheduledJobGroups for groups that have Leases but no object",
+    )
+    parser.add_argument(
+        "--auto-create-group",
+        action="append",
+        default=[],
+        metavar="[NS/]GROUP",
+        help="create a ScheduledJobGroup for this group when it has live Leases but no object, "
+        "even if no Lease of it carries the k8slease.io/auto-create=true label (repeatable; "
+        "'*' or 'NS/*' for every group)",
+    )
+    parser.add_argument(
+        "--auto-create-limit",
+        type=int,
+        default=None,
+        metavar="N",
+        help="at most N auto-created ScheduledJobGroups per namespace (default 20); further "
+        "groups are declined with a warning",
     )
     peering = parser.add_mutually_exclusive_group()
     peering.add_argument(
@@ -126,6 +144,10 @@ def _settings(args: argparse.Namespace) -> OperatorSettings:
     }
     if args.no_auto_create:
         changes["auto_create"] = False
+    if args.auto_create_group:
+        changes["auto_create_groups"] = base.auto_create_groups + tuple(args.auto_create_group)
+    if args.auto_create_limit is not None:
+        changes["auto_create_limit"] = args.auto_create_limit
     if args.all_namespaces:
         changes.update(all_namespaces=True, namespaces=())
     elif args.namespace:
@@ -206,6 +228,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "operator.starting",
         namespaces=list(settings.namespaces) or "*",
         auto_create=settings.auto_create,
+        auto_create_groups=list(settings.auto_create_groups),
+        auto_create_limit=settings.auto_create_limit,
     )
     try:
         kopf.run(

@@ -24,8 +24,15 @@ class OperatorSettings:
     namespaces: tuple[str, ...] = ()
     all_namespaces: bool = False
     kubeconfig: str | None = None
-    #: Create a ScheduledJobGroup for a group that has live Leases but no object.
+    #: Create a ScheduledJobGroup for a group that has live Leases but no object, when the group
+    #: opted in (a Lease labelled ``k8slease.io/auto-create=true``) or is declared below.
     auto_create: bool = True
+    #: Groups declared for auto-creation without the label: ``group`` or ``namespace/group``
+    #: (``*`` and ``namespace/*``: every group, for namespaces whose Lease writers are trusted).
+    auto_create_groups: tuple[str, ...] = ()
+    #: At most this many auto-created ScheduledJobGroups per namespace (any app that may write
+    #: Leases could otherwise make the operator create objects at will).
+    auto_create_limit: int = 20
     #: A Lease renewed within this many seconds (or held) makes its group "live".
     auto_create_max_age: float = 3600.0
     #: Run kopf without peering (one operator replica).
@@ -69,6 +76,8 @@ class OperatorSettings:
                 raise ConfigError(f"{name} must be >= 0")
         if self.write_backoff_max < self.write_backoff_initial:
             raise ConfigError("write_backoff_max must be >= write_backoff_initial")
+        if self.auto_create_limit < 0:
+            raise ConfigError("auto_create_limit must be >= 0")
         if self.max_concurrency < 1 or self.max_events_per_pass < 1:
             raise ConfigError("max_concurrency and max_events_per_pass must be >= 1")
         if self.all_namespaces and self.namespaces:

@@ -10,13 +10,19 @@ from pathlib import Path
 CONTEXT = "k8slease-embedded"
 
 
-def kubeconfig_document(url: str, namespace: str = "default") -> dict[str, object]:
-    """A kubeconfig with one cluster, user and (current) context for ``url``."""
+def kubeconfig_document(
+    url: str, namespace: str = "default", *, token: str, ca_data: str | None = None
+) -> dict[str, object]:
+    """A kubeconfig with one cluster (trusting the base64 PEM ``ca_data`` when given), user
+    (bearer ``token``) and (current) context for ``url``."""
+    cluster: dict[str, str] = {"server": url}
+    if ca_data is not None:
+        cluster["certificate-authority-data"] = ca_data
     return {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [{"name": CONTEXT, "cluster": {"server": url}}],
-        "users": [{"name": CONTEXT, "user": {"token": "k8slease-embedded"}}],
+        "clusters": [{"name": CONTEXT, "cluster": cluster}],
+        "users": [{"name": CONTEXT, "user": {"token": token}}],
         "contexts": [
             {
                 "name": CONTEXT,
@@ -28,8 +34,15 @@ def kubeconfig_document(url: str, namespace: str = "default") -> dict[str, objec
     }
 
 
-def write_kubeconfig(url: str, path: str | os.PathLike[str] | None = None) -> Path:
-    """Write the kubeconfig (JSON, which is valid YAML) atomically; returns its path.
+def write_kubeconfig(
+    url: str,
+    path: str | os.PathLike[str] | None = None,
+    *,
+    token: str,
+    ca_data: str | None = None,
+) -> Path:
+    """Write the kubeconfig (JSON, which is valid YAML) atomically, readable by its owner only
+    (it holds the server's token); returns its path.
 
     Without ``path`` a file in a fresh temporary directory is used. The write goes through a
     temporary file and a rename, so a process waiting for the file never reads half of it.
@@ -41,7 +54,11 @@ def write_kubeconfig(url: str, path: str | os.PathLike[str] | None = None) -> Pa
     )
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.tmp{os.getpid()}")
-    tmp.write_text(json.dumps(kubeconfig_document(url), indent=2) + "\n")
-    os.chmod(tmp, 0o600)
+    tmp.unlink(missing_ok=True)
+    # created 0600, never readable by others, not even between the write and a chmod
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as out:
+        document = kubeconfig_document(url, token=token, ca_data=ca_data)
+        out.write(json.dumps(document, indent=2) + "\n")
     tmp.replace(target)
     return target

@@ -1,4 +1,5 @@
-"""``python -m k8slease apiserver [--port N] [--kubeconfig PATH]``: serve until interrupted.
+"""``python -m k8slease apiserver [--port N] [--kubeconfig PATH] [--no-auth]``: serve until
+interrupted.
 
 The kubeconfig is written only once the server answers requests, so a script can wait for
 the file to appear and then use it. The URL is printed on stdout (one line, flushed).
@@ -27,6 +28,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--history-size", type=int, default=1000, help="watch window in events (default 1000)"
     )
+    parser.add_argument(
+        "--no-auth",
+        action="store_true",
+        help="accept requests without the kubeconfig's bearer token (the Host and Origin checks "
+        "stay on); for tools that cannot send a token",
+    )
     return parser
 
 
@@ -40,7 +47,12 @@ def main(argv: list[str] | None = None) -> int:
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        server = APIServer(args.port, kubeconfig=args.kubeconfig, history_size=args.history_size)
+        server = APIServer(
+            args.port,
+            kubeconfig=args.kubeconfig,
+            history_size=args.history_size,
+            auth=not args.no_auth,
+        )
         try:
             server.start()
         except RuntimeError as exc:

@@ -8,8 +8,10 @@ small control API under ``/_k8slease/`` (outside ``/api``) for other processes.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import shutil
+import ssl
 import threading
 import time
 from collections.abc import Callable
@@ -19,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from . import discovery
+from . import discovery, guard, tls
 from . import status as st
 from .api import ResourceAPI, view
 from .faults import Faults, Request, Stats
@@ -36,6 +38,7 @@ if TYPE_CHECKING:
 
 JSON = dict[str, Any]
 CONTROL_PREFIX = "/_k8slease/"
+tls_pki = tls.process_pki
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 _NOT_FOUND = StatusError(404, "NotFound", "the server could not find the requested resource", {})
 
@@ -99,6 +102,13 @@ class APIServer:
         with APIServer() as server:
             api = kubernetes.client.CoordinationV1Api(server.api_client())
 
+    Requests must be addressed to a loopback host, come from no foreign ``Origin`` and carry
+    the bearer token :attr:`token` that the server writes into its kubeconfig (see
+    :mod:`.guard`); ``auth=False`` accepts requests without the token (the other checks stay).
+    It serves HTTPS with a per-process throw-away CA written into the kubeconfig (:mod:`.tls`),
+    because kubectl and client-go send a kubeconfig's token to ``https`` servers only;
+    ``tls=False`` (or no ``openssl`` command) serves plain ``http``.
+
     ``history_size`` is the watch window (older resourceVersions answer 410 Expired);
     ``bookmark_interval`` is how often watches with ``allowWatchBookmarks`` get a BOOKMARK
     (the real server: about a minute, and 2 s before a ``timeoutSeconds`` deadline).
@@ -115,9 +125,18 @@ class APIServer:
         history_size: int = 1000,
         bookmark_interval: float = 60.0,
         log_size: int = 10000,
+        auth: bool = True,
+        token: str | None = None,
+        tls: bool = True,
     ) -> None:
         self.host = "127.0.0.1"
         self.port = port
+        #: The CA and serving certificate (None: plain http, without openssl or with tls=False).
+        self.pki = tls_pki() if tls else None
+        #: The bearer token written into the kubeconfig; every request but the public health and
+        #: version paths must carry it, unless ``auth`` is False (any token, or none, passes).
+        self.token = token if token is not None else guard.new_token()
+        self.auth = auth
         self.store = Store(history_size)
         self.registry = Registry()
         self.api = ResourceAPI(self.store, self.registry)
@@ -148,8 +167,12 @@ class APIServer:
 
     @property
     def url(self) -> str:
-        """``http://127.0.0.1:<port>`` (valid once started)."""
-        return f"http://{self.host}:{self.port}"
+        """``https://127.0.0.1:<port>`` (``http://`` without TLS; valid once started)."""
+        return f"{'https' if self.pki else 'http'}://{self.host}:{self.port}"
+
+    def ssl_context(self) -> ssl.SSLContext | None:
+        """A client SSL context trusting the server's CA, for raw HTTP clients (None: http)."""
+        return tls.client_context(self.pki) if self.pki else None
 
     @property
     def kubeconfig(self) -> Path:
@@ -178,7 +201,10 @@ class APIServer:
             raise RuntimeError(
                 f"the API server failed to start: {self._failure}"
             ) from self._failure
-        self._kubeconfig = write_kubeconfig(self.url, self._kubeconfig_path)
+        ca_data = base64.b64encode(self.pki.ca_cert.read_bytes()).decode() if self.pki else None
+        self._kubeconfig = write_kubeconfig(
+            self.url, self._kubeconfig_path, token=self.token, ca_data=ca_data
+        )
         return self
 
     def _remove_kubeconfig(self) -> None:
@@ -220,7 +246,14 @@ class APIServer:
 
         config = kubernetes.client.Configuration()
         config.host = self.url
+        config.api_key = {"authorization": f"Bearer {self.token}"}
+        if self.pki is not None:
+            config.ssl_ca_cert = str(self.pki.ca_cert)
         return kubernetes.client.ApiClient(config)
+
+    def headers(self) -> dict[str, str]:
+        """The ``Authorization`` header a raw HTTP client must send (the kubeconfig's token)."""
+        return {"Authorization": f"Bearer {self.token}"}
 
     def _serve(self) -> None:
         loop = asyncio.new_event_loop()
@@ -247,7 +280,10 @@ class APIServer:
             shutdown_timeout=1.0,
         )  # fmt: skip
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port, reuse_address=True)
+        context = tls.server_context(self.pki) if self.pki else None
+        site = web.TCPSite(
+            self._runner, self.host, self.port, reuse_address=True, ssl_context=context
+        )
         await site.start()
         sockets = self._runner.addresses
         self.port = int(sockets[0][1])
@@ -302,8 +338,21 @@ class APIServer:
 
     # --- request handling ----------------------------------------------------------------------
 
+    def _admit(self, request: web.Request, path: str) -> None:
+        """Refuse a request from outside (foreign Host or Origin) or without the token."""
+        guard.check_host(request.headers.get("Host"))
+        guard.check_origin(request.headers.get("Origin"))
+        if self.auth and path not in guard.PUBLIC_PATHS:
+            guard.check_token(request.headers.get("Authorization"), self.token)
+        if path.startswith(CONTROL_PREFIX):
+            guard.check_control_body(request.method, request.headers.get("Content-Type"))
+
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         path = request.path
+        try:
+            self._admit(request, path)
+        except StatusError as error:
+            return _error_response(error)
         if path.startswith(CONTROL_PREFIX):
             return await self._control(request, path[len(CONTROL_PREFIX) :])
         started = time.perf_counter()

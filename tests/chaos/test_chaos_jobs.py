@@ -104,7 +104,8 @@ class JobCluster:
         self.operators += 1
         name = f"operator{self.operators}"
         self.procs.spawn(name, ["-m", "k8slease", "operator", "--kubeconfig",
-                                str(self.server.kubeconfig), "--namespace", self.namespace],
+                                str(self.server.kubeconfig), "--namespace", self.namespace,
+                                "--auto-create-group", GROUP],  # told about the group
                          **OPERATOR_ENV)  # fmt: skip
         return name
 

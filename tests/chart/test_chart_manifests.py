@@ -58,6 +58,7 @@ def test_manifests_hold_crd_operator_rbac_and_example_app() -> None:
         "02-operator.yaml",
         "03-elector-rbac.yaml",
         "04-example-app.yaml",
+        "05-admission-policy.yaml",
     ]
     kinds = {name: [o["kind"] for o in objects] for name, objects in files.items()}
     assert kinds["00-namespace.yaml"] == ["Namespace"]
@@ -65,9 +66,14 @@ def test_manifests_hold_crd_operator_rbac_and_example_app() -> None:
     assert kinds["02-operator.yaml"] == ["ServiceAccount", "Role", "RoleBinding", "Deployment"]
     assert kinds["03-elector-rbac.yaml"] == ["Role", "RoleBinding"]
     assert kinds["04-example-app.yaml"] == ["ServiceAccount", "Deployment", "ScheduledJobGroup"]
+    assert kinds["05-admission-policy.yaml"] == [
+        "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
+    ] * 2  # fmt: skip
+    cluster_scoped = {"Namespace", "CustomResourceDefinition", "ValidatingAdmissionPolicy",
+                      "ValidatingAdmissionPolicyBinding"}  # fmt: skip
     for name, objects in files.items():
         for obj in objects:
-            if obj["kind"] not in {"Namespace", "CustomResourceDefinition"}:
+            if obj["kind"] not in cluster_scoped:
                 assert obj["metadata"]["namespace"] == "k8slease", (name, obj["kind"])
 
 

@@ -154,6 +154,9 @@ def test_managed_by_defaults_to_helm_and_can_be_overridden() -> None:
 
 def test_namespaced_objects_carry_the_release_namespace() -> None:
     for obj in rm.render_objects(VALUE_SETS["manifests"], namespace="jobs"):
+        if obj["apiVersion"].startswith("admissionregistration.k8s.io/"):
+            assert "namespace" not in obj["metadata"], "admission policies are cluster-scoped"
+            continue
         assert obj["metadata"].get("namespace") == "jobs", obj["kind"]
 
 
@@ -226,7 +229,7 @@ def test_example_app_is_off_by_default() -> None:
     components = {
         o["metadata"]["labels"]["app.kubernetes.io/component"] for o in rm.render_objects()
     }
-    assert components == {"operator", "elector"}
+    assert components == {"operator", "elector", "admission"}
 
 
 def test_example_app_runs_three_replicas_with_downward_api_identity() -> None:

@@ -130,6 +130,9 @@ def operator_run(
                 "--kubeconfig",
                 str(kubeconfig),
                 *(["--all-namespaces"] if all_namespaces else ["--namespace", namespace]),
+                # the tests' groups are auto-created (the RBAC tests need the create): declared
+                "--auto-create-group",
+                f"{namespace}/*",
             ],
             cwd=REPO,
             env=env,

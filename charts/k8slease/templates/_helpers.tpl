@@ -132,3 +132,35 @@ the cluster-wide ClusterRole.
   resources: ["events"]
   verbs: ["create"]
 {{- end -}}
+
+{{/*
+The groups the admission policy guards, as a JSON list of {name, namespace, writers}: writers
+are the usernames (system:serviceaccount:NS:SA, plus any users listed) allowed to write the
+group's Leases. admissionPolicy.groups declares them; the example app's group is added when it
+is enabled.
+*/}}
+{{- define "k8slease.admission.groups" -}}
+{{- $root := . -}}
+{{- $groups := list -}}
+{{- range .Values.admissionPolicy.groups -}}
+{{- $ns := .namespace | default $root.Release.Namespace -}}
+{{- $writers := list -}}
+{{- range .serviceAccounts -}}
+{{- $writers = append $writers (printf "system:serviceaccount:%s:%s" $ns .) -}}
+{{- end -}}
+{{- range .users -}}
+{{- $writers = append $writers . -}}
+{{- end -}}
+{{- $groups = append $groups (dict "name" .name "namespace" $ns "writers" (uniq $writers)) -}}
+{{- end -}}
+{{- if .Values.exampleApp.enabled -}}
+{{- $sa := printf "system:serviceaccount:%s:%s" .Release.Namespace (include "k8slease.exampleApp.serviceAccountName" .) -}}
+{{- $groups = append $groups (dict "name" .Values.exampleApp.group "namespace" .Release.Namespace "writers" (list $sa)) -}}
+{{- end -}}
+{{- toJson $groups -}}
+{{- end -}}
+
+{{/* A CEL list literal of strings: ['a', 'b']. */}}
+{{- define "k8slease.cel.list" -}}
+[{{- range $i, $v := . }}{{ if $i }}, {{ end }}'{{ $v }}'{{ end -}}]
+{{- end -}}

@@ -177,3 +177,29 @@ def test_demo_app_rejects_bad_environment_without_a_traceback(
     assert result.returncode == 2
     assert message in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_status_prints_no_control_character_from_a_lease(
+    k8s_apiserver: APIServer | ExternalCluster,
+    k8s_api_client: client.ApiClient,
+    k8s_namespace: str,
+) -> None:
+    """A holder identity is foreign input: escape codes, NUL and injected lines are shown
+    escaped, and a 100 kB identity is cut (issue 27)."""
+    now = datetime.now(UTC)
+    hostile = "\x1b[2J\x1b]0;owned\x07x\nGROUP forged (namespace x)\x00" + "h" * 100_000
+    record = LeaseRecord(hostile, 3600, now, now, 0, 1)
+    labels = {LABEL_GROUP: "hostile", LABEL_ROLE: ROLE_LEADER}
+    LeaseTransport(k8s_api_client, k8s_namespace).create(
+        new_lease("hostile", k8s_namespace, record, labels=labels)
+    )
+    result = k8slease(
+        "status", "hostile", "-n", k8s_namespace, "--kubeconfig", str(k8s_apiserver.kubeconfig)
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert all(line.isprintable() for line in lines), result.stdout[:500]
+    assert not any(line.startswith("GROUP forged") for line in lines)
+    row = next(line for line in lines if line.startswith("hostile "))
+    assert "\\x1b[2J\\x1b]0;owned\\x07x\\nGROUP forged" in row
+    assert len(row) < 400 and "chars)" in row

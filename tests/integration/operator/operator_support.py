@@ -32,9 +32,13 @@ def operator_process(
 ) -> Iterator[subprocess.Popen[bytes]]:
     """``python -m k8slease operator`` against ``kubeconfig``, stopped (SIGTERM) afterwards.
 
-    ``namespace=None`` runs it with ``--all-namespaces``.
+    ``namespace=None`` runs it with ``--all-namespaces``. Every group is declared for
+    auto-creation (``--auto-create-group *``) unless ``args`` declare some: these tests' groups
+    are auto-created; the opt-in rule itself is tested in tests/unit/operator.
     """
     scope = ["--namespace", namespace] if namespace is not None else ["--all-namespaces"]
+    if "--auto-create-group" not in args:
+        scope += ["--auto-create-group", "*"]
     env = dict(os.environ, **FAST_ENV)
     env.pop("KUBERNETES_SERVICE_HOST", None)
     out = open(log, "wb") if log is not None else subprocess.DEVNULL  # noqa: SIM115

@@ -60,7 +60,7 @@ def server(k8s_apiserver: APIServer) -> Iterator[APIServer]:
 @pytest.fixture(scope="module")
 def operator(server: APIServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     log = tmp_path_factory.mktemp("operator") / "operator.log"
-    with operator_process(server.kubeconfig, NS, log=log) as proc:
+    with operator_process(server.kubeconfig, NS, log=log) as proc:  # every group declared
         yield log
         assert proc.poll() is None, f"the operator exited:\n{log.read_text()[-3000:]}"
 

@@ -30,7 +30,13 @@ def test_all_namespaces_keeps_groups_in_every_namespace(
         electors.append(elector.start())
     log = tmp_path / "operator.log"
     try:
-        with operator_process(server.kubeconfig, None, log=log) as proc:
+        declared = [
+            "--auto-create-group",
+            "team-a/team-a-jobs",
+            "--auto-create-group",
+            "team-b-jobs",
+        ]
+        with operator_process(server.kubeconfig, None, *declared, log=log) as proc:
             for ns in ("team-a", "team-b"):
                 status = wait_status(
                     api,

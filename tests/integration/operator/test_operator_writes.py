@@ -64,7 +64,14 @@ def server(k8s_apiserver: Any) -> Iterator[Counted]:
 
 @contextmanager
 def kopf_run(server: Counted, log: Path) -> Iterator[subprocess.Popen[bytes]]:
-    env = dict(os.environ, KUBECONFIG=str(server.kubeconfig), **FAST_ENV)
+    # the groups are auto-created: declared for every group (the setting as an environment
+    # variable, as kopf run takes it)
+    env = dict(
+        os.environ,
+        KUBECONFIG=str(server.kubeconfig),
+        K8SLEASE_OPERATOR_AUTO_CREATE_GROUPS="*",
+        **FAST_ENV,
+    )
     env.pop("KUBERNETES_SERVICE_HOST", None)
     kopf = Path(sys.executable).with_name("kopf")
     args = [

@@ -39,6 +39,7 @@ def raw(
         resource_path=path,
         header_params={"Accept": "application/json", **(headers or {})},
         body=body,
+        auth_settings=["BearerToken"],
     )
     response = api.call_api(*params)
     response.read()

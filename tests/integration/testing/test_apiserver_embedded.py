@@ -6,9 +6,11 @@ against a real cluster) because they observe things only the embedded server exp
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import signal
+import ssl
 import subprocess
 import sys
 import threading
@@ -45,8 +47,11 @@ def coord(k8s_embedded_apiserver: APIServer) -> Any:
 def control(server: APIServer, method: str, what: str, body: Any = None) -> Any:
     """Call the ``/_k8slease/`` control API over HTTP, as another process would."""
     data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(f"{server.url}/_k8slease/{what}", data=data, method=method)
-    with urllib.request.urlopen(request, timeout=5) as response:
+    headers = {**server.headers(), **({"Content-Type": "application/json"} if data else {})}
+    request = urllib.request.Request(
+        f"{server.url}/_k8slease/{what}", data=data, method=method, headers=headers
+    )
+    with urllib.request.urlopen(request, timeout=5, context=server.ssl_context()) as response:
         return json.loads(response.read())
 
 
@@ -122,7 +127,11 @@ def test_injected_errors_for_chosen_verbs(k8s_embedded_apiserver: APIServer, coo
     server.faults.add("get", "leases", status=429, retry_after=2, times=1)
     with pytest.raises(urllib.error.HTTPError) as http_error:
         urllib.request.urlopen(
-            f"{server.url}/apis/coordination.k8s.io/v1/namespaces/default/leases/f"
+            urllib.request.Request(
+                f"{server.url}/apis/coordination.k8s.io/v1/namespaces/default/leases/f",
+                headers=server.headers(),
+            ),
+            context=server.ssl_context(),
         )
     assert http_error.value.headers["Retry-After"] == "2"
     assert json.loads(http_error.value.read())["details"]["retryAfterSeconds"] == 2
@@ -280,11 +289,11 @@ def test_a_protobuf_body_is_an_unsupported_media_type(k8s_embedded_apiserver: AP
     request = urllib.request.Request(
         f"{server.url}/apis/coordination.k8s.io/v1/namespaces/default/leases",
         data=b"k8s\x00\n\x1c\n\x16coordination.k8s.io/v1\x12\x05Lease\x12\x98",
-        headers={"Content-Type": "application/vnd.kubernetes.protobuf"},
+        headers={"Content-Type": "application/vnd.kubernetes.protobuf", **server.headers()},
         method="POST",
     )
     with pytest.raises(urllib.error.HTTPError) as info:
-        urllib.request.urlopen(request, timeout=5)
+        urllib.request.urlopen(request, timeout=5, context=server.ssl_context())
     body = json.loads(info.value.read())
     assert (info.value.code, body["reason"]) == (415, "UnsupportedMediaType")
     assert "application/json" in body["message"]
@@ -356,10 +365,21 @@ def test_cli_serves_until_sigterm(tmp_path: Path) -> None:
         assert process.stdout is not None
         line = process.stdout.readline()
         url = line.split()[1]
-        assert url.startswith("http://127.0.0.1:") and kubeconfig.exists()
-        assert json.loads(kubeconfig.read_text())["clusters"][0]["cluster"]["server"] == url
-        with urllib.request.urlopen(f"{url}/api/v1/namespaces/default", timeout=5) as response:
+        assert url.startswith("https://127.0.0.1:") and kubeconfig.exists()
+        document = json.loads(kubeconfig.read_text())
+        cluster = document["clusters"][0]["cluster"]
+        assert cluster["server"] == url
+        token = document["users"][0]["user"]["token"]
+        ca = base64.b64decode(cluster["certificate-authority-data"]).decode()
+        context = ssl.create_default_context(cadata=ca)
+        request = urllib.request.Request(
+            f"{url}/api/v1/namespaces/default", headers={"Authorization": f"Bearer {token}"}
+        )
+        with urllib.request.urlopen(request, timeout=5, context=context) as response:
             assert json.loads(response.read())["metadata"]["name"] == "default"
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(f"{url}/api/v1/namespaces/default", timeout=5, context=context)
+        assert refused.value.code == 401
     finally:
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=10) == 0

@@ -18,6 +18,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection"
 	rl "k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -96,6 +97,9 @@ func run(o options) error {
 		return fmt.Errorf("--kubeconfig %s: %w", o.kubeconfig, err)
 	}
 	config.ContentType = o.contentType
+	if err := plainHTTPToken(config, o.kubeconfig); err != nil {
+		return err
+	}
 	client, err := kubernetes.NewForConfig(config)
 	if err != nil {
 		return err
@@ -110,6 +114,25 @@ func run(o options) error {
 			return err
 		}
 		elector.Run(ctx) // returns when leadership is lost or ctx is cancelled
+	}
+	return nil
+}
+
+// plainHTTPToken gives config the kubeconfig user's bearer token when the server is plain http
+// (the embedded API server): clientcmd reads a user's credentials only for TLS servers, and the
+// embedded server answers 401 without the token it wrote into its kubeconfig.
+func plainHTTPToken(config *rest.Config, kubeconfig string) error {
+	if config.BearerToken != "" || rest.IsConfigTransportTLS(*config) {
+		return nil
+	}
+	raw, err := clientcmd.LoadFromFile(kubeconfig)
+	if err != nil {
+		return fmt.Errorf("--kubeconfig %s: %w", kubeconfig, err)
+	}
+	if context, ok := raw.Contexts[raw.CurrentContext]; ok {
+		if user, ok := raw.AuthInfos[context.AuthInfo]; ok {
+			config.BearerToken = user.Token
+		}
 	}
 	return nil
 }

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
 from operator_helpers import at, group_object, job_lease, leader_lease, run_record
 
 from k8slease.errors import ConfigError
+from k8slease.names import LABEL_AUTO_CREATE
 from k8slease.operator.registry import (
     LABEL_AUTO_CREATED,
     CreateObject,
@@ -28,14 +30,14 @@ def kinds(actions: list[Any]) -> list[str]:
 
 def test_group_with_live_leases_and_no_object_is_created_once() -> None:
     reg = Registry(SETTINGS)
-    reg.on_lease("ADDED", leader_lease("billing", "a", renew=0), at(0))
+    reg.on_lease("ADDED", opted_in(leader_lease("billing", "a", renew=0)), at(0))
     (create,) = reg.plan(at(0), 0.0)
     assert isinstance(create, CreateObject)
     assert create.body["metadata"]["name"] == "billing"
     assert create.body["metadata"]["namespace"] == "ns"
     assert create.body["metadata"]["labels"][LABEL_AUTO_CREATED] == "true"
     assert create.body["spec"] == {}
-    reg.on_lease("MODIFIED", leader_lease("billing", "a", renew=2), at(2))
+    reg.on_lease("MODIFIED", opted_in(leader_lease("billing", "a", renew=2)), at(2))
     assert reg.plan(at(2), 2.0) == []  # creation in flight
     reg.create_failed(create, exists=False)
     assert reg.plan(at(3), 3.0) == []  # retried on the next evaluation pass, not in a loop
@@ -44,9 +46,9 @@ def test_group_with_live_leases_and_no_object_is_created_once() -> None:
 
 def test_auto_create_can_be_turned_off_and_skips_dead_or_unnamable_groups() -> None:
     off = Registry(SETTINGS.with_changes(auto_create=False))
-    off.on_lease("ADDED", leader_lease("billing", "a", renew=0), at(0))
+    off.on_lease("ADDED", opted_in(leader_lease("billing", "a", renew=0)), at(0))
     assert off.plan(at(0), 0.0) == []
-    reg = Registry(SETTINGS.with_changes(auto_create_max_age=60.0))
+    reg = Registry(SETTINGS.with_changes(auto_create_max_age=60.0, auto_create_groups=("*",)))
     reg.on_lease("ADDED", leader_lease("old", "", renew=-3600), at(0))
     reg.on_lease("ADDED", leader_lease("Bad_Name", "a", renew=0), at(0))
     assert reg.plan(at(0), 0.0) == []
@@ -54,7 +56,8 @@ def test_auto_create_can_be_turned_off_and_skips_dead_or_unnamable_groups() -> N
 
 def test_auto_created_object_names_a_custom_leader_lease() -> None:
     reg = Registry(SETTINGS)
-    reg.on_lease("ADDED", leader_lease("billing", "a", renew=0, name="billing-election"), at(0))
+    lease = leader_lease("billing", "a", renew=0, name="billing-election")
+    reg.on_lease("ADDED", opted_in(lease), at(0))
     (create,) = reg.plan(at(0), 0.0)
     assert isinstance(create, CreateObject)
     assert create.body["spec"] == {"leaseName": "billing-election"}
@@ -70,7 +73,7 @@ def test_status_writes_are_coalesced_and_renewals_are_slow() -> None:
     # "a became leader" waits until a is seen renewing (an abandoned Lease gets no Event)
     assert [a for a in actions if isinstance(a, PostEvent)] == []
     reg.written(patch, 0.0)
-    reg.on_lease("MODIFIED", leader_lease("billing", "a", renew=2), at(2))
+    reg.on_lease("MODIFIED", opted_in(leader_lease("billing", "a", renew=2)), at(2))
     events = reg.plan(at(2), 2.0)
     assert [a.notice.reason for a in events if isinstance(a, PostEvent)] == ["LeaderElected"]
     assert kinds(events) == ["PostEvent"]
@@ -128,7 +131,7 @@ def test_periodic_evaluation_raises_a_missing_run_without_lease_changes() -> Non
 
 def test_object_recreated_or_respecced() -> None:
     reg = Registry(SETTINGS)
-    reg.on_lease("ADDED", leader_lease("billing", "a", renew=0), at(0))
+    reg.on_lease("ADDED", opted_in(leader_lease("billing", "a", renew=0)), at(0))
     reg.on_object("ADDED", group_object("billing"), at(0))
     patch = next(a for a in reg.plan(at(0), 0.0) if isinstance(a, PatchStatus))
     reg.written(patch, 0.0)
@@ -222,3 +225,49 @@ def test_settings_validation_and_environment() -> None:
     assert parsed.evaluate_interval == 2.5 and parsed.max_concurrency == 3
     with pytest.raises(ConfigError):
         OperatorSettings.from_env({"K8SLEASE_OPERATOR_FLUSH_INTERVAL": "-1"})
+
+
+def opted_in(lease: dict[str, Any]) -> dict[str, Any]:
+    lease["metadata"]["labels"][LABEL_AUTO_CREATE] = "true"
+    return lease
+
+
+def test_only_groups_that_opted_in_or_are_declared_are_created(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Any app that may write Leases could make the operator create objects at will (issue 27):
+    a group label alone is not enough."""
+    reg = Registry(SETTINGS.with_changes(auto_create_groups=("declared", "other/x", "ns2/*")))
+    with caplog.at_level(logging.WARNING, logger="k8slease.operator"):
+        reg.on_lease("ADDED", leader_lease("plain", "a", renew=0), at(0))
+        reg.on_lease("ADDED", opted_in(leader_lease("labelled", "a", renew=0)), at(0))
+        reg.on_lease("ADDED", leader_lease("declared", "a", renew=0), at(0))
+        reg.on_lease("ADDED", leader_lease("x", "a", renew=0), at(0))  # declared for "other" only
+        reg.on_lease("ADDED", leader_lease("y", "a", renew=0, namespace="ns2"), at(0))
+        created = sorted(a.key for a in reg.plan(at(0), 0.0) if isinstance(a, CreateObject))
+        assert created == [("ns", "declared"), ("ns", "labelled"), ("ns2", "y")]
+        reg.plan(at(1), 2000.0)  # evaluated again: declined again, but said only once
+    declined = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(declined) == 2, declined
+    assert all("not creating a ScheduledJobGroup" in m and "did not opt in" in m for m in declined)
+    assert {"group=plain" in m or "group=x" in m for m in declined} == {True}
+
+
+def test_auto_creation_is_capped_per_namespace(caplog: pytest.LogCaptureFixture) -> None:
+    reg = Registry(SETTINGS.with_changes(auto_create_groups=("*",), auto_create_limit=3))
+    for i in range(5):
+        reg.on_lease("ADDED", leader_lease(f"g{i}", "a", renew=0), at(0))
+    reg.on_lease("ADDED", leader_lease("elsewhere", "a", renew=0, namespace="other"), at(0))
+    with caplog.at_level(logging.WARNING, logger="k8slease.operator"):
+        actions = reg.plan(at(0), 0.0)
+    created = sorted(a.key for a in actions if isinstance(a, CreateObject))
+    assert created == [("ns", "g0"), ("ns", "g1"), ("ns", "g2"), ("other", "elsewhere")]
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 2 and all("--auto-create-limit 3" in m for m in warnings)
+    # objects that exist count as well (after a restart nothing is "creating")
+    fresh = Registry(SETTINGS.with_changes(auto_create_groups=("*",), auto_create_limit=1))
+    made = group_object("g0")
+    made["metadata"]["labels"] = {LABEL_AUTO_CREATED: "true"}
+    fresh.on_object("ADDED", made, at(0))
+    fresh.on_lease("ADDED", leader_lease("g1", "a", renew=0), at(0))
+    assert not [a for a in fresh.plan(at(0), 0.0) if isinstance(a, CreateObject)]
