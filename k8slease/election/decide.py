@@ -99,3 +99,11 @@ def decide_candidate(
         return Decision(CandidateAction.READ)
     until = at if poll_at is None else min(at, poll_at)
     return Decision(CandidateAction.WAIT, until=until)
+
+
+def edited_reason(seen: LeaseRecord) -> str:
+    """Why a holder stops on seeing ``seen``, a record it did not write."""
+    if seen.holder and seen.holder_readable and not seen.malformed:
+        return f"lease edited by someone else: held by {seen.holder}, token {seen.fencing_token}"
+    problems = "; ".join(seen.problems) or "no holder"
+    return f"lease edited by someone else: {problems}"

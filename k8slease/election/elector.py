@@ -63,6 +63,8 @@ class LeaderElector:
     * ``retry_interval`` [5.0] candidates' poll period while no watch works (jittered);
     * unset timing options follow from the ones given (see :class:`~k8slease.ElectionTiming`):
       client-go's ``lease_duration=15, renew_deadline=10, retry_interval=2`` works as is;
+    * ``timing`` [None] an :class:`~k8slease.ElectionTiming` instead of the five timing keywords
+      (``request_timeout`` included): built and validated once, used as it is;
     * ``api_client`` [loaded in-cluster, else from the kubeconfig, at start];
     * ``release_on_stop`` [True] give the Lease back on stop so a candidate takes over at once;
     * ``on_started_leading(ctx)`` is called in its own thread when a term starts (it may block or
@@ -97,6 +99,7 @@ class LeaderElector:
         renew_interval: float | None = None,
         renew_deadline: float | None = None,
         retry_interval: float | None = None,
+        timing: ElectionTiming | None = None,
         api_client: kubernetes.client.ApiClient | None = None,
         release_on_stop: bool = True,
         release_on_return: bool = False,
@@ -119,13 +122,23 @@ class LeaderElector:
         if len(self.identity) > 253:
             raise ConfigError("identity must be at most 253 characters")
         self.group = validate_label_value(group or self.name, what="group")
-        self.timing = ElectionTiming(
-            lease_duration=lease_duration,
-            renew_interval=renew_interval,
-            renew_deadline=renew_deadline,
-            retry_interval=retry_interval,
-            request_timeout=request_timeout,
-        )
+        loose = {
+            "lease_duration": lease_duration,
+            "renew_interval": renew_interval,
+            "renew_deadline": renew_deadline,
+            "retry_interval": retry_interval,
+            "request_timeout": request_timeout,
+        }
+        if timing is None:
+            self.timing = ElectionTiming(**loose)
+        elif not isinstance(timing, ElectionTiming):
+            raise ConfigError(f"timing must be an ElectionTiming, got {timing!r}")
+        elif given := sorted(key for key, value in loose.items() if value is not None):
+            raise ConfigError(
+                f"pass the timing either as timing= or as {', '.join(given)}=, not both"
+            )
+        else:
+            self.timing = timing  # validated once, where it was built
         for label, callback in (
             ("on_started_leading", on_started_leading),
             ("on_stopped_leading", on_stopped_leading),

@@ -40,6 +40,7 @@ from k8slease.election.decide import (
     LeaderAction,
     decide_candidate,
     decide_leader,
+    edited_reason,
     leader_deadline,
 )
 from k8slease.election.state import LeadState, MachineOptions, PendingRequest, ReleaseState
@@ -220,7 +221,7 @@ class ElectionMachine:
         elif seen.fencing_token < lead.record.fencing_token and not lead.synced:
             return  # an event from before our grant, delivered late
         else:
-            self._step_down(_edited_reason(seen), now, release=False, after=Phase.CANDIDATE)
+            self._step_down(edited_reason(seen), now, release=False, after=Phase.CANDIDATE)
 
     def read_done(self, lease: Mapping[str, Any] | None, *, now: float) -> None:
         """The outstanding :class:`Read` answered ``lease`` (``None``: NotFound) at ``now``."""
@@ -243,7 +244,7 @@ class ElectionMachine:
                 lead.next_attempt_at = now if not lead.retried else now + self._renew_retry()
                 lead.retried = True
             else:
-                reason = "lease deleted" if record is None else _edited_reason(record)
+                reason = "lease deleted" if record is None else edited_reason(record)
                 self._step_down(reason, now, release=False, after=Phase.CANDIDATE)
         elif purpose is Purpose.RELEASE_READ:
             release = self._release
@@ -495,11 +496,3 @@ class ElectionMachine:
 
     def _renew_retry(self) -> float:
         return self.timing.renew_retry_interval
-
-
-def _edited_reason(seen: LeaseRecord) -> str:
-    """Why a holder stops on seeing ``seen``, a record it did not write."""
-    if seen.holder and seen.holder_readable and not seen.malformed:
-        return f"lease edited by someone else: held by {seen.holder}, token {seen.fencing_token}"
-    problems = "; ".join(seen.problems) or "no holder"
-    return f"lease edited by someone else: {problems}"

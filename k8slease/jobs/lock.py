@@ -13,31 +13,28 @@ Lease first, one GET per claim.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 
-from k8slease.callbacks import CancelHooks
 from k8slease.clock import Clock, SystemClock
 from k8slease.errors import (
     AlreadyExists,
     ConfigError,
     Conflict,
     NotFound,
-    TransportError,
     Unavailable,
 )
 from k8slease.jobs.claimorder import claim_delay, claim_rank
-from k8slease.jobs.lockbudget import claim_budget, keep_budget, remaining
+from k8slease.jobs.grant import Grant, LostFlag
+from k8slease.jobs.lockbudget import claim_budget, keep_budget
 from k8slease.jobs.lockcache import ClaimCache
+from k8slease.jobs.lockhold import LockHolding
 from k8slease.jobs.lockrules import (
     Claim,
     Verdict,
     check_lock_times,
-    extend,
     judge_claim,
     newest_plausible_claim,
-    release,
 )
 from k8slease.jobs.settle import retry_kept_release, settle
 from k8slease.jobs.unsettled import PendingClaim, merge_run, silent_holder, still_pending
@@ -45,7 +42,6 @@ from k8slease.kube.events import EventRecorder
 from k8slease.lease.budget import request_budget
 from k8slease.lease.jobrecord import (
     JobState,
-    Outcome,
     RunRecord,
     lease_with_job_state,
 )
@@ -55,6 +51,8 @@ from k8slease.lease.transport import LeaseTransport
 from k8slease.lease.view import LeaseView
 from k8slease.logs import get_logger
 from k8slease.names import LABEL_GROUP, LABEL_JOB, LABEL_ROLE, ROLE_JOB, job_lease_name
+
+__all__ = ["Grant", "JobLock", "LostFlag"]
 
 log = get_logger("k8slease.locks")
 
@@ -72,81 +70,7 @@ class _Judged:
     silent: datetime | None = None
 
 
-class LostFlag(threading.Event):
-    """``Grant.lost``: set when the lock could not be kept, and read as set the moment the
-    keep-alive budget has run out on this replica's monotonic clock, even if the keep-alive
-    thread has not run since (a process resumed after SIGSTOP learns it before acting), by
-    ``is_set`` and by ``wait``."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.expired: Callable[[], bool] = _never
-        self._once = threading.Lock()
-
-    def is_set(self) -> bool:
-        return super().is_set() or self.expired()
-
-    def wait(self, timeout: float | None = None) -> bool:
-        return super().wait(timeout) or self.expired()
-
-    def set_once(self) -> bool:
-        """Set the flag; returns whether this call set it."""
-        with self._once:
-            if super().is_set():
-                return False
-            self.set()
-            return True
-
-
-def _never() -> bool:
-    return False
-
-
-@dataclass(eq=False)
-class Grant:
-    """A lock this replica holds for one tick of one job.
-
-    ``lost`` is set when the lock could not be kept alive (another replica may take over);
-    ``fencing_token`` is the grant's token, to pass to the systems the job writes to.
-    """
-
-    job: str
-    tick: datetime
-    fencing_token: int
-    started_wall: datetime
-    started_mono: float
-    lost: LostFlag = field(default_factory=LostFlag)
-    #: the Lease as last written by (or re-read for) this grant, decoded once
-    _view: LeaseView | None = field(default=None, repr=False)
-    _last_ok_send: float = 0.0
-    _stop: threading.Event = field(default_factory=threading.Event, repr=False)
-    _thread: threading.Thread | None = field(default=None, repr=False)
-    _mutex: threading.Lock = field(default_factory=threading.Lock, repr=False)
-    #: run (from the keep-alive thread) when the lock is lost while held; cancels coroutine jobs
-    lost_hooks: CancelHooks = field(default_factory=CancelHooks, repr=False)
-
-    #: monotonic clock and keep-alive budget (seconds after the last good write was sent)
-    _clock: Clock | None = field(default=None, repr=False)
-    _budget: float = float("inf")
-
-    def __post_init__(self) -> None:
-        self.lost.expired = self._budget_spent
-
-    def _budget_spent(self) -> bool:
-        if self._clock is None or self._stop.is_set():
-            return False
-        if self._clock.monotonic() - self._last_ok_send < self._budget:
-            return False
-        self.mark_lost()
-        return True
-
-    def mark_lost(self) -> None:
-        """Record that the lock could not be kept, and tell whoever asked."""
-        if self.lost.set_once():
-            self.lost_hooks.fire()
-
-
-class JobLock:
+class JobLock(LockHolding):
     """The lock of one job of one group, as seen by one replica.
 
     ``lock_at_most_for`` (seconds) is the Lease duration: the ceiling after which a crashed
@@ -155,7 +79,7 @@ class JobLock:
     runs its lock is extended every ``lock_at_most_for / 3`` seconds. ``cache`` lets claims be
     judged from the informer's view; ``ordered`` (default) makes this replica first wait for its
     turn in the tick's claim order (LEADER jobs, fired by the leader alone, do not wait).
-    ``grace`` (seconds; default none) is how long after its time a tick still runs: a claim's
+    ``grace`` (seconds; default 300) is how long after its time a tick still runs: a claim's
     requests may take as long as that and the grant's keep budget allow, an extension the time
     the grant has left (:mod:`k8slease.jobs.lockbudget`).
     """
@@ -528,188 +452,5 @@ class JobLock:
                 type_="Warning",
             )
 
-    # -- keeping ------------------------------------------------------------------------------
-
-    def start_keepalive(self, grant: Grant) -> None:
-        """Extend ``grant`` in a background thread until :meth:`finish` is called."""
-        thread = threading.Thread(
-            target=self._keepalive_loop,
-            args=(grant,),
-            name=f"k8slease-keepalive-{self.job}",
-            daemon=True,
-        )
-        grant._thread = thread
-        thread.start()
-
-    def _keepalive_loop(self, grant: Grant) -> None:
-        try:
-            self._keep(grant)
-        except Exception:
-            # nobody extends the lock any more: the run must hear it lost the lock now, not
-            # after another replica took it over
-            grant.mark_lost()
-            self._log.exception("lock.keepalive_crashed", tick=grant.tick.isoformat())
-
-    def _keep(self, grant: Grant) -> None:
-        retry = min(1.0, self.keepalive_interval / 2)
-        wait = self.keepalive_interval
-        while not grant._stop.wait(wait):
-            ok = self.extend_once(grant)
-            wait = self.keepalive_interval if ok else retry
-            if grant.lost.is_set():
-                return
-
-    def extend_once(self, grant: Grant) -> bool:
-        """Extend ``grant`` now with one conditional write; returns whether it was extended.
-
-        When no extension has succeeded for two thirds of ``lock_at_most_for`` since the last
-        successful one was sent, ``grant.lost`` is set: other replicas may take the lock soon.
-        """
-        with grant._mutex:
-            if grant._stop.is_set() or grant.lost.is_set():
-                return False
-            sent = self._clock.monotonic()
-            left = remaining(
-                grant._last_ok_send,
-                self.lock_at_most_for,
-                now=sent,
-                floor=self.transport.request_timeout,
-            )
-            with request_budget(left, connect=self.transport.request_timeout):
-                ok = self._write_extension(grant)
-            if ok:
-                grant._last_ok_send = sent
-                return True
-            if sent - grant._last_ok_send >= self.lock_at_most_for * 2 / 3:
-                grant.mark_lost()
-                self._log.warning(
-                    "lock.lost", tick=grant.tick.isoformat(), fencing_token=grant.fencing_token
-                )
-            return False
-
-    def _write_extension(self, grant: Grant, *, retry_on_conflict: bool = True) -> bool:
-        held = grant._view
-        assert held is not None
-        record = extend(held.record, now=self._clock.now())
-        try:
-            written = self.transport.replace(self.name, lease_with_record(held.body, record))
-            grant._view = LeaseView.decode(written)
-            return True
-        except Conflict:
-            fresh = self._fresh_if_still_mine(grant) if retry_on_conflict else None
-            if fresh is None:
-                grant.mark_lost()
-                self._log.warning("lock.lost", tick=grant.tick.isoformat(), why="taken-over")
-                return False
-            grant._view = fresh
-            return self._write_extension(grant, retry_on_conflict=False)
-        except TransportError as exc:
-            self._log.warning("lock.extend_failed", error=str(exc))
-            return False
-
-    def _fresh_if_still_mine(self, grant: Grant) -> LeaseView | None:
-        try:
-            fresh = LeaseView.decode(self.transport.get(self.name))
-        except TransportError:
-            return None
-        if fresh.record.holder == self.identity and fresh.fencing_token == grant.fencing_token:
-            return fresh
-        return None
-
-    # -- releasing ----------------------------------------------------------------------------
-
-    def finish(self, grant: Grant, outcome: Outcome, *, error: str | None = None) -> RunRecord:
-        """Stop keeping ``grant`` alive and release it, writing the run record in the same write.
-
-        A grant that was lost while the job ran is recorded with outcome ``lost``. Returns the
-        run record (also when it could not be written; that is logged).
-        """
-        overran = grant.lost.is_set()  # before stopping: the budget may have run out unseen
-        grant._stop.set()
-        with self._active_lock:
-            if self._active is grant:
-                self._active = None
-        if grant._thread is not None and grant._thread is not threading.current_thread():
-            grant._thread.join(timeout=self.transport.request_timeout * 2)
-        if overran or grant.lost.is_set():
-            outcome = "lost"
-        run = RunRecord(
-            holder=self.identity,
-            tick=grant.tick,
-            started=grant.started_wall,
-            finished=self._clock.now(),
-            outcome=outcome,
-            fencing_token=grant.fencing_token,
-            error=error,
-        )
-        ran_for = self._clock.monotonic() - grant.started_mono
-        left = remaining(
-            grant._last_ok_send,
-            self.lock_at_most_for,
-            now=self._clock.monotonic(),
-            floor=self.transport.request_timeout,
-        )
-        with grant._mutex, request_budget(left, connect=self.transport.request_timeout):
-            held = grant._view
-            assert held is not None
-            for attempt in range(2):
-                record, state = release(
-                    held.record,
-                    held.job,
-                    run,
-                    ran_for=ran_for,
-                    lock_at_least_for=self.lock_at_least_for,
-                    now=run.finished,
-                )
-                try:
-                    written = self.transport.replace(
-                        self.name,
-                        lease_with_job_state(lease_with_record(held.body, record), state),
-                    )
-                    self._observations.see(self.name, LeaseView.decode(written))
-                    break
-                except Conflict:
-                    fresh = self._fresh_if_still_mine(grant) if attempt == 0 else None
-                    if fresh is None:
-                        # taken over: the next claim this replica writes carries the record
-                        self._unwritten = run
-                        self._log.warning(
-                            "lock.release_lost", tick=grant.tick.isoformat(), kept=True
-                        )
-                        break
-                    held = fresh
-                except Unavailable as exc:
-                    # no answer: kept, written by a retry or this replica's next write (issue 26)
-                    self._unwritten = run
-                    retry_kept_release(
-                        self,
-                        until=grant._last_ok_send + self.lock_at_most_for,
-                        every=min(1.0, self.keepalive_interval / 2),
-                    )
-                    self._log.warning(
-                        "lock.release_unanswered",
-                        tick=grant.tick.isoformat(),
-                        outcome=run.outcome,
-                        error=str(exc),
-                        kept=True,
-                    )
-                    break
-                except TransportError as exc:
-                    self._log.warning("lock.release_failed", error=str(exc))
-                    break
-        self._log.info(
-            "job.finished",
-            tick=grant.tick.isoformat(),
-            outcome=run.outcome,
-            fencing_token=grant.fencing_token,
-            seconds=round(ran_for, 3),
-        )
-        if run.outcome != "succeeded" and self._events is not None:
-            self._events.post(
-                held.body,
-                reason="JobFailed" if run.outcome == "failed" else "JobLockLost",
-                message=f"job {self.job} tick {grant.tick.isoformat()} on {self.identity}: "
-                f"{run.outcome}{': ' + error if error else ''}",
-                type_="Warning",
-            )
-        return run
+    def _retry_kept_release(self, *, until: float, every: float) -> None:
+        retry_kept_release(self, until=until, every=every)

@@ -24,19 +24,14 @@ twice. See ``docs/architecture.md`` for the flow and ``docs/operations.md`` for 
 from __future__ import annotations
 
 import asyncio
-import math
 import threading
 import types
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime, tzinfo
+from datetime import datetime, tzinfo
 from typing import Any, TypeVar, Unpack
 
-from apscheduler.schedulers.asyncio import AsyncIOScheduler
-from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.schedulers.base import STATE_STOPPED, BaseScheduler
 from apscheduler.triggers.base import BaseTrigger
-from apscheduler.triggers.cron import CronTrigger
-from apscheduler.triggers.interval import IntervalTrigger
 from kubernetes import client
 
 from k8slease.clock import Clock, SystemClock
@@ -44,31 +39,31 @@ from k8slease.election.context import LeadershipContext
 from k8slease.election.elector import LeaderElector
 from k8slease.election.timing import ElectionTiming
 from k8slease.errors import ConfigError
-from k8slease.jobs.apscompat import check_timezone, translate
-from k8slease.jobs.catchup import schedule_catch_up
-from k8slease.jobs.dropped import MASK as DROPPED_MASK
 from k8slease.jobs.dropped import DroppedTicks
-from k8slease.jobs.executors import TickAsyncIOExecutor, TickThreadPoolExecutor
-from k8slease.jobs.lock import JobLock
 from k8slease.jobs.lockcache import (
     DEFAULT_CLAIM_SPREAD,
     DEFAULT_CLAIM_STEP,
     ClaimCache,
     check_claim_spacing,
 )
-from k8slease.jobs.lostticks import leaderless_watch
-from k8slease.jobs.misfire import MisfirePolicy
 from k8slease.jobs.runner import TickRunner
 from k8slease.jobs.singletons import SingletonRun
-from k8slease.jobs.spec import JobOptions, JobSpec, Mode, job_name_from
-from k8slease.kube.apiclient import (
-    api_client_if_configured,
-    check_api_client,
-    default_api_client,
+from k8slease.jobs.spec import JobOptions, JobSpec, Mode
+from k8slease.jobs.triggers import INTERVAL_ANCHOR, cron_trigger, interval_trigger, job_spec
+from k8slease.jobs.wiring import (
+    catch_up,
+    default_scheduler,
+    job_informer,
+    make_runners,
+    running_loop,
+    schedule_jobs,
+    set_leader_jobs,
+    unschedule_jobs,
 )
+from k8slease.kube.apiclient import api_client_if_configured, check_api_client, default_api_client
 from k8slease.kube.events import EventRecorder
 from k8slease.kube.identity import default_identity, default_namespace
-from k8slease.kube.options import flag, member
+from k8slease.kube.options import flag
 from k8slease.kube.options import seconds as check_seconds
 from k8slease.kube.signals import SIGNAL_POLL, GracefulSignals, LoopWaker
 from k8slease.kube.validate import validate_lease_name, validate_namespace
@@ -77,22 +72,18 @@ from k8slease.lease.observe import Observations
 from k8slease.lease.transport import LeaseTransport
 from k8slease.logs import get_logger
 from k8slease.metrics import JobMetrics, default_job_metrics
-from k8slease.names import LABEL_GROUP, LABEL_ROLE, ROLE_JOB
 
 log = get_logger("k8slease.jobs")
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-#: Interval ticks are counted from this instant, so that every replica computes the same ticks.
-INTERVAL_ANCHOR = datetime(2000, 1, 1, tzinfo=UTC)
-EXECUTOR_ALIAS = "k8slease"
 
 
 class Jobs:
     """Scheduled jobs of one group of replicas, on an APScheduler 3 scheduler.
 
     ``group`` names the group's leader Lease and prefixes each job's lock Lease. ``namespace``
-    defaults to ``POD_NAMESPACE``, then the in-cluster namespace, then ``default``. ``identity``
+    defaults as everywhere in k8slease (``POD_NAMESPACE``, the in-cluster namespace, the
+    kubeconfig context's, ``default``). ``identity``
     defaults to ``POD_NAME`` (or the hostname) plus a random suffix. ``scheduler`` is an APScheduler
     ``BackgroundScheduler`` or ``AsyncIOScheduler`` of yours (default: one in UTC that ``Jobs``
     owns: an ``AsyncIOScheduler`` on the running loop when started from a coroutine, as ``async with
@@ -100,7 +91,9 @@ class Jobs:
     thread scheduler in a loop of their own per run). ``api_client`` defaults to the in-cluster
     configuration, else the kubeconfig. ``election`` (an :class:`~k8slease.ElectionTiming`; default
     60/20/40 s) times the group's leader election, used only when a LEADER job is registered.
-    ``request_timeout`` (seconds, default 10) bounds each lock call. ``metrics`` receives run and
+    ``request_timeout`` (seconds, default 10) bounds each connect of a lock call (a claim or an
+    extension may take as long as its result stays usable, :mod:`k8slease.jobs.lockbudget`).
+    ``metrics`` receives run and
     skip counts (default: Prometheus when prometheus-client is installed). ``clock`` (wall and
     monotonic time) is used by the locks, the runners and the election. ``handle_signals`` (default
     True, as for :class:`~k8slease.LeaderElector`): on ``start`` (so also ``run``, ``with`` and
@@ -205,12 +198,7 @@ class Jobs:
         replica was down. ``fail_open`` runs the job everywhere when the API server is unreachable
         (default: skip).
         """
-        zone = check_timezone(timezone)
-        try:
-            trigger = CronTrigger.from_crontab(expression, timezone=zone)
-        except (ValueError, KeyError, TypeError) as exc:
-            raise ConfigError(f"invalid cron expression {expression!r}: {exc}") from None
-
+        trigger = cron_trigger(expression, timezone=timezone)
         return self._registrar(trigger, mode=mode, name=name, **options)
 
     def interval(
@@ -232,21 +220,9 @@ class Jobs:
         Ticks are counted from ``anchor`` (default 2000-01-01 UTC) so that all replicas agree on
         them. Other options as for :meth:`cron`.
         """
-        total = (
-            check_seconds("seconds", seconds)
-            + 60 * check_seconds("minutes", minutes)
-            + 3600 * check_seconds("hours", hours)
-            + 86400 * check_seconds("days", days)
-            + 604800 * check_seconds("weeks", weeks)
+        trigger = interval_trigger(
+            seconds=seconds, minutes=minutes, hours=hours, days=days, weeks=weeks, anchor=anchor
         )
-        if total <= 0:
-            raise ConfigError(
-                "an interval must be longer than 0 seconds (seconds/minutes/hours/days/weeks)"
-            )
-        if not isinstance(anchor, datetime) or anchor.tzinfo is None:
-            raise ConfigError("anchor must be timezone-aware")
-        trigger = IntervalTrigger(seconds=total, start_date=anchor, timezone=UTC)
-
         return self._registrar(trigger, mode=mode, name=name, **options)
 
     def _registrar(
@@ -260,12 +236,7 @@ class Jobs:
         """A decorator that registers its function as a job on ``trigger``."""
 
         def register(func: F) -> F:
-            spec_name = name or job_name_from(func)
-            given: dict[str, Any] = translate(dict(options), job=spec_name)
-            if "misfire" in given:  # a MisfirePolicy, or its value or name ("skip", "RUN_ALL")
-                prefix = f"job {spec_name!r}: "
-                given["misfire"] = member("misfire", given["misfire"], MisfirePolicy, prefix=prefix)
-            self.add(JobSpec(name=spec_name, func=func, mode=mode, trigger=trigger, **given))
+            self.add(job_spec(func, trigger=trigger, mode=mode, name=name, options=dict(options)))
             return func
 
         return register
@@ -332,7 +303,7 @@ class Jobs:
             self._started = True
         if self.handle_signals:
             self._signals.install()
-        self._loop = _running_loop()
+        self._loop = running_loop()
         if self._loop is not None and self.handle_signals:  # a SIGTERM on another thread
             self._waker = LoopWaker(self._loop)
             self._waker.start()
@@ -344,107 +315,47 @@ class Jobs:
         observations = Observations(self._clock)
         cache: ClaimCache | None = None
         if any(spec.coordinated for spec in self._specs.values()):
-            self._informer = LeaseInformer(
+            self._informer, cache = job_informer(
                 transport,
                 observations,
-                label_selector=f"{LABEL_GROUP}={self.group},{LABEL_ROLE}={ROLE_JOB}",
-            )
-            cache = ClaimCache(
-                observations,
-                self._informer.synced.is_set,
+                group=self.group,
                 step=self.claim_step,
                 spread=self.claim_spread,
             )
-            self._informer.start()
-        for spec in self._specs.values():
-            lock = None
-            if spec.coordinated:
-                lock = JobLock(
-                    transport,
-                    group=self.group,
-                    job=spec.name,
-                    identity=self.identity,
-                    lock_at_most_for=spec.lock_at_most_for,
-                    lock_at_least_for=spec.lock_at_least_for,
-                    clock=self._clock,
-                    events=events,
-                    observations=observations,
-                    cache=cache,
-                    # only the leader fires LEADER jobs: nobody to take turns with
-                    ordered=spec.mode is Mode.ONCE_PER_TICK,
-                    grace=spec.grace,
-                )
-            self.runners[spec.name] = TickRunner(
-                spec,
-                group=self.group,
-                identity=self.identity,
-                lock=lock,
-                is_leader=lambda: self.is_leader,
-                metrics=self._metrics,
-                clock=self._clock,
-            )
-        scheduler = self._scheduler or self._default_scheduler()
-        self._scheduler = scheduler
-        on_loop = isinstance(scheduler, AsyncIOScheduler)
-        executor = (
-            TickAsyncIOExecutor()
-            if on_loop
-            else TickThreadPoolExecutor(max_workers=max(4, len(self._specs) + 2))
-        )
-        scheduler.add_executor(executor, alias=EXECUTOR_ALIAS)
-        for spec in self._specs.values():
-            if spec.trigger is None:
-                continue
-            scheduler.add_job(
-                self.runners[spec.name].bind(on_loop=on_loop),
-                trigger=spec.trigger,
-                id=self._job_id(spec.name),
-                name=spec.name,
-                executor=EXECUTOR_ALIAS,
-                coalesce=True,
-                max_instances=1,
-                misfire_grace_time=max(1, math.ceil(spec.grace)),
-                replace_existing=True,
-                **({"next_run_time": None} if spec.mode is Mode.LEADER else {}),
-            )
-            if spec.mode is Mode.LEADER:  # every replica: a tick at which nobody leads is lost
-                scheduler.add_job(
-                    leaderless_watch(
-                        self.runners[spec.name].losses,
-                        machine=lambda: None if self._elector is None else self._elector.machine,
-                        clock=self._clock,
-                        metrics=self._metrics,
-                    ),
-                    trigger=spec.trigger,
-                    id=f"{self._job_id(spec.name)}:leaderless",
-                    name=f"{spec.name} (leaderless watch)",
-                    coalesce=True,
-                    max_instances=1,
-                    replace_existing=True,
-                )
-        self._dropped = DroppedTicks(
+        self.runners = make_runners(
+            self._specs.values(),
             group=self.group,
-            names={self._job_id(s.name): s.name for s in self._specs.values() if s.trigger},
+            identity=self.identity,
+            transport=transport,
             events=events,
+            observations=observations,
+            cache=cache,
+            is_leader=lambda: self.is_leader,
+            metrics=self._metrics,
+            clock=self._clock,
+        )
+        scheduler = self._scheduler or default_scheduler(self._loop)
+        self._scheduler = scheduler
+        self._dropped = schedule_jobs(
+            scheduler,
+            self._specs.values(),
+            self.runners,
+            group=self.group,
+            machine=lambda: None if self._elector is None else self._elector.machine,
+            events=events,
+            clock=self._clock,
             metrics=self._metrics,
         )
-        scheduler.add_listener(self._dropped, DROPPED_MASK)
         if scheduler.state == STATE_STOPPED:
             scheduler.start()
         self._log.info("jobs.started", jobs=sorted(self._specs), namespace=self.namespace)
         for spec in self._specs.values():
             if spec.trigger is None and spec.mode is Mode.EVERY_REPLICA:
                 self._start_singleton(spec, self._stopped, None)
-        self._catch_up([s for s in self._specs.values() if s.mode is Mode.ONCE_PER_TICK])
+        once = [r for r in self.runners.values() if r.spec.mode is Mode.ONCE_PER_TICK]
+        catch_up(scheduler, once, now=self._clock.now())
         if any(spec.mode is Mode.LEADER for spec in self._specs.values()):
             self._start_election(api_client)
-
-    def _default_scheduler(self) -> BaseScheduler:
-        """In UTC: an ``AsyncIOScheduler`` on the running loop (``async with jobs``, or ``start``
-        from a coroutine), else a ``BackgroundScheduler``."""
-        if self._loop is not None:
-            return AsyncIOScheduler(event_loop=self._loop, timezone=UTC)
-        return BackgroundScheduler(timezone=UTC)
 
     def stop(self) -> None:
         """Stop: step down (releasing the group Lease), stop singletons and the scheduler."""
@@ -473,20 +384,14 @@ class Jobs:
             self._informer.stop()
         for run in list(self._singletons):
             run.stop(timeout=self.request_timeout)
-        scheduler = self._scheduler
-        if scheduler is not None and scheduler.state != STATE_STOPPED:
-            if self._owns_scheduler:
-                scheduler.shutdown(wait=not isinstance(scheduler, AsyncIOScheduler))
-            else:
-                if self._dropped is not None:
-                    scheduler.remove_listener(self._dropped)
-                for spec in self._specs.values():
-                    for job_id in (
-                        self._job_id(spec.name),
-                        f"{self._job_id(spec.name)}:leaderless",
-                    ):
-                        if scheduler.get_job(job_id) is not None:
-                            scheduler.remove_job(job_id)
+        if self._scheduler is not None:
+            unschedule_jobs(
+                self._scheduler,
+                self._specs.values(),
+                group=self.group,
+                owned=self._owns_scheduler,
+                dropped=self._dropped,
+            )
 
     def run(self, *, handle_signals: bool | None = None) -> None:
         """Start and block until :meth:`stop` has finished (or a handled signal stopped it).
@@ -537,21 +442,6 @@ class Jobs:
 
     # -- internals ----------------------------------------------------------------------------
 
-    def _job_id(self, name: str) -> str:
-        return f"k8slease:{self.group}:{name}"
-
-    def _catch_up(self, specs: list[JobSpec]) -> None:
-        scheduler = self._scheduler
-        assert scheduler is not None
-        runners = [self.runners[spec.name] for spec in specs]
-        schedule_catch_up(
-            scheduler,
-            runners,
-            now=self._clock.now(),
-            executor=EXECUTOR_ALIAS,
-            on_loop=isinstance(scheduler, AsyncIOScheduler),
-        )
-
     def _start_singleton(
         self, spec: JobSpec, lost: threading.Event, fencing_token: int | None
     ) -> None:
@@ -577,11 +467,7 @@ class Jobs:
             on_stopped_leading=self._on_stopped_leading,
             release_on_return=True,
             handle_signals=False,  # Jobs handles them: its stop stops the elector
-            lease_duration=self.election.lease_duration,
-            renew_interval=self.election.renew_interval,
-            renew_deadline=self.election.renew_deadline,
-            retry_interval=self.election.retry_interval,
-            request_timeout=self.election.request_timeout,
+            timing=self.election,  # validated once, in ElectionTiming
             clock=self._clock,
         )
         self._elector.recontend_after_work = True  # the callback ends early only on an error
@@ -592,10 +478,9 @@ class Jobs:
         scheduler = self._scheduler
         assert scheduler is not None
         leader_specs = [s for s in self._specs.values() if s.mode is Mode.LEADER]
-        for spec in leader_specs:
-            if spec.trigger is not None:
-                scheduler.resume_job(self._job_id(spec.name))
-        self._catch_up([s for s in leader_specs if s.trigger is not None])
+        set_leader_jobs(scheduler, leader_specs, group=self.group, running=True)
+        scheduled = [self.runners[s.name] for s in leader_specs if s.trigger is not None]
+        catch_up(scheduler, scheduled, now=self._clock.now())
         for spec in leader_specs:
             if spec.trigger is None:
                 self._start_singleton(spec, ctx.lost, ctx.fencing_token)
@@ -605,21 +490,10 @@ class Jobs:
         """Leadership ended: stop firing LEADER jobs at once and stop the leader's singletons."""
         scheduler = self._scheduler
         if scheduler is not None and scheduler.state != STATE_STOPPED:
-            for spec in self._specs.values():
-                if spec.mode is Mode.LEADER and spec.trigger is not None:
-                    job = scheduler.get_job(self._job_id(spec.name))
-                    if job is not None:
-                        job.pause()
+            leader_specs = [s for s in self._specs.values() if s.mode is Mode.LEADER]
+            set_leader_jobs(scheduler, leader_specs, group=self.group, running=False)
         for runner in self.runners.values():
             runner.leadership_ended()  # a LEADER run in progress reads ctx.lost at once
         for run in [r for r in self._singletons if r.spec.mode is Mode.LEADER]:
             run.stop(timeout=0)
             self._singletons.remove(run)
-
-
-def _running_loop() -> asyncio.AbstractEventLoop | None:
-    """The event loop ``start()`` is called from (an ``AsyncIOScheduler`` binds to it too)."""
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None

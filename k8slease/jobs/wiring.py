@@ -1,0 +1,238 @@
+"""How :class:`~k8slease.jobs.registry.Jobs` wires its jobs: one runner (and lock) per job, and
+the scheduler's entries for them.
+
+Kept apart from the ``Jobs`` face so that ``registry.py`` reads as the public surface and its
+lifecycle, and this module as the assembly it starts: each coordinated job gets a
+:class:`~k8slease.jobs.lock.JobLock` sharing one transport, one informer view and one Event
+recorder; each scheduled job gets one APScheduler entry on the ``k8slease`` executor (LEADER jobs
+paused until this replica leads) and, for LEADER jobs, a leaderless watch on every replica (a tick
+at which nobody leads is reported lost).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Callable, Collection, Iterable, Mapping
+from datetime import UTC, datetime
+
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+from apscheduler.schedulers.background import BackgroundScheduler
+from apscheduler.schedulers.base import STATE_STOPPED, BaseScheduler
+
+from k8slease.clock import Clock
+from k8slease.election.machine import ElectionMachine
+from k8slease.jobs.catchup import schedule_catch_up
+from k8slease.jobs.dropped import MASK as DROPPED_MASK
+from k8slease.jobs.dropped import DroppedTicks
+from k8slease.jobs.executors import TickAsyncIOExecutor, TickThreadPoolExecutor
+from k8slease.jobs.lock import JobLock
+from k8slease.jobs.lockcache import ClaimCache
+from k8slease.jobs.lostticks import leaderless_watch
+from k8slease.jobs.runner import TickRunner
+from k8slease.jobs.spec import JobSpec, Mode
+from k8slease.kube.events import EventRecorder
+from k8slease.lease.informer import LeaseInformer
+from k8slease.lease.observe import Observations
+from k8slease.lease.transport import LeaseTransport
+from k8slease.metrics import JobMetrics
+from k8slease.names import LABEL_GROUP, LABEL_ROLE, ROLE_JOB
+
+#: The alias of the executor ``Jobs`` adds to the scheduler (it passes the tick to the job).
+EXECUTOR_ALIAS = "k8slease"
+
+
+def job_id(group: str, name: str) -> str:
+    """The scheduler's id for job ``name`` of ``group``."""
+    return f"k8slease:{group}:{name}"
+
+
+def leaderless_id(group: str, name: str) -> str:
+    """The scheduler's id for the leaderless watch of LEADER job ``name``."""
+    return f"{job_id(group, name)}:leaderless"
+
+
+def make_runners(
+    specs: Iterable[JobSpec],
+    *,
+    group: str,
+    identity: str,
+    transport: LeaseTransport,
+    events: EventRecorder,
+    observations: Observations,
+    cache: ClaimCache | None,
+    is_leader: Callable[[], bool],
+    metrics: JobMetrics,
+    clock: Clock,
+) -> dict[str, TickRunner]:
+    """One :class:`TickRunner` per job; coordinated jobs get a lock on the shared transport."""
+    runners: dict[str, TickRunner] = {}
+    for spec in specs:
+        lock = None
+        if spec.coordinated:
+            lock = JobLock(
+                transport,
+                group=group,
+                job=spec.name,
+                identity=identity,
+                lock_at_most_for=spec.lock_at_most_for,
+                lock_at_least_for=spec.lock_at_least_for,
+                clock=clock,
+                events=events,
+                observations=observations,
+                cache=cache,
+                # only the leader fires LEADER jobs: nobody to take turns with
+                ordered=spec.mode is Mode.ONCE_PER_TICK,
+                grace=spec.grace,
+            )
+        runners[spec.name] = TickRunner(
+            spec,
+            group=group,
+            identity=identity,
+            lock=lock,
+            is_leader=is_leader,
+            metrics=metrics,
+            clock=clock,
+        )
+    return runners
+
+
+def job_informer(
+    transport: LeaseTransport,
+    observations: Observations,
+    *,
+    group: str,
+    step: float,
+    spread: int,
+) -> tuple[LeaseInformer, ClaimCache]:
+    """The started list+watch of ``group``'s job Leases, and the claim cache the locks read."""
+    informer = LeaseInformer(
+        transport, observations, label_selector=f"{LABEL_GROUP}={group},{LABEL_ROLE}={ROLE_JOB}"
+    )
+    cache = ClaimCache(observations, informer.synced.is_set, step=step, spread=spread)
+    informer.start()
+    return informer, cache
+
+
+def default_scheduler(loop: asyncio.AbstractEventLoop | None) -> BaseScheduler:
+    """In UTC: an ``AsyncIOScheduler`` on ``loop`` (``async with jobs``, or ``start`` from a
+    coroutine), else a ``BackgroundScheduler``."""
+    if loop is not None:
+        return AsyncIOScheduler(event_loop=loop, timezone=UTC)
+    return BackgroundScheduler(timezone=UTC)
+
+
+def schedule_jobs(
+    scheduler: BaseScheduler,
+    specs: Collection[JobSpec],
+    runners: Mapping[str, TickRunner],
+    *,
+    group: str,
+    machine: Callable[[], ElectionMachine | None],
+    events: EventRecorder,
+    clock: Clock,
+    metrics: JobMetrics,
+) -> DroppedTicks:
+    """Add the tick executor and each scheduled job to ``scheduler`` (LEADER jobs paused: the
+    leader resumes them) and, for LEADER jobs, the leaderless watch every replica runs; returns
+    the listener (added too) that reports the ticks the scheduler drops."""
+    on_loop = isinstance(scheduler, AsyncIOScheduler)
+    executor = (
+        TickAsyncIOExecutor()
+        if on_loop
+        else TickThreadPoolExecutor(max_workers=max(4, len(specs) + 2))
+    )
+    scheduler.add_executor(executor, alias=EXECUTOR_ALIAS)
+    for spec in specs:
+        if spec.trigger is None:
+            continue
+        scheduler.add_job(
+            runners[spec.name].bind(on_loop=on_loop),
+            trigger=spec.trigger,
+            id=job_id(group, spec.name),
+            name=spec.name,
+            executor=EXECUTOR_ALIAS,
+            coalesce=True,
+            max_instances=1,
+            misfire_grace_time=max(1, math.ceil(spec.grace)),
+            replace_existing=True,
+            **({"next_run_time": None} if spec.mode is Mode.LEADER else {}),
+        )
+        if spec.mode is Mode.LEADER:  # every replica: a tick at which nobody leads is lost
+            scheduler.add_job(
+                leaderless_watch(
+                    runners[spec.name].losses, machine=machine, clock=clock, metrics=metrics
+                ),
+                trigger=spec.trigger,
+                id=leaderless_id(group, spec.name),
+                name=f"{spec.name} (leaderless watch)",
+                coalesce=True,
+                max_instances=1,
+                replace_existing=True,
+            )
+    dropped = DroppedTicks(
+        group=group,
+        names={job_id(group, s.name): s.name for s in specs if s.trigger},
+        events=events,
+        metrics=metrics,
+    )
+    scheduler.add_listener(dropped, DROPPED_MASK)
+    return dropped
+
+
+def set_leader_jobs(
+    scheduler: BaseScheduler, specs: Iterable[JobSpec], *, group: str, running: bool
+) -> None:
+    """Resume (``running``) or pause the scheduled LEADER jobs among ``specs``."""
+    for spec in specs:
+        if spec.trigger is None:
+            continue
+        job = scheduler.get_job(job_id(group, spec.name))
+        if job is None:
+            continue
+        if running:
+            job.resume()
+        else:
+            job.pause()
+
+
+def catch_up(scheduler: BaseScheduler, runners: list[TickRunner], *, now: datetime) -> None:
+    """Schedule the catch-up of ``runners``' missed ticks on the ``k8slease`` executor."""
+    schedule_catch_up(
+        scheduler,
+        runners,
+        now=now,
+        executor=EXECUTOR_ALIAS,
+        on_loop=isinstance(scheduler, AsyncIOScheduler),
+    )
+
+
+def unschedule_jobs(
+    scheduler: BaseScheduler,
+    specs: Iterable[JobSpec],
+    *,
+    group: str,
+    owned: bool,
+    dropped: DroppedTicks | None,
+) -> None:
+    """Undo :func:`schedule_jobs`: shut an ``owned`` scheduler down (waiting for running jobs,
+    unless it runs on an event loop), else remove what was added to the user's scheduler."""
+    if scheduler.state == STATE_STOPPED:
+        return
+    if owned:
+        scheduler.shutdown(wait=not isinstance(scheduler, AsyncIOScheduler))
+        return
+    if dropped is not None:
+        scheduler.remove_listener(dropped)
+    for spec in specs:
+        for entry in (job_id(group, spec.name), leaderless_id(group, spec.name)):
+            if scheduler.get_job(entry) is not None:
+                scheduler.remove_job(entry)
+
+
+def running_loop() -> asyncio.AbstractEventLoop | None:
+    """The event loop ``start()`` is called from (an ``AsyncIOScheduler`` binds to it too)."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
