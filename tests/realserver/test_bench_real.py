@@ -31,7 +31,7 @@ def test_bench_runs_failover_and_load_on_the_real_server(
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     assert "real kube-apiserver (ControlPlane):" in done.stdout
-    real = json.loads((tmp_path / "latest.json").read_text())["real"]
+    real = json.loads((tmp_path / "latest.json").read_text())["figures"]["real"]
     assert "error" not in real, real
     assert real["failover"]["k8slease"]["graceful"]["n"] == 1
     load = real["api_load"]["k8slease"]
