@@ -86,7 +86,8 @@ def run_line(document: dict[str, Any], file: str) -> str:
 
 
 def _table_and_targets(part: dict[str, Any], meta: dict[str, Any]) -> list[str]:
-    text = report.table({**part, "meta": meta})
+    # the lock rows have a section of their own (locks); the lock targets stay
+    text = report.table({**part, "locks": {}, "meta": meta})
     table, _, targets = text.partition("\n\nTargets (k8slease):\n")
     lines = [table, ""]
     if targets:
@@ -178,7 +179,7 @@ def locks(results: Path) -> str:
                 columns.append((f"{server}, {n} replicas", _lock_cells(run)))
     if not columns:
         return _missing("the locks", "make bench")
-    lines = [run_line(document, ELECTORS) + " (the same run as the electors)", ""]
+    lines = ["From the same run as the electors. " + run_line(document, ELECTORS), ""]
     lines += _grid(columns, "per job tick")
     return "\n".join(lines)
 
@@ -361,8 +362,8 @@ def readme(results: Path) -> str:
     lines = [
         f"Run of {_day(document)} (commit `{p['commit'][:10]}`, {p['machine']['cores']} cores, "
         f"load average {p['load']['before']['loadavg'][0]} before and "
-        f"{p['load'].get('after', {}).get('loadavg', ['n/a'])[0]} after; real kube-apiserver "
-        "in brackets):",
+        f"{p['load'].get('after', {}).get('loadavg', ['n/a'])[0]} after"
+        + ("; real kube-apiserver in brackets):" if real and "error" not in real else "):"),
         "",
         "| | " + " | ".join(report.LABELS[i] for i in impls) + " |",
         "|---" * (len(impls) + 1) + "|",
