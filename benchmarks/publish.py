@@ -205,7 +205,11 @@ def locks_scale(results: Path) -> str:
 OPERATOR_ROWS: tuple[tuple[str, Callable[[dict[str, Any]], str]], ...] = (
     (
         "convergence: every auto-created group shows its leader",
-        lambda f: f"{f['converge_seconds']:g} s" + ("" if f.get("converged") else " (timed out)"),
+        lambda f: (
+            f"{f['converge_seconds']:g} s"
+            if f.get("converged")
+            else f"not within {f['converge_seconds']:g} s (timed out)"
+        ),
     ),
     ("status writes at start-up", lambda f: f"{f['status_patches_startup']:,}"),
     (
@@ -218,9 +222,17 @@ OPERATOR_ROWS: tuple[tuple[str, Callable[[dict[str, Any]], str]], ...] = (
     (
         "failover latency, Lease write to status seen: p50 / p95 / max",
         lambda f: (
-            f"{f.get('failover_latency_ms_median', 'n/a')} / "
-            f"{f.get('failover_latency_ms_p95', 'n/a')} / {f.get('failover_latency_ms_max', 'n/a')}"
-            f" ms ({f['failovers_seen']:,} of {f['groups']:,} seen)"
+            " / ".join(
+                f"{f[k]:,}" if k in f else "n/a"
+                for k in (
+                    "failover_latency_ms_median",
+                    "failover_latency_ms_p95",
+                    "failover_latency_ms_max",
+                )
+            )
+            + f" ms ({f['failovers_seen']:,} of {f['groups']:,} seen"
+            + ("" if f["failovers_seen"] == f["groups"] else "; of those seen only")
+            + ")"
         ),
     ),
     (
