@@ -158,6 +158,7 @@ class LeaderWatch:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._api = server.api_client()
+        self._api.user_agent = AGENT  # its watch is the benchmark's, not the operator's
         self._thread = threading.Thread(target=self._run, daemon=True, name="bench-watch")
 
     def start(self) -> LeaderWatch:
