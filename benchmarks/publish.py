@@ -91,7 +91,7 @@ def _table_and_targets(part: dict[str, Any], meta: dict[str, Any]) -> list[str]:
     table, _, targets = text.partition("\n\nTargets (k8slease):\n")
     lines = [table, ""]
     if targets:
-        lines += ["Targets (k8slease), as the run reports them:", "", "```"]
+        lines += ["Targets (k8slease), as the run reports them:", "", "```text"]
         lines += [line.strip() for line in targets.splitlines()]
         lines += ["```", ""]
     ranges = []

@@ -4,7 +4,8 @@ Labels are stable across restarts, as Prometheus and client-go expect: the Lease
 group, the job, never a per-process identity (a random identity would make a new series on every
 restart). Election metrics (labelled ``lease``):
 
-* ``k8slease_is_leader`` (gauge): 1 while this replica leads, else 0;
+* ``k8slease_is_leader`` (gauge): 1 while this replica leads, else 0 (exported by every
+  elector from its start);
 * ``leader_election_master_status`` (gauge, label ``name`` = the Lease name): the same value
   under client-go's name, so its dashboards and alerts work unchanged;
 * ``k8slease_leader_transitions_total`` (counter): times this replica started or stopped leading,
@@ -143,6 +144,12 @@ class PrometheusMetrics:
         self._gauge.labels(lease=lease).set(1 if leading else 0)
         self._master.labels(name=lease).set(1 if leading else 0)
         self._transitions.labels(lease=lease, event="started" if leading else "stopped").inc()
+
+    def not_leading(self, lease: str) -> None:
+        """Export the gauges as 0 (no transition counted): called when an elector starts, so
+        candidates that never led have a series for "nobody leads" alerts to look at."""
+        self._gauge.labels(lease=lease).set(0)
+        self._master.labels(name=lease).set(0)
 
     def renewed(self, lease: str, seconds: float) -> None:
         self._renew.labels(lease=lease).observe(seconds)

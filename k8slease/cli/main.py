@@ -86,6 +86,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         hint = missing_extra_hint(command, exc)
         if hint is None:
             raise
+        if "-h" in rest or "--help" in rest:  # help is always there, with what to install
+            print(f"usage: k8slease {command} [options]\n\n{COMMANDS[command][1]}\n\n{hint}")
+            return 0
         print(hint, file=sys.stderr)
         return 2
     return result

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from k8slease.errors import K8sLeaseError, NotFound
+from k8slease.errors import ConfigError, K8sLeaseError, NotFound
 from k8slease.kube.microtime import parse_microtime
 from k8slease.lease.transport import LeaseTransport
 from k8slease.lease.view import LeaseView
@@ -229,7 +229,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--namespace",
         "-n",
         default=None,
-        help="namespace of the Leases (default: $POD_NAMESPACE, the pod's namespace, or default)",
+        help=(
+            "namespace of the Leases (default: $POD_NAMESPACE, the pod's namespace, the"
+            " kubeconfig context's namespace, or default)"
+        ),
     )
     parser.add_argument(
         "--kubeconfig",
@@ -248,10 +251,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         namespace = (
             checked_namespace(args.namespace, source="--namespace")
             if args.namespace
-            else default_namespace()
+            else default_namespace(kubeconfig=args.kubeconfig)
         )
         api_client = default_api_client(kubeconfig=args.kubeconfig)
         print(render_status(api_client, namespace=namespace, group=args.group))
+    except ConfigError as exc:  # a usage or configuration error: 2, as the operator says
+        print(f"k8slease status: {exc}", file=sys.stderr)
+        return 2
     except K8sLeaseError as exc:
         print(f"k8slease status: {exc}", file=sys.stderr)
         return 1

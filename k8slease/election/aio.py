@@ -19,6 +19,7 @@ from types import TracebackType
 from typing import Any
 
 from k8slease.election.elector import LeaderElector
+from k8slease.kube.signals import LoopWaker
 
 
 class AsyncLeaderElector:
@@ -29,6 +30,7 @@ class AsyncLeaderElector:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._leading: asyncio.Event | None = None
         self._not_leading: asyncio.Event | None = None
+        self._waker: LoopWaker | None = None
 
     # -- state (cheap, thread-safe reads of the elector) ---------------------------------------
 
@@ -67,22 +69,35 @@ class AsyncLeaderElector:
         self._not_leading.set()
         self.elector.bind_loop(loop)
         self.elector.add_listener(self._on_change)
+        if self.elector.handle_signals:  # see LoopWaker: a SIGTERM on another thread
+            self._waker = LoopWaker(loop)
+            self._waker.start()
         self.elector.start()
         return self
 
     async def stop(self) -> None:
         """Stop (steps down and releases when leading) without blocking the event loop."""
-        await asyncio.to_thread(self.elector.stop)
+        try:
+            await asyncio.to_thread(self.elector.stop)
+        finally:
+            if self._waker is not None:
+                self._waker.stop()
 
-    async def wait_until_leading(self) -> None:
-        """Return once this replica leads."""
+    async def wait_until_leading(self, timeout: float | None = None) -> bool:
+        """Wait until this replica leads (or ``timeout`` passes); returns whether it leads, as
+        :meth:`LeaderElector.wait_until_leading` does."""
         assert self._leading is not None, "start() first"
-        await self._leading.wait()
+        return await _wait_for(self._leading, timeout) and self.is_leader
 
-    async def wait_until_not_leading(self) -> None:
-        """Return once this replica does not lead (at once when it does not)."""
+    async def wait_until_not_leading(self, timeout: float | None = None) -> bool:
+        """Wait until this replica does not lead (at once when it does not), or ``timeout``
+        passes; returns whether it does not lead."""
         assert self._not_leading is not None, "start() first"
-        await self._not_leading.wait()
+        return await _wait_for(self._not_leading, timeout) and not self.is_leader
+
+    def ready(self) -> bool:
+        """See :meth:`LeaderElector.ready`."""
+        return self.elector.ready()
 
     async def __aenter__(self) -> AsyncLeaderElector:
         return self.start()
@@ -109,3 +124,12 @@ class AsyncLeaderElector:
         elif not leading:
             self._leading.clear()
             self._not_leading.set()
+
+
+async def _wait_for(event: asyncio.Event, timeout: float | None) -> bool:
+    """Whether ``event`` was set within ``timeout`` seconds (``None``: no limit)."""
+    try:
+        await asyncio.wait_for(event.wait(), timeout)
+    except TimeoutError:
+        return False
+    return True

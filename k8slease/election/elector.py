@@ -32,7 +32,7 @@ from k8slease.election.runner import ElectionRunner
 from k8slease.election.terms import TermCallbacks
 from k8slease.election.timing import ElectionTiming
 from k8slease.errors import ConfigError
-from k8slease.kube.apiclient import check_api_client
+from k8slease.kube.apiclient import api_client_if_configured, check_api_client
 from k8slease.kube.identity import default_identity, default_namespace
 from k8slease.kube.options import flag
 from k8slease.kube.signals import GracefulSignals
@@ -61,13 +61,16 @@ class LeaderElector:
     * ``renew_deadline`` [40.0] the leader steps down if no renew succeeded for this long,
       measured from when the last successful renew was sent;
     * ``retry_interval`` [5.0] candidates' poll period while no watch works (jittered);
+    * unset timing options follow from the ones given (see :class:`~k8slease.ElectionTiming`):
+      client-go's ``lease_duration=15, renew_deadline=10, retry_interval=2`` works as is;
     * ``api_client`` [loaded in-cluster, else from the kubeconfig, at start];
     * ``release_on_stop`` [True] give the Lease back on stop so a candidate takes over at once;
     * ``on_started_leading(ctx)`` is called in its own thread when a term starts (it may block or
       return at once: returning does not end leadership, as in client-go); a coroutine function
       is run as a task and cancelled on loss;
     * ``release_on_return`` [False] treat ``on_started_leading`` as the leader's work: when it
-      returns or raises while still leading, step down and release the Lease;
+      returns or raises while still leading, step down, release the Lease and stop (``run()``
+      returns, ``wait()`` is true), as client-go's ``Run`` returns when leadership ends;
     * ``on_stopped_leading(ctx)`` runs when leadership ends, only after a matching start;
     * ``on_new_leader(identity)`` when the observed holder changes (``""``: nobody);
     * ``group`` [the Lease name] the ``k8slease.io/group`` label of a Lease it creates;
@@ -89,10 +92,10 @@ class LeaderElector:
         *,
         namespace: str | None = None,
         identity: str | None = None,
-        lease_duration: float = 60.0,
-        renew_interval: float = 20.0,
-        renew_deadline: float = 40.0,
-        retry_interval: float = 5.0,
+        lease_duration: float | None = None,
+        renew_interval: float | None = None,
+        renew_deadline: float | None = None,
+        retry_interval: float | None = None,
         api_client: kubernetes.client.ApiClient | None = None,
         release_on_stop: bool = True,
         release_on_return: bool = False,
@@ -137,10 +140,13 @@ class LeaderElector:
         self.on_new_leader: NewLeaderCallback | None = on_new_leader
         if api_client is not None:
             check_api_client(api_client)
+        elif transport is None:  # a broken kubeconfig is an error here, not at start()
+            api_client = api_client_if_configured()
         self.handle_signals = flag("handle_signals", handle_signals)
         self._api_client = api_client
         self._clock: Clock = clock or SystemClock()
         metrics = metrics if metrics is not None else default_metrics()
+        self._metrics = metrics
         rng = rng or random.Random()
         log = _log.bind(lease=self.name, namespace=self.namespace, identity=self.identity)
         self._log = log
@@ -154,7 +160,10 @@ class LeaderElector:
             rng=rng,
         )
         own_threads: set[int] = set()
-        self._terms = TermCallbacks(self, self._clock, metrics, log, own_threads, self._abdicate)
+        #: with ``release_on_return``, whether the elector contends again after the work ended
+        #: (``Jobs``, whose callback ends only on error) instead of stopping (the public promise)
+        self.recontend_after_work = False
+        self._terms = TermCallbacks(self, self._clock, metrics, log, own_threads, self._work_ended)
         self._runner = ElectionRunner(
             machine,
             name=self.name,
@@ -240,7 +249,10 @@ class LeaderElector:
         a healthy leader, or a candidate whose watch of the Lease is open."""
         if not self._running or self._runner.finished.is_set() or not self.healthy():
             return False
-        return self._runner.read(lambda m: m.phase is Phase.LEADER or m.watching)
+        now = self._clock.monotonic()
+        # believes_leading, not the phase: past its renew deadline a leader is not ready even
+        # in the moment before the watchdog steps it down (is_leader is already false then)
+        return self._runner.read(lambda m: m.believes_leading(now) or m.watching)
 
     def wait_until_leading(self, timeout: float | None = None) -> bool:
         """Block until this replica leads (or ``timeout`` passes); returns whether it leads."""
@@ -328,6 +340,11 @@ class LeaderElector:
             )
         if self.handle_signals:
             self._signals.install()
+        # every elector exports its series from the start (0 until it leads), so an alert on
+        # "nobody leads" has candidates' zeros to look at
+        not_leading = getattr(self._metrics, "not_leading", None)  # optional in ElectorMetrics
+        if callable(not_leading):
+            not_leading(self.name)
         self._running = True
         self._log.info(
             "elector.starting",
@@ -347,6 +364,12 @@ class LeaderElector:
     def _restore_signal_handlers(self) -> None:
         self._signals.restore()
 
-    def _abdicate(self, term: int, why: str) -> None:
+    def _work_ended(self, term: int, why: str) -> None:
+        """``on_started_leading`` returned or raised in ``term`` with ``release_on_return``: the
+        leader's work is over, so step down, release the Lease and stop (``run()`` returns, as
+        client-go's ``Run`` does when leadership ends), or contend again for ``Jobs``."""
+        if not self.recontend_after_work:
+            self.request_stop()
+            return
         runner = self._runner
         runner.step(lambda: runner.machine.abdicate(term, self._clock.monotonic(), why))

@@ -141,6 +141,7 @@ class ElectionRunner:
             self._log.exception("elector.crashed")
             raise
         finally:
+            self.own_threads.discard(threading.get_ident())
             self.stop_requested.set()
             self.close_watches()
             self._wake()
@@ -149,7 +150,15 @@ class ElectionRunner:
                     helper.join(timeout=self.timing.timeout + 1.0)
 
     def _spawn(self, target: Callable[[], None], label: str) -> threading.Thread:
-        thread = threading.Thread(target=target, name=f"k8slease-{label}-{self.name}", daemon=True)
+        def own() -> None:
+            ident = threading.get_ident()
+            self.own_threads.add(ident)
+            try:
+                target()
+            finally:  # idents are reused by later threads: forget it (see TermCallbacks)
+                self.own_threads.discard(ident)
+
+        thread = threading.Thread(target=own, name=f"k8slease-{label}-{self.name}", daemon=True)
         thread.start()
         return thread
 
@@ -245,7 +254,6 @@ class ElectionRunner:
     # -- watch ---------------------------------------------------------------------------------
 
     def _watch_loop(self) -> None:
-        self.own_threads.add(threading.get_ident())
         transport = self.transport
         assert transport is not None
         since: str | None = None
@@ -304,7 +312,6 @@ class ElectionRunner:
     # -- watchdog ------------------------------------------------------------------------------
 
     def _watchdog(self) -> None:
-        self.own_threads.add(threading.get_ident())
         while not self.finished.is_set():
             with self._cond:
                 if self.stop_requested.is_set() and self.machine.phase is not Phase.LEADER:

@@ -158,7 +158,20 @@ class TermCallbacks:
                 self._log.exception("leader.listener_failed")
 
     def _run_work(self, callback: Callable[..., Any], ctx: LeadershipContext) -> None:
-        self._own_threads.add(threading.get_ident())
+        ident = threading.get_ident()
+        self._own_threads.add(ident)
+        try:
+            self._work_then_maybe_abdicate(callback, ctx)
+        finally:
+            # A finished thread's ident is reused by the next thread started (often the SIGTERM
+            # handler's stop thread): left in the set, that stop() would only ask, not wait for
+            # the release, and the process would end holding the Lease.
+            self._own_threads.discard(ident)
+
+    def _work_then_maybe_abdicate(
+        self, callback: Callable[..., Any], ctx: LeadershipContext
+    ) -> None:
+        raised = False
         try:
             self._call(callback, ctx, ctx)
             why = "on_started_leading returned"
@@ -167,12 +180,16 @@ class TermCallbacks:
         except Exception as exc:
             self._log.exception("leader.callback_failed", callback="on_started_leading")
             why = f"on_started_leading raised {type(exc).__name__}: {exc}"
+            raised = True
         if ctx.lost.is_set():
             return
         if not self.callbacks.release_on_return:
             self._log.debug("leader.callback_returned", term=ctx.term, note="still leading")
             return
-        self._log.warning("leader.work_ended", term=ctx.term, reason=why)
+        if raised:
+            self._log.warning("leader.work_ended", term=ctx.term, reason=why)
+        else:  # the work is done: what release_on_return is for, nothing to warn about
+            self._log.info("leader.work_ended", term=ctx.term, reason=why)
         self._abdicate(ctx.term, why)
 
     def _invoke(self, label: str, callback: Callable[..., Any], arg: object) -> None:

@@ -15,8 +15,9 @@ rather than documented and hoped for:
 
 from __future__ import annotations
 
+import math
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from k8slease.errors import ConfigError
 from k8slease.kube.options import seconds
@@ -56,7 +57,16 @@ def _warn_thin_margin(duration: float, deadline: float) -> None:
     )
 
 
-@dataclass(frozen=True, slots=True)
+#: The defaults, in the ratios every unset option is derived with (see :class:`ElectionTiming`).
+DEFAULT_LEASE_DURATION = 60.0
+DEFAULT_RETRY_INTERVAL = 5.0
+
+
+def _given(value: float) -> str:
+    return f"{value:g}s, as given"
+
+
+@dataclass(frozen=True, slots=True, init=False)
 class ElectionTiming:
     """The timing of one elector, validated on construction (raises ``ConfigError``).
 
@@ -66,42 +76,112 @@ class ElectionTiming:
     renew was sent the leader gives up. ``retry_interval`` (5 s) is how often candidates poll
     when no watch is possible (jittered) and, capped, the pause between failed renewals.
     ``request_timeout`` bounds every HTTP request; by default ``min(10, renew_deadline / 3)``.
+
+    Options left unset follow from the ones given, in the default ratios (60/20/40/5), so any
+    valid subset works: ``lease_duration`` alone gives ``renew_deadline = 2/3`` and
+    ``renew_interval = 1/3`` of it; a given ``renew_deadline`` sets ``renew_interval`` to half
+    of it and, when unset, ``lease_duration`` to 1.5 times it (whole seconds, at least 1 s
+    more); a given ``renew_interval`` alone sets the lease to 3 times it; ``retry_interval`` is
+    ``min(5, lease_duration / 12)``. client-go's ``15/10/2`` (lease, deadline, retry) is
+    accepted as is. An error names the options the user wrote and how the others were derived.
     """
 
-    lease_duration: float = 60.0
-    renew_interval: float = 20.0
-    renew_deadline: float = 40.0
-    retry_interval: float = 5.0
-    request_timeout: float | None = field(default=None)
+    lease_duration: float
+    renew_interval: float
+    renew_deadline: float
+    retry_interval: float
+    request_timeout: float | None
 
-    def __post_init__(self) -> None:
-        duration = _positive("lease_duration", self.lease_duration)
-        interval = _positive("renew_interval", self.renew_interval)
-        deadline = _positive("renew_deadline", self.renew_deadline)
-        retry = _positive("retry_interval", self.retry_interval)
-        if duration != int(duration) or duration < 1:
+    def __init__(
+        self,
+        *,
+        lease_duration: float | None = None,
+        renew_interval: float | None = None,
+        renew_deadline: float | None = None,
+        retry_interval: float | None = None,
+        request_timeout: float | None = None,
+    ) -> None:
+        given_duration = (
+            None if lease_duration is None else _positive("lease_duration", lease_duration)
+        )
+        given_interval = (
+            None if renew_interval is None else _positive("renew_interval", renew_interval)
+        )
+        given_deadline = (
+            None if renew_deadline is None else _positive("renew_deadline", renew_deadline)
+        )
+        given_retry = (
+            None if retry_interval is None else _positive("retry_interval", retry_interval)
+        )
+        if given_duration is not None and (given_duration != int(given_duration)):
             raise ConfigError(
                 f"lease_duration must be a whole number of seconds >= 1 (it is written as"
-                f" leaseDurationSeconds), got {self.lease_duration!r}"
+                f" leaseDurationSeconds), got {lease_duration!r}"
+            )
+        # how each value came about, for the error messages
+        said: dict[str, str] = {}
+        if given_duration is not None:
+            duration = given_duration
+            said["lease_duration"] = _given(duration)
+        elif given_deadline is not None:
+            duration = float(max(math.ceil(given_deadline * 1.5), math.floor(given_deadline) + 1))
+            said["lease_duration"] = f"{duration:g}s, derived from renew_deadline"
+        elif given_interval is not None:
+            duration = float(max(math.ceil(given_interval * 3), 1))
+            said["lease_duration"] = f"{duration:g}s, derived from renew_interval"
+        else:
+            duration = DEFAULT_LEASE_DURATION
+            said["lease_duration"] = f"{duration:g}s, the default"
+        if given_deadline is not None:
+            deadline = given_deadline
+            said["renew_deadline"] = _given(deadline)
+        elif given_interval is not None:
+            deadline = max(duration * 2 / 3, (given_interval + duration) / 2)
+            said["renew_deadline"] = (
+                f"{deadline:g}s, derived from lease_duration and renew_interval"
+            )
+        else:
+            deadline = duration * 2 / 3
+            said["renew_deadline"] = f"{deadline:g}s, derived from lease_duration"
+        if given_interval is not None:
+            interval = given_interval
+            said["renew_interval"] = _given(interval)
+        else:
+            interval = deadline / 2
+            said["renew_interval"] = f"{interval:g}s, derived from renew_deadline"
+        retry = (
+            given_retry if given_retry is not None else min(DEFAULT_RETRY_INTERVAL, duration / 12)
+        )
+        if duration < 1:
+            raise ConfigError(
+                f"lease_duration must be a whole number of seconds >= 1 (it is written as"
+                f" leaseDurationSeconds), got {lease_duration!r}"
+            )
+        if given_deadline is None and not interval < duration:  # say it with what was given
+            raise ConfigError(
+                f"renew_interval ({said['renew_interval']}) must be shorter than lease_duration"
+                f" ({said['lease_duration']}): the leader renews several times per lease"
             )
         if not interval < deadline:
             raise ConfigError(
-                f"renew_interval ({interval:g}s) must be shorter than renew_deadline"
-                f" ({deadline:g}s): the leader must get at least one renew in before it gives up"
+                f"renew_interval ({said['renew_interval']}) must be shorter than renew_deadline"
+                f" ({said['renew_deadline']}): the leader must get at least one renew in before"
+                " it gives up"
             )
         if not deadline < duration:
             raise ConfigError(
-                f"renew_deadline ({deadline:g}s) must be shorter than lease_duration"
-                f" ({duration:g}s): a leader must stop before anyone else may take over"
+                f"renew_deadline ({said['renew_deadline']}) must be shorter than lease_duration"
+                f" ({said['lease_duration']}): a leader must stop before anyone else may take"
+                " over"
             )
-        timeout = self.request_timeout
+        timeout = request_timeout
         if timeout is None:
             timeout = min(10.0, deadline / 3.0)
         timeout = _positive("request_timeout", timeout)
         if not timeout < deadline:
             raise ConfigError(
                 f"request_timeout ({timeout:g}s) must be shorter than renew_deadline"
-                f" ({deadline:g}s)"
+                f" ({said['renew_deadline']})"
             )
         _warn_thin_margin(duration, deadline)
         object.__setattr__(self, "lease_duration", duration)

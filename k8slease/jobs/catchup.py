@@ -7,7 +7,8 @@ the chosen ticks run through the job's runner, in order, as one one-shot schedul
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+import asyncio
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any
@@ -24,9 +25,18 @@ log = get_logger("k8slease.jobs")
 
 
 def schedule_catch_up(
-    scheduler: BaseScheduler, runners: Sequence[TickRunner], *, now: datetime, executor: str
+    scheduler: BaseScheduler,
+    runners: Sequence[TickRunner],
+    *,
+    now: datetime,
+    executor: str,
+    on_loop: bool,
 ) -> None:
-    """Submit missed ticks (per each job's misfire policy) as one-shot scheduler jobs."""
+    """Submit missed ticks (per each job's misfire policy) as one-shot scheduler jobs.
+
+    ``on_loop``: the executor runs coroutine functions on an event loop (an ``AsyncIOScheduler``);
+    with a thread executor a coroutine job's catch-up runs in a loop of its own, as its ticks do.
+    """
     for runner in runners:
         spec = runner.spec
         if spec.trigger is None or runner.lock is None or spec.misfire is MisfirePolicy.SKIP:
@@ -50,11 +60,13 @@ def schedule_catch_up(
         if not ticks:
             continue
         bound.info("jobs.catch_up", ticks=[t.isoformat() for t in ticks], policy=spec.misfire.value)
-        replay = (
-            partial(_replay_async, runner.catch_up_async, ticks)
-            if spec.is_coroutine
-            else partial(_replay, runner.catch_up, ticks)
-        )
+        replay: Callable[..., Any]
+        if spec.is_coroutine and on_loop:
+            replay = partial(_replay_async, runner.catch_up_async, ticks)
+        elif spec.is_coroutine:
+            replay = partial(_replay_in_own_loop, runner.catch_up_async, ticks)
+        else:
+            replay = partial(_replay, runner.catch_up, ticks)
         scheduler.add_job(
             replay,
             # the scheduler's own time: the one-shot job runs at once
@@ -76,3 +88,11 @@ async def _replay_async(
 ) -> Any:
     """The coroutine form of :func:`_replay`, so an ``AsyncIOScheduler`` awaits the catch-up."""
     return await run(ticks)
+
+
+def _replay_in_own_loop(
+    run: Callable[[list[datetime]], Coroutine[Any, Any, Any]], ticks: list[datetime], **_: Any
+) -> Any:
+    """:func:`_replay_async` for a thread executor: a coroutine function handed to one is called
+    and its coroutine dropped unawaited (the ticks would be lost), so run it to its end here."""
+    return asyncio.run(run(ticks))

@@ -342,7 +342,12 @@ class JobLock:
                     lease_with_record(lease.body, claim.record), claim.state
                 )
                 written = self.transport.replace(self.name, body)
-        except (AlreadyExists, Conflict, NotFound):
+        except NotFound:
+            if lease is None:  # a create is refused with 404 only when the namespace is missing
+                raise
+            self._log.debug("lock.skipped", tick=tick.isoformat(), why="lost-race")
+            return Verdict.LOST_RACE
+        except (AlreadyExists, Conflict):
             self._log.debug("lock.skipped", tick=tick.isoformat(), why="lost-race")
             return Verdict.LOST_RACE
         view = LeaseView.decode(written)

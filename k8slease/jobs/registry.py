@@ -44,6 +44,7 @@ from k8slease.election.context import LeadershipContext
 from k8slease.election.elector import LeaderElector
 from k8slease.election.timing import ElectionTiming
 from k8slease.errors import ConfigError
+from k8slease.jobs.apscompat import check_timezone, translate
 from k8slease.jobs.catchup import schedule_catch_up
 from k8slease.jobs.dropped import MASK as DROPPED_MASK
 from k8slease.jobs.dropped import DroppedTicks
@@ -59,12 +60,16 @@ from k8slease.jobs.misfire import MisfirePolicy
 from k8slease.jobs.runner import TickRunner
 from k8slease.jobs.singletons import SingletonRun
 from k8slease.jobs.spec import JobOptions, JobSpec, Mode, job_name_from
-from k8slease.kube.apiclient import check_api_client, default_api_client
+from k8slease.kube.apiclient import (
+    api_client_if_configured,
+    check_api_client,
+    default_api_client,
+)
 from k8slease.kube.events import EventRecorder
 from k8slease.kube.identity import default_identity, default_namespace
 from k8slease.kube.options import flag, member
 from k8slease.kube.options import seconds as check_seconds
-from k8slease.kube.signals import SIGNAL_POLL, GracefulSignals
+from k8slease.kube.signals import SIGNAL_POLL, GracefulSignals, LoopWaker
 from k8slease.kube.validate import validate_lease_name, validate_namespace
 from k8slease.lease.informer import LeaseInformer
 from k8slease.lease.observe import Observations
@@ -138,7 +143,10 @@ class Jobs:
             raise ConfigError(f"scheduler must be an APScheduler 3 scheduler, got {scheduler!r}")
         self._scheduler = scheduler
         self._owns_scheduler = scheduler is None
-        self._api_client = None if api_client is None else check_api_client(api_client)
+        # a broken kubeconfig is an error here, not at start()
+        self._api_client = (
+            api_client_if_configured() if api_client is None else check_api_client(api_client)
+        )
         if election is not None and not isinstance(election, ElectionTiming):
             raise ConfigError(f"election must be an ElectionTiming, got {election!r}")
         self.election = election or ElectionTiming()
@@ -161,6 +169,7 @@ class Jobs:
         self._stop_finished = threading.Event()
         self.handle_signals = flag("handle_signals", handle_signals)
         self._signals = GracefulSignals(self.stop, what=f"jobs {group}")
+        self._waker: LoopWaker | None = None
         self._started = False
         self._lock = threading.RLock()
         self._log = log.bind(group=group, identity=self.identity)
@@ -195,8 +204,9 @@ class Jobs:
         replica was down. ``fail_open`` runs the job everywhere when the API server is unreachable
         (default: skip).
         """
+        zone = check_timezone(timezone)
         try:
-            trigger = CronTrigger.from_crontab(expression, timezone=timezone)
+            trigger = CronTrigger.from_crontab(expression, timezone=zone)
         except (ValueError, KeyError, TypeError) as exc:
             raise ConfigError(f"invalid cron expression {expression!r}: {exc}") from None
 
@@ -208,12 +218,15 @@ class Jobs:
         seconds: float = 0,
         minutes: float = 0,
         hours: float = 0,
+        days: float = 0,
+        weeks: float = 0,
         mode: Mode = Mode.ONCE_PER_TICK,
         name: str | None = None,
         anchor: datetime = INTERVAL_ANCHOR,
         **options: Unpack[JobOptions],
     ) -> Callable[[F], F]:
-        """Register the decorated function every ``hours``/``minutes``/``seconds``.
+        """Register the decorated function every ``weeks``/``days``/``hours``/``minutes``/
+        ``seconds`` (added up).
 
         Ticks are counted from ``anchor`` (default 2000-01-01 UTC) so that all replicas agree on
         them. Other options as for :meth:`cron`.
@@ -222,9 +235,13 @@ class Jobs:
             check_seconds("seconds", seconds)
             + 60 * check_seconds("minutes", minutes)
             + 3600 * check_seconds("hours", hours)
+            + 86400 * check_seconds("days", days)
+            + 604800 * check_seconds("weeks", weeks)
         )
         if total <= 0:
-            raise ConfigError("an interval must be longer than 0 seconds (seconds/minutes/hours)")
+            raise ConfigError(
+                "an interval must be longer than 0 seconds (seconds/minutes/hours/days/weeks)"
+            )
         if not isinstance(anchor, datetime) or anchor.tzinfo is None:
             raise ConfigError("anchor must be timezone-aware")
         trigger = IntervalTrigger(seconds=total, start_date=anchor, timezone=UTC)
@@ -243,7 +260,7 @@ class Jobs:
 
         def register(func: F) -> F:
             spec_name = name or job_name_from(func)
-            given: dict[str, Any] = dict(options)
+            given: dict[str, Any] = translate(dict(options), job=spec_name)
             if "misfire" in given:  # a MisfirePolicy, or its value or name ("skip", "RUN_ALL")
                 prefix = f"job {spec_name!r}: "
                 given["misfire"] = member("misfire", given["misfire"], MisfirePolicy, prefix=prefix)
@@ -279,15 +296,23 @@ class Jobs:
         return self._elector is not None and self._elector.is_leader
 
     def healthy(self) -> bool:
-        """False when this replica believes it leads but has not renewed in time (for probes)."""
+        """False when this replica believes it leads but has not renewed in time, or when its
+        namespace does not exist (no job can ever run there): for liveness probes."""
+        if self._namespace_missing():
+            return False
         return self._elector is None or self._elector.healthy()
 
     def ready(self) -> bool:
         """True once started and, when jobs need the election, while it hears from the API
-        server (``LeaderElector.ready``): for readiness probes."""
-        if not self._started:
+        server (``LeaderElector.ready``); false while the namespace is missing: for readiness
+        probes."""
+        if not self._started or self._namespace_missing():
             return False
         return bool(self._elector is None or self._elector.ready())
+
+    def _namespace_missing(self) -> bool:
+        """Whether the last claim of some job was refused because the namespace is missing."""
+        return any(runner.namespace_missing for runner in list(self.runners.values()))
 
     @property
     def scheduler(self) -> BaseScheduler | None:
@@ -304,6 +329,9 @@ class Jobs:
         if self.handle_signals:
             self._signals.install()
         self._loop = _running_loop()
+        if self._loop is not None and self.handle_signals:  # a SIGTERM on another thread
+            self._waker = LoopWaker(self._loop)
+            self._waker.start()
         api_client = self._api_client or default_api_client()
         transport = LeaseTransport(api_client, self.namespace, request_timeout=self.request_timeout)
         events = EventRecorder(
@@ -411,6 +439,8 @@ class Jobs:
             self._stop_parts()
         finally:
             self._signals.restore()
+            if self._waker is not None:
+                self._waker.stop()
             self._stop_finished.set()
         self._log.info("jobs.stopped")
 
@@ -488,7 +518,13 @@ class Jobs:
         scheduler = self._scheduler
         assert scheduler is not None
         runners = [self.runners[spec.name] for spec in specs]
-        schedule_catch_up(scheduler, runners, now=self._clock.now(), executor=EXECUTOR_ALIAS)
+        schedule_catch_up(
+            scheduler,
+            runners,
+            now=self._clock.now(),
+            executor=EXECUTOR_ALIAS,
+            on_loop=isinstance(scheduler, AsyncIOScheduler),
+        )
 
     def _start_singleton(
         self, spec: JobSpec, lost: threading.Event, fencing_token: int | None
@@ -522,6 +558,7 @@ class Jobs:
             request_timeout=self.election.request_timeout,
             clock=self._clock,
         )
+        self._elector.recontend_after_work = True  # the callback ends early only on an error
         self._elector.start()
 
     def _on_started_leading(self, ctx: LeadershipContext) -> None:

@@ -18,11 +18,12 @@ from typing import Any
 
 from k8slease.callbacks import cancellable
 from k8slease.clock import Clock, SystemClock
-from k8slease.errors import TransportError
+from k8slease.errors import NotFound, TransportError
 from k8slease.jobs.context import JobContext
 from k8slease.jobs.lock import Grant, JobLock
 from k8slease.jobs.lockrules import Verdict
 from k8slease.jobs.spec import JobSpec, Mode
+from k8slease.kube.complaints import hint
 from k8slease.lease.jobrecord import Outcome
 from k8slease.logs import get_logger
 from k8slease.metrics import JobMetrics, NoopJobMetrics
@@ -86,6 +87,8 @@ class TickRunner:
         self._degraded = False
         #: Why the last claim was refused (``None`` when it was granted or not a lock matter).
         self.last_skip: Verdict | None = None
+        #: the last claim was refused because the namespace does not exist (Jobs is not ready)
+        self.namespace_missing = False
         self._log = log.bind(job=spec.name, group=group, identity=identity)
 
     # -- deciding -----------------------------------------------------------------------------
@@ -106,22 +109,28 @@ class TickRunner:
         try:
             grant = self.lock.try_acquire(tick, reclaim_own=catch_up)
         except TransportError as exc:
-            if not self._degraded:
+            missing = isinstance(exc, NotFound)
+            if not self._degraded or missing != self.namespace_missing:
                 self._degraded = True
+                self.namespace_missing = missing
+                todo = hint("create", exc, namespace=self.lock.transport.namespace)
                 self._log.warning(
-                    "job.api_unreachable",
+                    "job.namespace_missing" if missing else "job.api_unreachable",
                     error=str(exc),
                     fail_open=self.spec.fail_open,
                     consequence="running without a lock on every replica"
-                    if self.spec.fail_open
+                    if self.spec.fail_open and not missing
                     else "skipping ticks until the API server answers",
+                    **({"hint": todo} if todo else {}),
                 )
-            if self.spec.fail_open:
+            # fail_open is for an unreachable API server, not for a namespace that is not there
+            if self.spec.fail_open and not missing:
                 return self._begin(tick, None)
             self._skip(tick, "api-unreachable")
             return None
         if self._degraded:
             self._degraded = False
+            self.namespace_missing = False
             self._log.info("job.api_recovered")
         if isinstance(grant, Verdict):
             self.last_skip = grant
@@ -187,7 +196,7 @@ class TickRunner:
         if attempt is None:
             return None
         try:
-            self.spec.func(self._context(attempt))
+            self.spec.call(self._context(attempt))
         except Exception as exc:
             self._log.exception("job.raised", tick=tick.isoformat())
             return self._finish(attempt, "failed", f"{type(exc).__name__}: {exc}")
@@ -203,7 +212,7 @@ class TickRunner:
             return None
         grant = attempt.grant
         try:
-            job = self.spec.func(self._context(attempt))
+            job = self.spec.call(self._context(attempt))
             await cancellable(job, None if grant is None else grant.lost_hooks)
         except asyncio.CancelledError:
             if grant is not None and grant.lost.is_set():

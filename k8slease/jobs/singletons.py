@@ -70,7 +70,7 @@ class SingletonRun:
                 if self.spec.is_coroutine:
                     self._run_coroutine()
                 else:
-                    self.spec.func(self.ctx)
+                    self.spec.call(self.ctx)
             except (asyncio.CancelledError, concurrent.futures.CancelledError):
                 pass
             except Exception:
@@ -82,4 +82,4 @@ class SingletonRun:
         self._log.info("singleton.stopped")
 
     def _run_coroutine(self) -> None:
-        run_cancellable(self.spec.func(self.ctx), loop=self._loop, hooks=self._cancel)
+        run_cancellable(self.spec.call(self.ctx), loop=self._loop, hooks=self._cancel)

@@ -14,6 +14,7 @@ from typing import Any, TypedDict
 
 from apscheduler.triggers.base import BaseTrigger
 
+from k8slease.callbacks import call_with_optional
 from k8slease.errors import ConfigError
 from k8slease.jobs.lockrules import check_lock_times
 from k8slease.jobs.misfire import MisfirePolicy
@@ -51,6 +52,10 @@ class JobOptions(TypedDict, total=False):
     misfire: MisfirePolicy | str
     grace: float
     fail_open: bool
+    #: APScheduler's name for ``grace`` (accepted)
+    misfire_grace_time: float
+    #: APScheduler's: True is ``misfire="coalesce"``, False ``misfire="run_all"`` (accepted)
+    coalesce: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +75,11 @@ class JobSpec:
     @property
     def is_coroutine(self) -> bool:
         return inspect.iscoroutinefunction(self.func)
+
+    def call(self, ctx: object) -> Any:
+        """Call the job function with its context, or with nothing when it takes no argument
+        (APScheduler users write zero-argument jobs; the elector's callbacks work the same way)."""
+        return call_with_optional(self.func, ctx)
 
     @property
     def coordinated(self) -> bool:
@@ -91,6 +101,7 @@ class JobSpec:
         )
         if not callable(self.func):
             raise ConfigError(f"job {self.name!r}: {self.func!r} is not callable")
+        _check_job_signature(self.name, self.func)
         most = seconds("lock_at_most_for", self.lock_at_most_for, minimum=1, prefix=prefix)
         least = seconds("lock_at_least_for", self.lock_at_least_for, prefix=prefix)
         check_lock_times(most, least, prefix=prefix)
@@ -101,3 +112,22 @@ class JobSpec:
         if self.trigger is None and self.mode is Mode.ONCE_PER_TICK:
             raise ConfigError(f"job {self.name!r}: a singleton cannot be ONCE_PER_TICK")
         return self
+
+
+def _check_job_signature(name: str, func: Callable[..., Any]) -> None:
+    """Refuse at registration a function that can be called neither with its ``JobContext``
+    nor with nothing (it would raise ``TypeError`` on every tick)."""
+    try:
+        signature = inspect.signature(func)
+    except (TypeError, ValueError):  # a builtin without a signature: trust it
+        return
+    for args in ((None,), ()):
+        try:
+            signature.bind(*args)
+        except TypeError:
+            continue
+        return
+    raise ConfigError(
+        f"job {name!r}: {getattr(func, '__qualname__', func)!r} must take one argument "
+        f"(its JobContext) or none; its signature is {signature}"
+    )

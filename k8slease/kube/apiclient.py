@@ -30,14 +30,28 @@ def default_api_client(
         except config.ConfigException as exc:
             raise ConfigError(f"in-cluster configuration failed: {exc}") from exc
         return client.ApiClient(configuration)
+    # $KUBECONFIG as it is now: the kubernetes package reads it once, at import time
+    config_file = kubeconfig or os.environ.get("KUBECONFIG") or None
     try:
         api_client: client.ApiClient = config.new_client_from_config(  # type: ignore[no-untyped-call]
-            config_file=kubeconfig, context=context
+            config_file=config_file, context=context
         )
         return api_client
     except (config.ConfigException, OSError, TypeError, ValueError, yaml.YAMLError) as exc:
         where = kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
         raise ConfigError(f"cannot load a Kubernetes configuration from {where}: {exc}") from exc
+
+
+def api_client_if_configured() -> client.ApiClient | None:
+    """:func:`default_api_client` where the elector or ``Jobs`` is made, so that a broken
+    kubeconfig is reported there, not later at ``start()``; ``None`` (load it at start) when
+    there is no configuration at all yet (not in a pod, no ``$KUBECONFIG``, no
+    ``~/.kube/config``), so objects can still be made at import time and in tests."""
+    if not os.environ.get("KUBERNETES_SERVICE_HOST"):
+        paths = os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
+        if not any(os.path.isfile(part) for part in paths.split(os.pathsep) if part):
+            return None
+    return default_api_client()
 
 
 def check_api_client(api_client: object, *, name: str = "api_client") -> client.ApiClient:

@@ -46,8 +46,11 @@ def checked_namespace(name: str, *, source: str) -> str:
 def default_namespace(
     *, namespace_file: Path = SERVICE_ACCOUNT_NAMESPACE, kubeconfig: str | None = None
 ) -> str:
-    """``POD_NAMESPACE``, else the in-cluster namespace file, else (when ``kubeconfig`` is given:
-    the namespace of its current context, ``""`` meaning the default file) ``default``.
+    """The namespace when none was passed, by one rule everywhere (the elector, ``Jobs``,
+    ``k8slease status``, the operator), the order kubectl and client-go follow too:
+    ``POD_NAMESPACE``, else the in-cluster namespace file, else the namespace of the current
+    context of the kubeconfig (``kubeconfig``, or ``$KUBECONFIG``, or ``~/.kube/config`` when it
+    is ``None`` or ``""``), else ``default``.
 
     Raises ``ConfigError`` naming ``POD_NAMESPACE`` when it holds something that cannot be a
     namespace (a typo there would otherwise surface later as a 404 or 422 from the API server).
@@ -61,12 +64,17 @@ def default_namespace(
         from_file = ""
     if from_file:
         return from_file
-    if kubeconfig is not None:
-        return _kubeconfig_namespace(kubeconfig or None) or "default"
+    path = kubeconfig or os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
+    from_kubeconfig = _kubeconfig_namespace(path)
+    if from_kubeconfig:
+        return checked_namespace(from_kubeconfig, source=f"the namespace of the context in {path}")
     return "default"
 
 
-def _kubeconfig_namespace(kubeconfig: str | None) -> str:
+def _kubeconfig_namespace(kubeconfig: str) -> str:
+    """The current context's namespace in ``kubeconfig`` ("" when none or unreadable)."""
+    if not any(Path(part).is_file() for part in kubeconfig.split(os.pathsep) if part):
+        return ""
     try:
         from kubernetes import config
 

@@ -12,6 +12,7 @@ stays ignored.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
@@ -95,3 +96,35 @@ class GracefulSignals:
         finally:
             self.handled.set()
             os.kill(os.getpid(), signum)
+
+
+class LoopWaker:
+    """Wake an event loop that runs in the main thread every :data:`SIGNAL_POLL` seconds.
+
+    A signal the kernel hands to another thread is only flagged; Python runs its handler when
+    the main thread next runs Python code. An idle event loop blocks in ``select`` with no
+    timeout, so ``async with`` forms would not release the Lease on such a SIGTERM until some
+    unrelated timer fired. Nothing is scheduled for a loop outside the main thread.
+    """
+
+    def __init__(self, loop: Any) -> None:
+        self._loop = loop
+        self._handle: Any = None
+        self._stopped = False
+
+    def start(self) -> None:
+        if threading.current_thread() is threading.main_thread():
+            self._handle = self._loop.call_later(SIGNAL_POLL, self._tick)
+
+    def _tick(self) -> None:
+        if not self._stopped:
+            self._handle = self._loop.call_later(SIGNAL_POLL, self._tick)
+
+    def stop(self) -> None:
+        """Stop waking the loop (from any thread)."""
+        self._stopped = True
+        handle = self._handle
+        if handle is None or self._loop.is_closed():
+            return
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+            self._loop.call_soon_threadsafe(handle.cancel)

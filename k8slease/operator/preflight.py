@@ -28,8 +28,10 @@ def crd_install_hint() -> str:
     """The commands that install the CRD, for the message of a missing one."""
     return (
         "Install it with one of:\n"
-        "  k8slease operator --print-crd | kubectl apply -f -\n"
-        f"  kubectl apply -f {CRD_PATH}        (from a checkout of k8slease)\n"
+        "  k8slease operator --print-crd | kubectl apply --validate=false -f -\n"
+        f"  kubectl apply --validate=false -f {CRD_PATH}   (from a checkout of k8slease)\n"
+        "  (--validate=false: the embedded API server serves no OpenAPI document for kubectl"
+        " to validate against; the server validates the CRD either way)\n"
         "  k8slease operator --install-crd ...   (needs the right to create CRDs)\n"
         "The Helm chart installs it too (charts/k8slease)."
     )

@@ -96,6 +96,13 @@ def _parser() -> argparse.ArgumentParser:
     loudness = parser.add_mutually_exclusive_group()
     loudness.add_argument("--verbose", "-v", action="store_true", help="debug logging")
     loudness.add_argument("--quiet", "-q", action="store_true", help="warnings and errors only")
+    loudness.add_argument(
+        "--log-level",
+        type=str.upper,
+        choices=("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"),
+        default=None,
+        help="log level (default INFO; --verbose is DEBUG, --quiet WARNING)",
+    )
     return parser
 
 
@@ -110,7 +117,11 @@ def _settings(args: argparse.Namespace) -> OperatorSettings:
     changes: dict[str, object] = {
         "kubeconfig": args.kubeconfig or base.kubeconfig,
         "standalone": args.standalone,
-        "log_level": "DEBUG" if args.verbose else "WARNING" if args.quiet else base.log_level,
+        "log_level": "DEBUG"
+        if args.verbose
+        else "WARNING"
+        if args.quiet
+        else args.log_level or base.log_level,
         "liveness_endpoint": args.liveness or base.liveness_endpoint,
     }
     if args.no_auto_create:

@@ -1,0 +1,106 @@
+"""A returning ``on_started_leading`` (issue 21).
+
+* SIGTERM after the callback returned must still release the Lease, in the ``run()`` and
+  ``with`` forms: the finished work thread's ident, reused by the signal's stop thread, made
+  that ``stop()`` think it ran inside the elector and only ask, and the process ended holding
+  the Lease (candidates waited the whole lease on every rolling update).
+* ``release_on_return=True``: once the work returned, ``run()`` returns after the release,
+  as client-go's ``Run`` does, instead of leading again every retry interval forever.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import pytest
+from kubernetes import client
+
+from k8slease import LeaderElector
+from k8slease.lease.record import record_from_lease
+from k8slease.lease.transport import LeaseTransport
+from k8slease.testing.server import APIServer
+
+pytestmark = pytest.mark.slow
+
+TIMING = dict(lease_duration=4, renew_interval=1, renew_deadline=3, retry_interval=1)
+
+CHILD = textwrap.dedent(
+    """
+    import sys, time
+    from k8slease import LeaderElector
+    from k8slease.kube.apiclient import default_api_client
+
+    kubeconfig, form, name = sys.argv[1:]
+    client = default_api_client(kubeconfig=kubeconfig)
+    options = dict(namespace="default", identity="child", api_client=client,
+                   lease_duration=4, renew_interval=1, renew_deadline=3, retry_interval=1)
+
+    def started():
+        print("leading", flush=True)   # returns at once: the term goes on
+
+    if form == "with":
+        with LeaderElector(name, on_started_leading=started, **options) as elector:
+            time.sleep(60)
+    else:
+        LeaderElector(name, on_started_leading=started, **options).run()
+        time.sleep(60)  # never reached: the default SIGTERM action ends the process
+    """
+)
+
+
+def holder(api_client: client.ApiClient, name: str) -> str:
+    lease = LeaseTransport(api_client, "default", request_timeout=5).get(name)
+    return record_from_lease(lease).holder
+
+
+@pytest.mark.parametrize("form", ["with", "run"])
+def test_sigterm_releases_after_on_started_leading_returned(
+    k8s_embedded_apiserver: APIServer, form: str
+) -> None:
+    server = k8s_embedded_apiserver
+    name = f"returned-{form}"
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(server.kubeconfig), form, name],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "leading"
+        time.sleep(0.3)  # let the callback's thread end (the bug needs its ident free)
+        child.send_signal(signal.SIGTERM)
+        _, stderr = child.communicate(timeout=10)
+        assert child.returncode == -signal.SIGTERM, stderr
+        assert holder(server.api_client(), name) == "", "the Lease was released before the end"
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+
+
+def test_run_returns_after_the_release_when_the_work_returns(
+    k8s_api_client: client.ApiClient,
+) -> None:
+    calls: list[str] = []
+    elector = LeaderElector(
+        "work-returns",
+        namespace="default",
+        identity="solo",
+        api_client=k8s_api_client,
+        release_on_return=True,
+        handle_signals=False,
+        on_started_leading=lambda: calls.append("started"),
+        on_stopped_leading=lambda: calls.append("stopped"),
+        **TIMING,  # type: ignore[arg-type]
+    )
+    runner = threading.Thread(target=elector.run, daemon=True)
+    runner.start()
+    runner.join(timeout=10)
+    assert not runner.is_alive(), "run() returned once the work had returned"
+    assert calls == ["started", "stopped"], "one term, not a new one every retry interval"
+    assert holder(k8s_api_client, "work-returns") == ""
+    assert elector.wait(0)

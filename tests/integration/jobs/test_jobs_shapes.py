@@ -1,0 +1,113 @@
+"""Job shapes every form accepts (issue 21): ``async def`` jobs catch up missed ticks under a
+thread scheduler too, and jobs that take no argument run (APScheduler habit)."""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from kubernetes import client
+
+from k8slease import JobContext, Jobs, Mode
+from k8slease.clock import SystemClock
+from k8slease.errors import ConfigError
+
+T0 = datetime(2026, 11, 30, 2, 0, tzinfo=UTC)
+
+
+class ShiftedClock(SystemClock):
+    """The real monotonic clock with the wall clock fixed at a chosen instant."""
+
+    def __init__(self, now: datetime) -> None:
+        self._now = now
+
+    def now(self) -> datetime:
+        return self._now
+
+
+def test_coroutine_jobs_catch_up_on_a_thread_scheduler(
+    k8s_api_client: client.ApiClient, k8s_namespace: str
+) -> None:
+    """``jobs.run()`` / ``with jobs`` use a thread scheduler: the catch-up of an ``async def`` job
+    must be awaited there too (it was dropped: "coroutine ... was never awaited")."""
+    seen: list[datetime] = []
+    ran = threading.Event()
+
+    async def hourly(ctx: JobContext) -> None:
+        seen.append(ctx.tick)
+        ran.set()
+
+    def make(identity: str, now: datetime) -> Jobs:
+        jobs = Jobs(
+            "threadcatchup",
+            namespace=k8s_namespace,
+            identity=identity,
+            api_client=k8s_api_client,
+            clock=ShiftedClock(now),
+            handle_signals=False,
+        )
+        jobs.interval(hours=1, name="hourly", grace=3 * 3600, lock_at_most_for=60)(hourly)
+        return jobs
+
+    with make("before", T0 - timedelta(hours=1)) as before:
+        before.fire("hourly", T0 - timedelta(hours=1))
+    seen.clear()
+    ran.clear()
+    with make("after", datetime(2026, 11, 30, 5, 30, tzinfo=UTC)):
+        assert ran.wait(10), "the missed tick of the async job was caught up"
+    assert seen == [T0 + timedelta(hours=3)]
+
+
+@pytest.mark.parametrize("mode", [Mode.EVERY_REPLICA, Mode.ONCE_PER_TICK])
+def test_a_job_without_a_parameter_runs(
+    k8s_api_client: client.ApiClient, k8s_namespace: str, mode: Mode
+) -> None:
+    jobs = Jobs(
+        "noarg",
+        namespace=k8s_namespace,
+        identity="a",
+        api_client=k8s_api_client,
+        handle_signals=False,
+    )
+    ran = threading.Event()
+
+    @jobs.interval(seconds=1, mode=mode)
+    def tick() -> None:
+        ran.set()
+
+    with jobs:
+        assert jobs.fire("tick", datetime(2026, 11, 30, 2, 0, tzinfo=UTC)) == "succeeded"
+        assert ran.is_set()
+
+
+def test_a_singleton_without_a_parameter_runs(
+    k8s_api_client: client.ApiClient, k8s_namespace: str
+) -> None:
+    jobs = Jobs(
+        "noargsingleton",
+        namespace=k8s_namespace,
+        identity="a",
+        api_client=k8s_api_client,
+        handle_signals=False,
+    )
+    ran = threading.Event()
+
+    @jobs.singleton(mode=Mode.EVERY_REPLICA)
+    def forever() -> None:
+        ran.set()
+        jobs_stopped.wait()
+
+    jobs_stopped = threading.Event()
+    with jobs:
+        assert ran.wait(10)
+        jobs_stopped.set()
+
+
+def test_a_job_that_needs_two_arguments_is_refused_at_registration() -> None:
+    jobs = Jobs("twoargs", namespace="default", identity="a")
+
+    def report(ctx: JobContext, period: str) -> None: ...
+
+    with pytest.raises(ConfigError, match=r"job 'report'.*one argument .*or none"):
+        jobs.interval(seconds=1)(report)
