@@ -10,7 +10,7 @@ GO      := $(shell command -v go 2>/dev/null)
 # `make test` runs the test files on this many pytest-xdist workers (0: in one process).
 TEST_WORKERS ?= 2
 
-.PHONY: install test test-floor unit integration lint demo bench e2e manifests peers controlplane constraints clean soak chaos
+.PHONY: install test test-floor unit integration lint demo bench bench-docs e2e manifests peers controlplane constraints clean soak chaos
 
 install: $(STAMP)
 
@@ -64,8 +64,17 @@ integration: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/python -m k8slease demo
 
+# Every benchmark, each writing benchmarks/results/*.json with its commit, machine and load,
+# then the generated sections of docs/benchmarks.md and README.md rewritten from those files.
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks --server both
+	$(BIN)/python -m benchmarks.bench_operator --groups 2000 --server embedded
+	$(BIN)/python -m benchmarks.bench_operator --groups 200 --server real
+	$(MAKE) bench-docs
+
+# Only the generated sections, from the committed results (no benchmark runs).
+bench-docs: $(STAMP)
+	$(BIN)/python -m benchmarks.publish
 
 chaos: $(STAMP)
 	$(PYTEST) -q -m chaos tests/chaos

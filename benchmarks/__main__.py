@@ -2,11 +2,12 @@
 electors side by side on the embedded API server, with the same lease settings; with ``--server
 real`` or ``both``, failover and API load on a real kube-apiserver too (``ControlPlane``).
 
-Prints a table, writes ``benchmarks/results/latest.json`` and ``failover.png``. ``--quick`` takes
-about a minute and a half; the full run about five minutes (the real server adds about as much
-again). The benchmarks of others in this package (``bench_apiserver``, ``bench_operator``) are run
-too unless ``--skip-others``. client-go is built with ``make peers`` and left out, with the reason
-in the results, where Go is missing.
+Prints a table, writes ``benchmarks/results/latest.json`` (the figures with their provenance:
+commit, machine, load; ``benchmarks.provenance``) and ``failover.png``. ``--quick`` takes about
+a minute and a half; the full run about five minutes (the real server adds about as much again).
+The other benchmarks of this package (``bench_apiserver``, ``bench_operator`` at 200 groups) are
+run too unless ``--skip-others``, each writing its own results file. client-go is built with
+``make peers`` and left out, with the reason in the results, where Go is missing.
 """
 
 from __future__ import annotations
@@ -14,19 +15,15 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import importlib
-import os
-import platform
 import random
-import subprocess
 import sys
 import time
 import traceback
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
-from benchmarks import failover, footprint, load, locks, peer_clientgo, report
+from benchmarks import failover, footprint, load, locks, peer_clientgo, provenance, report
 from benchmarks.common import IMPLEMENTATIONS, NAMESPACE, SETTINGS, quiet_logging
 from benchmarks.replicas import ROOT
 from benchmarks.targets import SERVERS, EmbeddedTarget, Target, open_target
@@ -99,32 +96,10 @@ def make_plan(args: argparse.Namespace) -> Plan:
 
 
 def machine() -> dict[str, Any]:
-    cpu = "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT
-        ).stdout.strip()
-    except OSError:
-        commit = ""
+    """The client versions of this run (the machine, commit and load are in the provenance)."""
     import kubernetes
 
-    return {
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "nproc": os.cpu_count(),
-        "cpu": cpu,
-        "loadavg_at_start": [round(x, 2) for x in os.getloadavg()],
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "kubernetes_client": kubernetes.__version__,
-        "git_commit": commit,
-    }
+    return {"kubernetes_client": kubernetes.__version__}
 
 
 def section(name: str, results: dict[str, Any], fn: Callable[[], Any]) -> None:
@@ -203,21 +178,19 @@ def run_real(
     }
 
 
-def run_others() -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def run_others(out: Path) -> dict[str, Any]:
+    """The other benchmarks of the package, each recorded in its own results file in ``out``;
+    their figures are returned too, for the printed summary."""
+    figures: dict[str, Any] = {}
     for name in OTHERS:
+        module = importlib.import_module(f"benchmarks.{name}")
         try:
-            module = importlib.import_module(f"benchmarks.{name}")
-        except ModuleNotFoundError:
-            out[name] = "absent"
-            continue
-        started = time.monotonic()
-        try:
-            out[name] = {"figures": module.run(), "seconds": round(time.monotonic() - started, 1)}
+            path, result = module.record(out)
+            figures[name] = {"figures": result, "file": path.name}
         except Exception as exc:
             traceback.print_exc()
-            out[name] = {"error": f"{type(exc).__name__}: {exc}"}
-    return out
+            figures[name] = {"error": f"{type(exc).__name__}: {exc}"}
+    return figures
 
 
 def add_rss(results: dict[str, Any], impls: tuple[str, ...]) -> None:
@@ -246,6 +219,8 @@ def main(argv: list[str] | None = None) -> int:
     stderr = sys.stderr if args.verbose else None
     rng = random.Random(args.seed)
     started = time.monotonic()
+    words = sys.argv[1:] if argv is None else argv
+    run = provenance.start("electors", " ".join(["python -m benchmarks", *words]), argv=words)
     results: dict[str, Any] = {
         "meta": {
             "mode": "quick" if args.quick else "full",
@@ -271,13 +246,13 @@ def main(argv: list[str] | None = None) -> int:
     section("footprint", results, lambda: {"import_s": footprint.import_times(plan.import_runs)})
     add_rss(results, impls)
     if not args.skip_others:
-        section("others", results, run_others)
+        section("others", results, lambda: run_others(args.out))
     results["targets"] = report.targets(results)
     if _has_real(results):
         results["real"]["targets"] = report.targets(results["real"])
     results["meta"]["duration_s"] = round(time.monotonic() - started, 1)
     args.out.mkdir(parents=True, exist_ok=True)
-    report.write_json(results, args.out / "latest.json")
+    provenance.write(args.out / "latest.json", run, results)
     report.plot(results, args.out / "failover.png")
     print()
     if "failover" in results or "api_load" in results:

@@ -9,7 +9,8 @@ server do not share a GIL. Figures:
 - ``watch_fanout_events_per_s``: events delivered per second across all those watches;
 - ``watch_delivery_p99_ms``: write-to-delivery latency, 99th percentile, across watches.
 
-Run: ``.venv/bin/python -m benchmarks.bench_apiserver``.
+Run: ``.venv/bin/python -m benchmarks.bench_apiserver``; it writes the figures with their
+provenance (``benchmarks.provenance``) to ``benchmarks/results/apiserver.json``.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+
+from benchmarks import provenance
 
 CONCURRENCY = 32
 REQUESTS = 4000
@@ -163,13 +166,28 @@ def run() -> dict[str, float]:
             process.wait(timeout=10)
 
 
-def main() -> None:
-    """Print the figures as a table."""
+def record(out: Path = provenance.RESULTS) -> tuple[Path, dict[str, float]]:
+    """Run the benchmark and write its figures with their provenance; the file and figures."""
+    started = provenance.start(
+        "apiserver",
+        "python -m benchmarks.bench_apiserver",
+        concurrency=CONCURRENCY,
+        requests=REQUESTS,
+        watches=WATCHES,
+        writes=WRITES,
+    )
     figures = run()
+    return provenance.write(out / "apiserver.json", started, figures), figures
+
+
+def main() -> None:
+    """Run, record and print the figures as a table."""
+    path, figures = record()
     width = max(len(k) for k in figures)
     print(f"{'figure':<{width}}  value")
     for key, value in figures.items():
         print(f"{key:<{width}}  {value:,.1f}")
+    print(f"wrote {path}")
 
 
 if __name__ == "__main__":

@@ -1,9 +1,10 @@
-"""Benchmark: the operator following 200 groups on the embedded API server.
+"""Benchmark: the operator following N groups (200 by default), on either API server.
 
-    .venv/bin/python -m benchmarks.bench_operator [--groups N]
+    .venv/bin/python -m benchmarks.bench_operator [--groups N] [--server embedded|real]
 
-Runs ``python -m k8slease operator`` (default pacing) as a subprocess against an in-process
-embedded API server holding one leader Lease per group, then measures:
+Runs ``python -m k8slease operator`` (default pacing) as a subprocess against the embedded API
+server (in this process) or a real kube-apiserver over etcd (``ControlPlane(audit=True)``),
+holding one leader Lease per group, then measures:
 
 * convergence: time until every group's ScheduledJobGroup (auto-created) shows its leader;
 * renewal load: every Lease renewed every 2 s for 10 s; status writes made meanwhile (renewal-only
@@ -13,7 +14,11 @@ embedded API server holding one leader Lease per group, then measures:
 * API calls made by the operator (everything the server saw except the benchmark's own calls)
   and the operator's resident memory.
 
-``run()`` returns the figures as a dict; ``main()`` prints them as a table.
+Requests are counted by the server: the embedded one from its request counters, the real one
+from its audit log (the benchmark's own client has a user agent of its own there, so the
+operator's calls are told apart by user agent). ``run()`` returns the figures as a dict;
+``record()`` writes them with their provenance to ``benchmarks/results/operator_<server>_<N>.json``
+(``benchmarks.provenance``); ``main()`` does that and prints them.
 """
 
 from __future__ import annotations
@@ -26,13 +31,17 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import psutil
 from kubernetes import client
 
+from benchmarks import provenance
+from benchmarks.targets import SERVERS
 from k8slease.lease.record import LeaseRecord, lease_with_record, new_lease
 from k8slease.lease.transport import LeaseTransport
 from k8slease.names import (
@@ -45,20 +54,119 @@ from k8slease.names import (
     ROLE_LEADER,
 )
 from k8slease.operator.crd import install_crd
+from k8slease.testing import ControlPlane
+from k8slease.testing.controlplane import audit
 from k8slease.testing.server import APIServer
 
 NS = "bench"
 REPO = Path(__file__).resolve().parents[1]
+#: The user agent of the benchmark's own API client (to tell its requests from the operator's).
+AGENT = "k8slease-bench-operator"
+
+
+class Server(Protocol):
+    """What the benchmark needs of an API server (``APIServer`` and ``ControlPlane`` have it)."""
+
+    @property
+    def kubeconfig(self) -> Path: ...
+
+    def api_client(self) -> client.ApiClient: ...
+
+
+class Counts(Protocol):
+    """The server's count of requests since :meth:`reset`."""
+
+    def reset(self) -> None: ...
+
+    def status_patches(self) -> int:
+        """Patches of ScheduledJobGroup status (only the operator writes them)."""
+
+    def operator_calls(self) -> dict[str, int]:
+        """``"verb resource"`` -> count, for the operator's requests."""
+
+    def lease_writes(self) -> int:
+        """Lease creates, updates, patches and deletes in the benchmark's namespace, by anyone."""
+
+
+class EmbeddedCounts:
+    def __init__(self, server: APIServer) -> None:
+        self.stats = server.stats
+
+    def reset(self) -> None:
+        self.stats.reset()
+
+    def status_patches(self) -> int:
+        return self.stats.count("patch", "scheduledjobgroups/status")
+
+    def operator_calls(self) -> dict[str, int]:
+        # the benchmark's own calls: Lease updates, its watch (re-opened every 5 s), gets
+        return {
+            k: v
+            for k, v in self.stats.snapshot().items()
+            if not k.startswith(("update leases", "watch scheduledjobgroups", "get "))
+        }
+
+    def lease_writes(self) -> int:
+        return sum(self.stats.count(v, "leases") for v in ("create", "update", "patch", "delete"))
+
+
+class AuditCounts:
+    def __init__(self, plane: ControlPlane) -> None:
+        self.plane = plane
+        self.since = 0
+
+    def reset(self) -> None:
+        self.since = audit.size(self.plane.audit_log)
+
+    def _events(self) -> list[dict[str, Any]]:
+        return audit.events(self.plane.audit_log, self.since)
+
+    def status_patches(self) -> int:
+        return audit.count(self._events(), "patch", "scheduledjobgroups/status", namespace=NS)
+
+    def operator_calls(self) -> dict[str, int]:
+        calls: dict[str, int] = {}
+        for event in self._events():
+            agent = str(event.get("userAgent", ""))
+            if agent.startswith((AGENT, "kube-apiserver")):  # ours; the server's own
+                continue
+            ref = event.get("objectRef") or {}
+            resource = ref.get("resource", "(none)")
+            if ref.get("subresource"):
+                resource += f"/{ref['subresource']}"
+            key = f"{event.get('verb')} {resource}"
+            calls[key] = calls.get(key, 0) + 1
+        return dict(sorted(calls.items()))
+
+    def lease_writes(self) -> int:
+        return sum(
+            audit.count(self._events(), verb, "leases", namespace=NS)
+            for verb in ("create", "update", "patch", "delete")
+        )
+
+
+@contextmanager
+def open_server(kind: str) -> Iterator[tuple[Server, Counts]]:
+    """A started server of ``kind`` (``embedded`` or ``real``) and its request counts."""
+    if kind == "embedded":
+        with APIServer(history_size=20000) as server:
+            yield server, EmbeddedCounts(server)
+    elif kind == "real":
+        with ControlPlane(audit=True) as plane:
+            yield plane, AuditCounts(plane)
+    else:
+        raise ValueError(f"--server: unknown server {kind!r}; expected one of {SERVERS}")
 
 
 class LeaderWatch:
     """Watches ScheduledJobGroups; records when each (group, leader) pair was first seen."""
 
-    def __init__(self, server: APIServer) -> None:
+    def __init__(self, server: Server) -> None:
         self.seen: dict[tuple[str, str], float] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._api = server.api_client()
+        self._api.user_agent = AGENT  # its watch is the benchmark's, not the operator's
         self._thread = threading.Thread(target=self._run, daemon=True, name="bench-watch")
 
     def start(self) -> LeaderWatch:
@@ -117,11 +225,12 @@ def _percentile(values: list[float], pct: float) -> float:
     return ordered[index]
 
 
-def run(groups: int = 200) -> dict[str, Any]:
-    """Run the benchmark; returns its figures."""
-    figures: dict[str, Any] = {"groups": groups}
-    with APIServer(history_size=20000) as server:
+def run(groups: int = 200, server_kind: str = "embedded") -> dict[str, Any]:
+    """Run the benchmark on a fresh server of ``server_kind``; returns its figures."""
+    figures: dict[str, Any] = {"groups": groups, "server": server_kind}
+    with open_server(server_kind) as (server, counts):
         api = server.api_client()
+        api.user_agent = AGENT
         install_crd(api)
         client.CoreV1Api(api).create_namespace(
             client.V1Namespace(metadata=client.V1ObjectMeta(name=NS))
@@ -137,7 +246,7 @@ def run(groups: int = 200) -> dict[str, Any]:
         watch = LeaderWatch(server).start()
         env = dict(os.environ)
         env.pop("KUBERNETES_SERVICE_HOST", None)
-        server.stats.reset()
+        counts.reset()
         ours = 0
         started = time.monotonic()
         proc = subprocess.Popen(
@@ -165,11 +274,11 @@ def run(groups: int = 200) -> dict[str, Any]:
             )
             figures["converge_seconds"] = round(time.monotonic() - started, 2)
             figures["converged"] = converged
-            patches = server.stats.count("patch", "scheduledjobgroups/status")
+            patches = counts.status_patches()
             figures["status_patches_startup"] = patches
 
             # Renewals: every Lease every 2 s for 10 s.
-            before = server.stats.count("patch", "scheduledjobgroups/status")
+            before = counts.status_patches()
             t_end = time.monotonic() + 10
             renewals = 0
             while time.monotonic() < t_end:
@@ -183,15 +292,13 @@ def run(groups: int = 200) -> dict[str, Any]:
                 time.sleep(max(0.0, 2.0 - (time.monotonic() - wave)))
             ours += renewals
             figures["renewals"] = renewals
-            figures["status_patches_during_renewals"] = (
-                server.stats.count("patch", "scheduledjobgroups/status") - before
-            )
+            figures["status_patches_during_renewals"] = counts.status_patches() - before
             figures["status_patches_per_renewal"] = round(
                 figures["status_patches_during_renewals"] / max(1, renewals), 4
             )
 
             # Failovers: every group, in waves of 20 every 100 ms.
-            before = server.stats.count("patch", "scheduledjobgroups/status")
+            before = counts.status_patches()
             written: dict[str, float] = {}
             for start in range(0, groups, 20):
                 now = datetime.now(UTC)
@@ -213,28 +320,15 @@ def run(groups: int = 200) -> dict[str, Any]:
                 figures["failover_latency_ms_median"] = round(statistics.median(latencies) * 1000)
                 figures["failover_latency_ms_p95"] = round(_percentile(latencies, 95) * 1000)
                 figures["failover_latency_ms_max"] = round(max(latencies) * 1000)
-            figures["status_patches_for_failovers"] = (
-                server.stats.count("patch", "scheduledjobgroups/status") - before
-            )
+            figures["status_patches_for_failovers"] = counts.status_patches() - before
             time.sleep(0.5)
             figures["operator_rss_mb"] = round(
                 psutil.Process(proc.pid).memory_info().rss / 2**20, 1
             )
-            snapshot = server.stats.snapshot()
-            operator_calls = {
-                k: v
-                for k, v in snapshot.items()
-                if not k.startswith(("update leases", "watch scheduledjobgroups", "get "))
-            }
-            # the benchmark's own watch re-opens every 5 s; the operator opens one per kind
+            operator_calls = counts.operator_calls()
             figures["operator_api_calls"] = operator_calls
             figures["operator_api_calls_total"] = sum(operator_calls.values())
-            figures["lease_writes_by_operator"] = (
-                sum(
-                    server.stats.count(v, "leases") for v in ("create", "update", "patch", "delete")
-                )
-                - ours
-            )
+            figures["lease_writes_by_operator"] = counts.lease_writes() - ours
             figures["elapsed_seconds"] = round(time.monotonic() - started, 1)
         finally:
             watch.stop()
@@ -248,14 +342,35 @@ def run(groups: int = 200) -> dict[str, Any]:
     return figures
 
 
+def result_path(out: Path, server_kind: str, groups: int) -> Path:
+    """Where the figures of one run go: ``operator_<server>_<groups>.json``."""
+    return out / f"operator_{server_kind}_{groups}.json"
+
+
+def record(
+    out: Path = provenance.RESULTS, *, groups: int = 200, server_kind: str = "embedded"
+) -> tuple[Path, dict[str, Any]]:
+    """Run the benchmark and write its figures with their provenance; the file and figures."""
+    command = f"python -m benchmarks.bench_operator --groups {groups} --server {server_kind}"
+    started = provenance.start("operator", command, groups=groups, server=server_kind)
+    figures = run(groups, server_kind)
+    path = provenance.write(result_path(out, server_kind, groups), started, figures)
+    return path, figures
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--groups", type=int, default=200)
+    parser.add_argument("--server", choices=SERVERS, default="embedded")
+    parser.add_argument("--out", type=Path, default=provenance.RESULTS, help="results directory")
     args = parser.parse_args(argv)
-    figures = run(args.groups)
+    if args.groups < 1:
+        parser.error(f"--groups must be at least 1, not {args.groups}")
+    path, figures = record(args.out, groups=args.groups, server_kind=args.server)
     width = max(len(k) for k in figures)
     for key, value in figures.items():
         print(f"{key:<{width}}  {value}")
+    print(f"wrote {path}")
     return 0
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from benchmarks import peer_clientgo
 from benchmarks.common import SETTINGS, summary
 from benchmarks.replicas import Replica
 
@@ -50,6 +51,18 @@ class FailoverRun:
         }
 
 
+def start_elector(
+    impl: str, kubeconfig: Path, name: str, identity: str, stderr: IO[Any] | None = None
+) -> Replica:
+    """A replica of ``impl`` contending for Lease ``name``: ``benchmarks.replica_<impl>``, or
+    client-go's peer program. (It lives here, not on ``Replica``, so that ``replicas`` and
+    ``peer_clientgo`` do not import each other.)"""
+    if impl == "clientgo":
+        return peer_clientgo.elector(kubeconfig, name, identity, stderr)
+    args = ["--kubeconfig", str(kubeconfig), "--name", name, "--identity", identity]
+    return Replica(f"replica_{impl}", args, identity, stderr)
+
+
 def run_trials(
     impl: str,
     kind: str,
@@ -69,7 +82,7 @@ def run_trials(
     def spawn() -> Replica:
         nonlocal serial
         serial += 1
-        return Replica.elector(impl, kubeconfig, lease, f"{impl}-{kind}-{serial}", stderr)
+        return start_elector(impl, kubeconfig, lease, f"{impl}-{kind}-{serial}", stderr)
 
     leader = spawn()
     try:

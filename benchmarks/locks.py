@@ -7,6 +7,9 @@ begin and end and waits for the count to be taken.
 On its own, for other sizes (one server per replica count)::
 
     .venv/bin/python -m benchmarks.locks --replicas 10 --jobs 1000 --ticks 2 [--server real]
+
+which writes the figures with their provenance (``benchmarks.provenance``) to
+``benchmarks/results/locks_<server>_<jobs>jobs_<replicas>replicas.json`` (``--out`` elsewhere).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from collections import Counter
 from pathlib import Path
 from typing import IO, Any
 
+from benchmarks import provenance
 from benchmarks.common import NAMESPACE, quiet_logging
 from benchmarks.replicas import Replica
 from benchmarks.targets import SERVERS, Target, open_target
@@ -74,23 +78,37 @@ def _by_verb(codes: Counter[str]) -> Counter[str]:
     return verbs
 
 
+def result_path(out: Path, server: str, jobs: int, replicas: list[int]) -> Path:
+    """Where the figures of one run go."""
+    counts = "_".join(str(n) for n in replicas)
+    return out / f"locks_{server}_{jobs}jobs_{counts}replicas.json"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--replicas", default="3,10", help="replica counts, comma-separated")
     parser.add_argument("--jobs", type=int, default=100)
     parser.add_argument("--ticks", type=int, default=3)
     parser.add_argument("--server", choices=SERVERS, default="embedded")
-    parser.add_argument("--out", type=Path, help="write the figures there as JSON")
+    parser.add_argument("--out", type=Path, default=provenance.RESULTS, help="results directory")
     args = parser.parse_args(argv)
+    try:
+        counts = [int(x) for x in args.replicas.split(",")]
+    except ValueError:
+        parser.error(f"--replicas: expected comma-separated integers, not {args.replicas!r}")
     quiet_logging()
+    command = f"python -m benchmarks.locks --replicas {args.replicas} --jobs {args.jobs}"
+    command += f" --ticks {args.ticks} --server {args.server}"
+    started = provenance.start(
+        "locks", command, server=args.server, jobs=args.jobs, ticks=args.ticks, replicas=counts
+    )
     results: dict[str, Any] = {}
-    for n in (int(x) for x in args.replicas.split(",")):
+    for n in counts:
         with open_target(args.server, NAMESPACE) as target:
             results[str(n)] = measure(target, jobs=args.jobs, replicas=n, ticks=args.ticks)
-    text = json.dumps(results, indent=1)
-    if args.out is not None:
-        args.out.write_text(text + "\n")
-    print(text)
+    print(json.dumps(results, indent=1))
+    path = result_path(args.out, args.server, args.jobs, counts)
+    print(f"wrote {provenance.write(path, started, results)}")
     return 0
 
 

@@ -28,9 +28,9 @@ class Replica:
     """``python -m benchmarks.<module> ARGS...`` in a child process that reports JSON lines.
 
     The first time of each event (``ready``, ``leading``, ``stopped``) is kept; :meth:`wait_for`
-    blocks until one arrives. :meth:`elector` starts one replica of an implementation;
-    :meth:`command` runs any program whose lines carry ``event`` and ``t`` (or ``time``), with
-    ``aliases`` renaming its events to the harness's.
+    blocks until one arrives (``benchmarks.failover.start_elector`` starts one replica of an
+    implementation); :meth:`command` runs any program whose lines carry ``event`` and ``t``
+    (or ``time``), with ``aliases`` renaming its events to the harness's.
     """
 
     def __init__(
@@ -59,18 +59,6 @@ class Replica:
         )
         self._reader = threading.Thread(target=self._read, name=f"read-{label}", daemon=True)
         self._reader.start()
-
-    @classmethod
-    def elector(
-        cls, impl: str, kubeconfig: Path, name: str, identity: str, stderr: IO[Any] | None = None
-    ) -> Replica:
-        """A replica of ``impl`` (``benchmarks.replica_<impl>``) contending for Lease ``name``."""
-        if impl == "clientgo":
-            from benchmarks import peer_clientgo
-
-            return peer_clientgo.elector(kubeconfig, name, identity, stderr)
-        args = ["--kubeconfig", str(kubeconfig), "--name", name, "--identity", identity]
-        return cls(f"replica_{impl}", args, identity, stderr)
 
     @classmethod
     def command(

@@ -30,7 +30,14 @@ def test_bench_quick_harness_writes_table_json_and_png(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "graceful failover (SIGTERM)" in done.stdout
-    results = json.loads((tmp_path / "latest.json").read_text())
+    document = json.loads((tmp_path / "latest.json").read_text())
+    assert document["benchmark"] == "electors"
+    recorded = document["provenance"]
+    assert len(recorded["commit"]) == 40 and recorded["machine"]["cores"] >= 1
+    for moment in ("before", "after"):
+        assert len(recorded["load"][moment]["loadavg"]) == 3
+        assert recorded["load"][moment]["other_processes"]["busy"] >= 0
+    results = document["figures"]
     for part in ("failover", "api_load", "locks", "footprint"):
         assert "error" not in results[part], results[part]
     assert results["failover"]["k8slease"]["graceful"]["n"] == 1
@@ -45,3 +52,19 @@ def test_bench_quick_harness_writes_table_json_and_png(tmp_path: Path) -> None:
     assert all(run["requests_per_job_tick_by_code"].get("update 200", 0) > 0
                for run in by_replicas.values()), "the server counted the claims"  # fmt: skip
     assert (tmp_path / "failover.png").read_bytes().startswith(b"\x89PNG")
+
+
+@pytest.mark.slow
+def test_bench_operator_records_its_figures_with_provenance(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.bench_operator", "--groups", "3",
+         "--out", str(tmp_path)],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    document = json.loads((tmp_path / "operator_embedded_3.json").read_text())
+    assert document["benchmark"] == "operator"
+    assert document["provenance"]["command"].endswith("--groups 3 --server embedded")
+    figures = document["figures"]
+    assert figures["converged"] and figures["failovers_seen"] == 3
+    assert figures["lease_writes_by_operator"] == 0
