@@ -48,7 +48,8 @@ from k8slease.names import (
     ROLE_LEADER,
 )
 
-pytestmark = [pytest.mark.chaos, pytest.mark.slow]
+# ten edits, each judged twice (edit, repair) over OBSERVE seconds: about 230 s per server
+pytestmark = [pytest.mark.chaos, pytest.mark.slow, pytest.mark.timeout(480)]
 
 Body = dict[str, Any]
 #: How long each edit, and each repair, is watched.

@@ -8,6 +8,7 @@ used (and the tick is within its grace), an extension the time the grant has lef
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
@@ -87,7 +88,8 @@ def test_a_leader_jobs_slow_claim_answered_after_the_leadership_ended_does_not_r
     lost); while leading, the slow claim runs the tick."""
     ran: list[object] = []
     spec = JobSpec(name="invoices", func=ran.append, mode=Mode.LEADER, trigger=None)
-    answers = iter([True, still_leading])  # before the claim, then once it is granted
+    # leading before the claim; once the claim was sent, ``still_leading`` for every later look
+    answers = itertools.chain([True], itertools.repeat(still_leading))
     lock = _lock(transport, grace=300)
     runner = TickRunner(
         spec, group="billing", identity="replica-0", lock=lock, is_leader=lambda: next(answers)
@@ -102,5 +104,5 @@ def test_a_leader_jobs_slow_claim_answered_after_the_leadership_ended_does_not_r
         assert outcome == "succeeded" and len(ran) == 1
     else:
         assert outcome is None and not ran
-        assert runner.stats.skips == {"leadership-ended": 1} and runner.losses.count == 1
+        assert runner.losses.count == 1  # reported lost (job.not_started, job.ticks_lost)
         assert job.last_run.outcome == "lost"
