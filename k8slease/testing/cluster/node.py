@@ -208,7 +208,7 @@ mkdir -p /var/lib/containerd /var/lib/kubelet /run/netns
 mount --bind {d}/containerd /var/lib/containerd
 mount --bind {d}/kubelet /var/lib/kubelet
 ip link set lo up
-ip link add {c.NODE_LINK} type dummy
+ip link add {c.NODE_LINK} type bridge
 ip addr add {c.NODE_IP}/{c.NODE_PREFIX} dev {c.NODE_LINK}
 ip link set {c.NODE_LINK} up
 ip route add default dev {c.NODE_LINK}
