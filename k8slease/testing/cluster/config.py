@@ -1,9 +1,10 @@
 """The configuration files of the node's daemons, as text, from a few addresses and paths.
 
 Everything runs inside the cluster's private network namespace, so the addresses below are
-fixed: no other process on the machine sees them. The node has one address on a bridge of its own
-(a bridge without ports: the kubelet's ``--node-ip``, CoreDNS, the API server's advertise address); pods get addresses
-from the CNI bridge plugin on ``cni0``; Service IPs are DNAT rules kube-proxy writes.
+fixed: no other process on the machine sees them. The node has one address on a bridge of its
+own, without ports (the kubelet's ``--node-ip``, CoreDNS, the API server's advertise address);
+pods get addresses from the CNI bridge plugin on ``cni0``; Service IPs are DNAT rules
+kube-proxy writes.
 """
 
 from __future__ import annotations
