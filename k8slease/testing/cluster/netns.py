@@ -124,6 +124,20 @@ def cgroup_dirs(root: str) -> list[Path]:
     return sorted(set(found), key=lambda path: len(path.parts), reverse=True)
 
 
+def make_cgroup_root(root: str) -> None:
+    """Create cgroup ``root`` in every mounted hierarchy (the kubelet refuses a cgroup root
+    that does not exist); a v1 cpuset gets its parent's CPUs and memory nodes."""
+    relative = root.strip("/")
+    for hierarchy in CGROUP_FS.iterdir():
+        if not hierarchy.is_dir() or hierarchy.is_symlink():
+            continue
+        directory = hierarchy / relative
+        directory.mkdir(exist_ok=True)
+        for name in ("cpuset.cpus", "cpuset.mems"):
+            if (hierarchy / name).exists() and not (directory / name).read_text().strip():
+                (directory / name).write_text((hierarchy / name).read_text())
+
+
 def cgroup_pids(root: str) -> set[int]:
     """PIDs of every process in cgroup ``root`` or below it, in any hierarchy."""
     pids: set[int] = set()

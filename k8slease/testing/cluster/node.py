@@ -40,9 +40,27 @@ from . import versions as v
 from .build import NodeBinaries, Progress, ensure_node_binaries, stderr_progress
 from .host import ensure_packages, unavailable
 from .images import ensure_pause_image
-from .netns import Forwarder, Namespace, NamespaceError, cgroup_dirs, reap, remove_cgroups
+from .netns import (
+    Forwarder,
+    Namespace,
+    NamespaceError,
+    cgroup_dirs,
+    make_cgroup_root,
+    reap,
+    remove_cgroups,
+)
 
 INNER_URL = f"https://127.0.0.1:{c.API_PORT}"
+#: Kernel settings the kubelet sets at start (pkg/kubelet/cm setupKernelTunables), and the
+#: values it wants: shown to it by bind mounts, never written to the machine's kernel.
+KUBELET_SYSCTLS = {
+    "vm/overcommit_memory": 1,
+    "vm/panic_on_oom": 0,
+    "kernel/panic": 10,
+    "kernel/panic_on_oops": 1,
+    "kernel/keys/root_maxkeys": 1000000,
+    "kernel/keys/root_maxbytes": 25000000,
+}
 
 
 class ClusterError(RuntimeError):
@@ -136,6 +154,7 @@ class Cluster:
         try:
             began = time.monotonic()
             self._namespace = Namespace()
+            make_cgroup_root(self.cgroup_root)
             self._prepare()
             self._forwarder = Forwarder(self._namespace.pid, ("127.0.0.1", c.API_PORT))
             self._write_admin_kubeconfig()
@@ -214,6 +233,13 @@ ip link set {c.NODE_LINK} up
 ip route add default dev {c.NODE_LINK}
 echo 1 > /proc/sys/net/ipv4/ip_forward
 """
+        # The kubelet writes these kernel-wide settings when they differ from what it wants;
+        # inside the mount namespace it reads its own values instead and the machine's stay.
+        (directory / "sysctl").mkdir()
+        for key, value in KUBELET_SYSCTLS.items():
+            fake = directory / "sysctl" / key.replace("/", ".")
+            fake.write_text(f"{value}\n")
+            script += f"mount --bind {fake} /proc/sys/{key}\n"
         namespace.run(["sh", "-c", script], what="setting up the namespace's mounts and links")
 
     def _child(self, name: str, argv: Sequence[str]) -> Child:
