@@ -169,3 +169,15 @@ def test_no_go_and_nothing_cached_is_one_line_saying_so(
     assert host.unavailable() == (
         "Go is not installed and the cluster's binaries are not cached (no 'go' on PATH)"
     )
+
+
+def test_the_command_says_in_one_line_why_it_cannot_run(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from k8slease.testing.cluster import serve
+
+    monkeypatch.setattr(serve, "unavailable", lambda: "the single-node cluster needs root")
+    for argv in ([], ["--build-only"]):
+        assert serve.main(argv) == 2
+        out = capsys.readouterr().out
+        assert out == "k8slease cluster: cannot run here: the single-node cluster needs root\n"
