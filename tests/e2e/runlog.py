@@ -27,6 +27,7 @@ class RunLog:
         self._env = dict(os.environ, KUBECONFIG=str(kubeconfig))
         self._followed: dict[str, subprocess.Popen[str]] = {}
         self._runs: list[dict[str, Any]] = []
+        self._read_any: set[str] = set()
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._discover, name="runlog", daemon=True)
@@ -54,7 +55,7 @@ class RunLog:
                     "-l",
                     self._selector,
                     "-o",
-                    "jsonpath={range .items[?(@.status.containerStatuses[0].started)]}"
+                    "jsonpath={range .items[?(@.status.phase==\"Running\")]}"
                     "{.metadata.name}{'\\n'}{end}",
                 ],
                 capture_output=True,
@@ -64,7 +65,12 @@ class RunLog:
                 timeout=30,
             )
             for pod in listed.stdout.split():
-                if pod not in self._followed:
+                follower = self._followed.get(pod)
+                # Follow new pods; follow again when `kubectl logs` failed before any line
+                # (the container was not up yet), never twice at once.
+                if follower is None or (
+                    follower.poll() not in (None, 0) and pod not in self._read_any
+                ):
                     self._follow(pod)
             self._stop.wait(0.5)
 
@@ -82,6 +88,7 @@ class RunLog:
     def _read(self, pod: str, process: subprocess.Popen[str]) -> None:
         assert process.stdout is not None
         for line in process.stdout:
+            self._read_any.add(pod)
             try:
                 record = json.loads(line)
             except json.JSONDecodeError:

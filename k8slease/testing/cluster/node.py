@@ -170,7 +170,7 @@ class Cluster:
         return self
 
     def _prepare(self) -> None:
-        """Files, mounts and links: overlays on /var and /run, the node's dummy link."""
+        """Files, mounts and links: overlays on /var and /run, the node's bridge."""
         directory, namespace = self.directory, self._require_namespace()
         for sub in (
             "var/upper",
