@@ -55,7 +55,7 @@ class RunLog:
                     "-l",
                     self._selector,
                     "-o",
-                    "jsonpath={range .items[?(@.status.phase==\"Running\")]}"
+                    'jsonpath={range .items[?(@.status.phase=="Running")]}'
                     "{.metadata.name}{'\\n'}{end}",
                 ],
                 capture_output=True,

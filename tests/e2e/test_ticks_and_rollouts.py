@@ -184,3 +184,30 @@ def test_leader_container_killed_successor_takes_over_within_the_lease(
     time.sleep(TICK_SECONDS * 2)
     assert_each_tick_once(runs.periods())
     record("sigkill_leader_container", {"gap_seconds": round(handover.gap_seconds, 3)})
+
+
+def test_helm_upgrade_with_changed_values_rolls_without_a_double_tick(
+    e2e_cluster: Any, helm_release: Any, runs: RunLog, lease: LeaseWatch
+) -> None:
+    wait_until(lambda: len(runs.pods()) == 3, 120, "3 app pods followed")
+    values = json.loads(Path(helm_release["values"]).read_text())
+    values["exampleApp"]["args"] = [*values["exampleApp"]["args"], "--log-level", "debug"]
+    changed = Path(helm_release["values"]).with_name("values-upgrade.json")
+    changed.write_text(json.dumps(values))
+    before = {p["metadata"]["name"] for p in pods(e2e_cluster)}
+    e2e_cluster.helm(
+        "upgrade",
+        helm_release["name"],
+        str(REPO_ROOT / "charts" / "k8slease"),
+        "-n",
+        NAMESPACE,
+        "-f",
+        str(changed),
+        "--wait",
+        "--timeout",
+        "300s",
+    )
+    after = {p["metadata"]["name"] for p in pods(e2e_cluster)}
+    assert not before & after, "the upgrade changed the pod template: every pod is replaced"
+    time.sleep(TICK_SECONDS * 2)
+    assert_each_tick_once(runs.periods())
