@@ -105,13 +105,14 @@ def _build(key: str, progress: Progress) -> NodeBinaries:
     try:
         with tempfile.TemporaryDirectory(prefix="k8slease-nodebuild-") as work:
             builder = _Builder(Path(work), staging, log, progress, started)
-            builder.small_modules()
+            builder.small_modules(builder.node_modules)
             builder.pause()
             with controlplane_lock(
                 cpv.cache_key(),
                 lambda: progress("waiting for the control-plane build to finish (shared cache)"),
             ):
                 builder.kubernetes()
+            builder.small_modules(builder.client_modules)
         (staging / "versions.json").write_text(json.dumps(v.pins(), indent=2) + "\n")
         staging.chmod(0o755)
         staging.rename(root / key)
@@ -164,14 +165,24 @@ class _Builder:
         )
         return directory
 
-    def small_modules(self) -> None:
-        """containerd (and its shim and ctr), CoreDNS, helm: static Go binaries."""
-        packages = [f"{v.CONTAINERD_MODULE}/cmd/{name}" for name in v.CONTAINERD_COMMANDS]
-        for name, module, version, tools, outputs in (
-            ("containerd", v.CONTAINERD_MODULE, v.CONTAINERD_VERSION, packages, None),
-            (COREDNS, v.COREDNS_MODULE, v.COREDNS_VERSION, [v.COREDNS_MODULE], COREDNS),
-            (HELM, v.HELM_MODULE, v.HELM_VERSION, [f"{v.HELM_MODULE}/cmd/helm"], HELM),
-        ):
+    #: (name, module, version, packages, output file or None for a directory)
+    node_modules = (
+        (
+            "containerd",
+            v.CONTAINERD_MODULE,
+            v.CONTAINERD_VERSION,
+            tuple(f"{v.CONTAINERD_MODULE}/cmd/{name}" for name in v.CONTAINERD_COMMANDS),
+            None,
+        ),
+        (COREDNS, v.COREDNS_MODULE, v.COREDNS_VERSION, (v.COREDNS_MODULE,), COREDNS),
+    )
+    client_modules = ((HELM, v.HELM_MODULE, v.HELM_VERSION, (f"{v.HELM_MODULE}/cmd/helm",), HELM),)
+
+    def small_modules(
+        self, modules: Sequence[tuple[str, str, str, tuple[str, ...], str | None]]
+    ) -> None:
+        """Static Go binaries (``CGO_ENABLED=0``), each from its own wrapper module."""
+        for name, module, version, tools, outputs in modules:
             what = f"{name} {version}"
             directory = self._module(name, module, version, tools)
             self._go(directory, what, ["mod", "tidy"])
