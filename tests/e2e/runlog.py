@@ -106,4 +106,5 @@ class RunLog:
         return Counter(str(run["period"]) for run in self.runs())
 
     def pods(self) -> list[str]:
-        return sorted(self._followed)
+        """The pods whose log is being read (at least one line read: the history is coming)."""
+        return sorted(pod for pod in self._followed if pod in self._read_any)
