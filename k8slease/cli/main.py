@@ -21,6 +21,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "k8slease.testing.controlplane.serve",
         "run a real etcd + kube-apiserver (built from upstream) on 127.0.0.1",
     ),
+    "cluster": (
+        "k8slease.testing.cluster.serve",
+        "run a single-node cluster (kubelet, containerd; built from upstream) as root",
+    ),
     "operator": ("k8slease.operator.run", "run the ScheduledJobGroup operator"),
     "demo": (
         "k8slease.cli.demo",

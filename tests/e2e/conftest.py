@@ -13,15 +13,15 @@ Environment: ``K8SLEASE_E2E_IMAGE`` names a prebuilt image to load instead of bu
 
 from __future__ import annotations
 
-import functools
+import json
 import os
 import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from e2e_clusters import E2ECluster, KindCluster, NodeCluster, choose
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CHART_DIR = REPO_ROOT / "charts" / "k8slease"
@@ -33,26 +33,9 @@ DEFAULT_CLUSTER_NAME = "k8slease-e2e"
 IMAGE = os.environ.get("K8SLEASE_E2E_IMAGE", "k8slease:e2e")
 
 
-@functools.cache
-def kind_unavailable() -> str | None:
-    """Why the kind suite cannot run here, or None when it can."""
-    for tool in ("kind", "kubectl", "docker"):
-        if shutil.which(tool) is None:
-            return f"{tool} is not on PATH (the kind suite needs kind, kubectl and Docker)"
-    try:
-        subprocess.run(
-            ["docker", "info", "--format", "{{.ServerVersion}}"],
-            capture_output=True,
-            check=True,
-            timeout=30,
-        )
-    except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as error:
-        detail = getattr(error, "stderr", b"") or b""
-        first = detail.decode(errors="replace").strip().splitlines()[:1]
-        return "docker info failed: no Docker daemon is reachable" + (
-            f" ({first[0]})" if first else ""
-        )
-    return None
+def _required() -> bool:
+    """Under CI, where Go and root exist, the node cluster must run: an error, not a skip."""
+    return bool(os.environ.get("CI")) and shutil.which("go") is not None and os.geteuid() == 0
 
 
 @pytest.hookimpl(wrapper=True)
@@ -60,57 +43,49 @@ def pytest_collection_modifyitems(
     session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
 ) -> Iterator[None]:
     # After every other implementation ran, so `-m 'not kind'` has already deselected these
-    # tests and `make test` never even runs `docker info`.
+    # tests and `make test` never even probes for a cluster.
     result = yield
     e2e_items = [item for item in items if E2E_DIR in Path(str(item.path)).parents]
     if e2e_items:
-        reason = kind_unavailable()
-        if reason is not None:
-            skip = pytest.mark.skip(reason=reason)
+        chosen, reason = choose()
+        if chosen is None and not _required():
+            skip = pytest.mark.skip(reason=f"no cluster for the e2e suite ({reason})")
             for item in e2e_items:
                 item.add_marker(skip)
     return result
 
 
 @pytest.fixture(scope="session")
-def kind_cluster(request: pytest.FixtureRequest) -> Iterator[Any]:
-    """A kind cluster (replaces pytest-kind's fixture so that it never downloads anything)."""
-    reason = kind_unavailable()
-    if reason is not None:
+def e2e_cluster(request: pytest.FixtureRequest) -> Iterator[E2ECluster]:
+    """The cluster of the suite: kind where it works, else k8slease's single-node cluster
+    (``K8SLEASE_E2E_CLUSTER=kind|node`` forces one)."""
+    chosen, reason = choose()
+    if chosen is None:
+        if _required():
+            pytest.fail(f"CI with Go and root: the e2e cluster must run here, but {reason}")
         pytest.skip(reason)
-    from pytest_kind import KindCluster
-
-    name = request.config.getoption("cluster_name")
-    if name == "pytest-kind":  # pytest-kind's default: give ours a recognisable name
-        name = DEFAULT_CLUSTER_NAME
-    kubeconfig = request.config.getoption("kubeconfig")
-    kind, kubectl = shutil.which("kind"), shutil.which("kubectl")
-    assert kind is not None and kubectl is not None
-    cluster = KindCluster(
-        name,
-        Path(kubeconfig) if kubeconfig else None,
-        image=request.config.getoption("kind_image"),
-        kind_path=Path(kind),
-        kubectl_path=Path(kubectl),
-    )
-    cluster.create()
+    cluster: NodeCluster | KindCluster
+    if chosen == "kind":
+        name = request.config.getoption("cluster_name")
+        if name == "pytest-kind":  # pytest-kind's default: give ours a recognisable name
+            name = DEFAULT_CLUSTER_NAME
+        cluster = KindCluster(
+            name, request.config.getoption("kubeconfig"), request.config.getoption("kind_image")
+        )
+    else:
+        cluster = NodeCluster()
+    cluster.start()
     try:
         yield cluster
     finally:
-        if not request.config.getoption("keep_cluster"):
-            cluster.delete()
+        if chosen == "node" or not request.config.getoption("keep_cluster"):
+            cluster.stop()
 
 
 @pytest.fixture(scope="session")
-def k8slease_image(kind_cluster: Any) -> str:
-    """The k8slease image, built from the Dockerfile (unless K8SLEASE_E2E_IMAGE exists) and
-    loaded into the kind nodes."""
-    prebuilt = "K8SLEASE_E2E_IMAGE" in os.environ and (
-        subprocess.run(["docker", "image", "inspect", IMAGE], capture_output=True).returncode == 0
-    )
-    if not prebuilt:
-        subprocess.run(["docker", "build", "-t", IMAGE, str(REPO_ROOT)], check=True, timeout=1200)
-    kind_cluster.load_docker_image(IMAGE)
+def k8slease_image(e2e_cluster: E2ECluster) -> str:
+    """The k8slease image, built from the Dockerfile and loaded into the cluster's node."""
+    e2e_cluster.load_image(REPO_ROOT, IMAGE)
     return IMAGE
 
 
@@ -129,32 +104,35 @@ def chart_values(image: str) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="session")
-def helm_release(kind_cluster: Any, k8slease_image: str) -> Iterator[dict[str, Any]]:
-    """`helm install` of the chart (through helm-python-sdk: no helm binary needed) into a
+def helm_release(
+    e2e_cluster: E2ECluster, k8slease_image: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, Any]]:
+    """`helm install` of the chart (the real helm binary, built from helm.sh/helm/v3) into a
     namespace that enforces the "restricted" Pod Security Standard."""
-    import helm_python
-
-    kind_cluster.kubectl("create", "namespace", NAMESPACE)
-    kind_cluster.kubectl(
+    e2e_cluster.kubectl("create", "namespace", NAMESPACE)
+    e2e_cluster.kubectl(
         "label",
         "namespace",
         NAMESPACE,
         "pod-security.kubernetes.io/enforce=restricted",
         "pod-security.kubernetes.io/warn=restricted",
     )
-    with helm_python.Config(
-        kubeconfig_path=str(kind_cluster.kubeconfig_path), namespace=NAMESPACE
-    ) as config:
-        release = config.install(
-            str(CHART_DIR),
-            RELEASE,
-            chart_values(k8slease_image),
-            namespace=NAMESPACE,
-            wait="watcher",
-            timeout=300,
-        )
-        try:
-            yield {"namespace": NAMESPACE, "name": RELEASE, "summary": release}
-        finally:
-            config.uninstall(RELEASE)
-            kind_cluster.kubectl("delete", "namespace", NAMESPACE, "--wait=false")
+    values = tmp_path_factory.mktemp("helm") / "values.json"
+    values.write_text(json.dumps(chart_values(k8slease_image)))
+    summary = e2e_cluster.helm(
+        "install",
+        RELEASE,
+        str(CHART_DIR),
+        "-n",
+        NAMESPACE,
+        "-f",
+        str(values),
+        "--wait",
+        "--timeout",
+        "300s",
+    )
+    try:
+        yield {"namespace": NAMESPACE, "name": RELEASE, "summary": summary, "values": values}
+    finally:
+        e2e_cluster.helm("uninstall", RELEASE, "-n", NAMESPACE, "--wait", "--timeout", "120s")
+        e2e_cluster.kubectl("delete", "namespace", NAMESPACE, "--wait=false")

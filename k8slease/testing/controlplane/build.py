@@ -93,7 +93,7 @@ def _build_kube_apiserver(
     (work / "go.mod").write_text(text)
     run = _runner(work, log, what, progress, started)
     run(["mod", "tidy"])
-    run(["build", "-v", "-ldflags", _version_ldflags(), "-o", str(out / KUBE_APISERVER),
+    run(["build", "-v", "-ldflags", version_ldflags(), "-o", str(out / KUBE_APISERVER),
          v.KUBE_APISERVER_PACKAGE])  # fmt: skip
 
 
@@ -122,7 +122,7 @@ def _runner(
     return run
 
 
-def _version_ldflags() -> str:
+def version_ldflags() -> str:
     """Stamp the release into the binary, as Kubernetes' own build does (``/version``)."""
     major, minor = v.KUBERNETES_VERSION[1:].split(".")[:2]
     stamps = {

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -94,8 +95,31 @@ def _sign(pki: PKI, key: Path, cert: Path, subject: str, extensions: list[str]) 
     ext.unlink()
 
 
-def make_pki(directory: Path) -> PKI:
-    """Write a CA, a serving certificate, an admin client certificate and a signing key."""
+def client_certificate(pki: PKI, stem: str, *, user: str, group: str | None = None) -> Path:
+    """A client certificate ``<stem>.crt`` (key ``<stem>.key``) for ``user`` in ``group``,
+    signed by the CA (for the node's components: the kubelet, kube-proxy, ...)."""
+    key = pki.directory / f"{stem}.key"
+    cert = pki.directory / f"{stem}.crt"
+    _new_key(key)
+    subject = (f"/O={group}" if group else "") + f"/CN={user}"
+    _sign(pki, key, cert, subject, [*_LEAF, "extendedKeyUsage=clientAuth"])
+    return cert
+
+
+_LEAF = [
+    "basicConstraints=critical,CA:FALSE",
+    "keyUsage=critical,digitalSignature,keyEncipherment",
+    "subjectKeyIdentifier=hash",
+    "authorityKeyIdentifier=keyid,issuer",
+]
+
+
+def make_pki(directory: Path, *, serving_names: Sequence[str] = ()) -> PKI:
+    """Write a CA, a serving certificate, an admin client certificate and a signing key.
+
+    ``serving_names`` (``"IP:..."``, ``"DNS:..."``) replace the serving certificate's default
+    names (127.0.0.1 and localhost): the cluster's API server is also reached as a Service.
+    """
     directory.mkdir(parents=True, exist_ok=True)
     pki = PKI(directory)
     _new_key(pki.ca_key)
@@ -104,15 +128,11 @@ def make_pki(directory: Path) -> PKI:
              "-addext", "keyUsage=critical,keyCertSign,cRLSign",
              "-addext", "subjectKeyIdentifier=hash",
              "-out", pki.ca_cert.name, cwd=directory)  # fmt: skip
-    leaf = [
-        "basicConstraints=critical,CA:FALSE",
-        "keyUsage=critical,digitalSignature,keyEncipherment",
-        "subjectKeyIdentifier=hash",
-        "authorityKeyIdentifier=keyid,issuer",
-    ]
+    leaf = _LEAF
+    names = "subjectAltName=" + ",".join(serving_names) if serving_names else SERVING_NAMES
     _new_key(pki.server_key)
     _sign(pki, pki.server_key, pki.server_cert, "/CN=kube-apiserver",
-          [*leaf, "extendedKeyUsage=serverAuth", SERVING_NAMES])  # fmt: skip
+          [*leaf, "extendedKeyUsage=serverAuth", names])  # fmt: skip
     _new_key(pki.admin_key)
     _sign(pki, pki.admin_key, pki.admin_cert, f"/O={ADMIN_GROUP}/CN={ADMIN_USER}",
           [*leaf, "extendedKeyUsage=clientAuth"])  # fmt: skip

@@ -41,6 +41,27 @@ def module_gomod(module: str, version: str) -> Path:
     return Path(info["GoMod"])
 
 
+def module_dir(module: str, version: str) -> Path:
+    """Download ``module@version`` through the module proxy; returns its extracted directory."""
+    result = subprocess.run(
+        [find_go(), "mod", "download", "-json", f"{module}@{version}"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=1200,
+    )
+    try:
+        info: dict[str, Any] = json.loads(result.stdout)
+    except json.JSONDecodeError:
+        info = {}
+    if result.returncode != 0 or "Dir" not in info:
+        detail = info.get("Error") or result.stderr.strip() or result.stdout.strip()
+        raise BuildError(
+            f"cannot download {module}@{version} through the Go module proxy: {detail}"
+        )
+    return Path(info["Dir"])
+
+
 def parse_gomod(path: Path) -> dict[str, Any]:
     """A go.mod file as ``go mod edit -json`` describes it (Go's own parser)."""
     result = subprocess.run(
@@ -77,12 +98,14 @@ def wrapper_gomod(
     require: tuple[str, str],
     tool: str,
     replacements: Sequence[tuple[str, str]] = (),
+    more_tools: Sequence[str] = (),
 ) -> str:
-    """The text of a wrapper module's go.mod that builds the ``tool`` package."""
+    """The text of a wrapper module's go.mod that builds the ``tool`` package (and
+    ``more_tools``: one module resolves them all, so they share one set of versions)."""
     lines = [f"module {WRAPPER_MODULE}", "", f"go {go_version}", ""]
     lines.append(f"require {require[0]} {require[1]}")
     lines.append("")
-    lines.append(f"tool {tool}")
+    lines += [f"tool {name}" for name in (tool, *more_tools)]
     if replacements:
         lines += ["", "replace ("]
         lines += [f"\t{module} => {module} {version}" for module, version in replacements]

@@ -1,0 +1,519 @@
+"""``Cluster``: a single-node Kubernetes cluster from upstream binaries, in a private namespace.
+
+etcd, kube-apiserver, kube-controller-manager, kube-scheduler, containerd, the kubelet,
+kube-proxy and CoreDNS run as processes inside one private network + mount namespace
+(:mod:`.netns`), so their fixed addresses and host paths touch nothing of the machine. Pods
+are real containers (runc) on a CNI bridge. The admin kubeconfig points at a forwarder on
+127.0.0.1 of the machine, so ``kubectl``, ``helm`` and Python clients work from outside::
+
+    with Cluster() as cluster:
+        cluster.kubectl("get", "nodes")
+
+:meth:`Cluster.stop` leaves no process, mount, link or cgroup behind (:func:`leftovers` says
+what would be, and a test checks it is nothing).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import os
+import shutil
+import ssl
+import subprocess
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from types import TracebackType
+
+from k8slease.testing.controlplane.build import ensure_binaries
+from k8slease.testing.controlplane.certs import PKI, client_certificate, make_pki
+from k8slease.testing.controlplane.gotool import tail
+from k8slease.testing.controlplane.kubeconfig import kubeconfig_document, write_document
+from k8slease.testing.controlplane.plane import SERVICE_ACCOUNT_ISSUER
+from k8slease.testing.controlplane.processes import Child
+
+from . import config as c
+from . import versions as v
+from .build import NodeBinaries, Progress, ensure_node_binaries, stderr_progress
+from .host import ensure_packages, unavailable
+from .images import ensure_pause_image
+from .netns import (
+    Forwarder,
+    Namespace,
+    NamespaceError,
+    cgroup_dirs,
+    make_cgroup_root,
+    reap,
+    remove_cgroups,
+)
+
+INNER_URL = f"https://127.0.0.1:{c.API_PORT}"
+#: Kernel settings the kubelet sets at start (pkg/kubelet/cm setupKernelTunables), and the
+#: values it wants: shown to it by bind mounts, never written to the machine's kernel.
+KUBELET_SYSCTLS = {
+    "vm/overcommit_memory": 1,
+    "vm/panic_on_oom": 0,
+    "kernel/panic": 10,
+    "kernel/panic_on_oops": 1,
+    "kernel/keys/root_maxkeys": 1000000,
+    "kernel/keys/root_maxbytes": 25000000,
+}
+
+
+class ClusterError(RuntimeError):
+    """The cluster did not come up (the message has the failing process's log tail)."""
+
+
+class ClusterUnavailable(ClusterError):
+    """The cluster cannot run on this machine at all (the message is the one-line reason)."""
+
+
+def leftovers(directory: Path, cgroup_root: str) -> list[str]:
+    """What a cluster with this state directory and cgroup root has on the machine: nothing,
+    once it is stopped (a process, a mount, the directory, a cgroup otherwise)."""
+    found = []
+    if str(directory) in Path("/proc/self/mountinfo").read_text():
+        found.append(f"a mount under {directory}")
+    if directory.exists():
+        found.append(f"the directory {directory}")
+    found += [f"the cgroup {path}" for path in cgroup_dirs(cgroup_root)]
+    for pid in (int(p) for p in os.listdir("/proc") if p.isdigit()):
+        with contextlib.suppress(OSError):
+            if str(directory).encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                found.append(f"process {pid}")
+    return found
+
+
+class Cluster:
+    """One single-node cluster; see the module docstring."""
+
+    def __init__(
+        self,
+        *,
+        kubeconfig: str | Path | None = None,
+        start_timeout: float = 180.0,
+        progress: Progress = stderr_progress,
+    ) -> None:
+        self.start_timeout = start_timeout
+        self._progress = progress
+        self._kubeconfig_path = Path(kubeconfig) if kubeconfig is not None else None
+        self._kubeconfig: Path | None = None
+        self._directory: Path | None = None
+        self._namespace: Namespace | None = None
+        self._forwarder: Forwarder | None = None
+        self._children: list[Child] = []
+        self._pki: PKI | None = None
+        self._binaries: NodeBinaries | None = None
+        self.cgroup_root = ""
+        #: Seconds the last :meth:`start` took from the namespace to a Ready node.
+        self.start_seconds: float | None = None
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    @property
+    def directory(self) -> Path:
+        """The cluster's state directory (logs, PKI, configuration, container storage)."""
+        if self._directory is None:
+            raise RuntimeError("the cluster is not started")
+        return self._directory
+
+    @property
+    def kubeconfig(self) -> Path:
+        """The admin kubeconfig (``system:masters``) for use from the machine."""
+        if self._kubeconfig is None:
+            raise RuntimeError("the cluster is not started")
+        return self._kubeconfig
+
+    @property
+    def binaries(self) -> NodeBinaries:
+        if self._binaries is None:
+            raise RuntimeError("the cluster is not started")
+        return self._binaries
+
+    def start(self) -> Cluster:
+        """Build what is missing, start every daemon, return once the node is Ready.
+
+        Raises :class:`ClusterUnavailable` (one line) where it cannot run, ``BuildError`` when
+        a binary cannot be built, :class:`ClusterError` when a daemon fails; nothing is left
+        running, mounted or linked then.
+        """
+        if self._children:
+            return self
+        reason = unavailable()
+        if reason is not None:
+            raise ClusterUnavailable(reason)
+        ensure_packages()
+        plane = ensure_binaries(self._progress)
+        self._binaries = ensure_node_binaries(self._progress)
+        pause = ensure_pause_image(self._binaries, self._progress)
+        self._directory = Path(tempfile.mkdtemp(prefix="k8slease-cluster-"))
+        self.cgroup_root = f"/{self._directory.name}"
+        try:
+            began = time.monotonic()
+            self._namespace = Namespace()
+            make_cgroup_root(self.cgroup_root)
+            self._prepare()
+            self._forwarder = Forwarder(self._namespace.pid, ("127.0.0.1", c.API_PORT))
+            self._write_admin_kubeconfig()
+            self._launch_control_plane(plane.etcd, plane.kube_apiserver)
+            self._wait("kube-apiserver /readyz", lambda: self._get("/readyz") == 200)
+            self._launch_node(pause)
+            self._wait("the node to be Ready", self._node_ready)
+            self._wait("the default ServiceAccount", self._default_service_account)
+            self.start_seconds = time.monotonic() - began
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _prepare(self) -> None:
+        """Files, mounts and links: overlays on /var and /run, the node's bridge."""
+        directory, namespace = self.directory, self._require_namespace()
+        for sub in (
+            "var/upper",
+            "var/work",
+            "run/upper",
+            "run/work",
+            "containerd",
+            "kubelet",
+            "cni",
+            "logs",
+        ):
+            (directory / sub).mkdir(parents=True)
+        pki = self._pki = make_pki(directory / "pki", serving_names=c.SERVING_NAMES)
+        identities = {
+            "kubelet": (f"system:node:{c.NODE_NAME}", "system:nodes"),
+            "kube-proxy": ("system:kube-proxy", None),
+            "kube-controller-manager": ("system:kube-controller-manager", None),
+            "kube-scheduler": ("system:kube-scheduler", None),
+        }
+        for name, (user, group) in identities.items():
+            cert = client_certificate(pki, name, user=user, group=group)
+            write_document(
+                kubeconfig_document(
+                    INNER_URL, pki.ca_cert, client_cert=cert, client_key=cert.with_suffix(".key")
+                ),
+                directory / f"{name}.kubeconfig",
+            )
+        write_document(
+            kubeconfig_document(
+                INNER_URL, pki.ca_cert, client_cert=pki.admin_cert, client_key=pki.admin_key
+            ),
+            directory / "admin-inner.kubeconfig",
+        )
+        files = c.NodeFiles(directory)
+        (files.cni / "10-k8slease.conflist").write_text(c.cni_conflist())
+        files.containerd.write_text(
+            c.containerd_toml(pause_image=v.PAUSE_IMAGE, cni_conf_dir=files.cni)
+        )
+        files.resolv_conf.write_text("# the node has no upstream DNS\n")
+        files.kubelet.write_text(
+            c.kubelet_config(
+                ca_file=pki.ca_cert, cgroup_root=self.cgroup_root, resolv_conf=files.resolv_conf
+            )
+        )
+        files.kube_proxy.write_text(
+            c.kube_proxy_config(kubeconfig=directory / "kube-proxy.kubeconfig")
+        )
+        files.corefile.write_text(c.corefile(kubeconfig=directory / "admin-inner.kubeconfig"))
+        d = directory
+        script = f"""set -e
+mount -t overlay overlay -o lowerdir=/var,upperdir={d}/var/upper,workdir={d}/var/work /var
+mount -t overlay overlay -o lowerdir=/run,upperdir={d}/run/upper,workdir={d}/run/work /run
+mkdir -p /var/lib/containerd /var/lib/kubelet /run/netns
+mount --bind {d}/containerd /var/lib/containerd
+mount --bind {d}/kubelet /var/lib/kubelet
+ip link set lo up
+ip link add {c.NODE_LINK} type bridge
+ip addr add {c.NODE_IP}/{c.NODE_PREFIX} dev {c.NODE_LINK}
+ip link set {c.NODE_LINK} up
+ip route add default dev {c.NODE_LINK}
+echo 1 > /proc/sys/net/ipv4/ip_forward
+"""
+        # The kubelet writes these kernel-wide settings when they differ from what it wants;
+        # inside the mount namespace it reads its own values instead and the machine's stay.
+        (directory / "sysctl").mkdir()
+        for key, value in KUBELET_SYSCTLS.items():
+            fake = directory / "sysctl" / key.replace("/", ".")
+            fake.write_text(f"{value}\n")
+            script += f"mount --bind {fake} /proc/sys/{key}\n"
+        namespace.run(["sh", "-c", script], what="setting up the namespace's mounts and links")
+
+    def _child(self, name: str, argv: Sequence[str]) -> Child:
+        path = os.pathsep.join([str(self.binaries.directory), os.environ.get("PATH", "")])
+        child = Child(
+            name,
+            [*self._require_namespace().enter(), "env", f"PATH={path}", *argv],
+            self.directory / "logs" / f"{name}.log",
+        )
+        child.start()
+        self._children.append(child)
+        return child
+
+    def _launch_control_plane(self, etcd: Path, apiserver: Path) -> None:
+        d, pki = self.directory, self._require_pki()
+        self._child(
+            "etcd",
+            [
+                str(etcd),
+                "--name=k8slease",
+                f"--data-dir={d / 'etcd'}",
+                "--listen-client-urls=http://127.0.0.1:2379",
+                "--advertise-client-urls=http://127.0.0.1:2379",
+                "--listen-peer-urls=http://127.0.0.1:2380",
+                "--initial-advertise-peer-urls=http://127.0.0.1:2380",
+                "--initial-cluster=k8slease=http://127.0.0.1:2380",
+                "--unsafe-no-fsync",
+                "--log-level=warn",
+            ],
+        )
+        self._child(
+            "kube-apiserver",
+            [
+                str(apiserver),
+                "--etcd-servers=http://127.0.0.1:2379",
+                "--bind-address=0.0.0.0",
+                f"--advertise-address={c.NODE_IP}",
+                f"--secure-port={c.API_PORT}",
+                f"--cert-dir={d / 'apiserver-certs'}",
+                f"--tls-cert-file={pki.server_cert}",
+                f"--tls-private-key-file={pki.server_key}",
+                f"--client-ca-file={pki.ca_cert}",
+                "--authorization-mode=Node,RBAC",
+                "--enable-admission-plugins=NodeRestriction",
+                f"--service-account-issuer={SERVICE_ACCOUNT_ISSUER}",
+                f"--service-account-key-file={pki.service_account_public_key}",
+                f"--service-account-signing-key-file={pki.service_account_key}",
+                f"--service-cluster-ip-range={c.SERVICE_CIDR}",
+                "--endpoint-reconciler-type=lease",
+                f"--kubelet-client-certificate={pki.admin_cert}",
+                f"--kubelet-client-key={pki.admin_key}",
+                "--kubelet-preferred-address-types=InternalIP",
+                "--profiling=false",
+            ],
+        )
+
+    def _launch_node(self, pause_archive: Path) -> None:
+        d, pki, b = self.directory, self._require_pki(), self.binaries
+        files = c.NodeFiles(d)
+        self._child(
+            "kube-controller-manager",
+            [
+                str(b["kube-controller-manager"]),
+                f"--kubeconfig={d / 'kube-controller-manager.kubeconfig'}",
+                f"--service-account-private-key-file={pki.service_account_key}",
+                f"--root-ca-file={pki.ca_cert}",
+                "--use-service-account-credentials=true",
+                "--leader-elect=false",
+                "--bind-address=127.0.0.1",
+            ],
+        )
+        self._child(
+            "kube-scheduler",
+            [
+                str(b["kube-scheduler"]),
+                f"--kubeconfig={d / 'kube-scheduler.kubeconfig'}",
+                "--leader-elect=false",
+                "--bind-address=127.0.0.1",
+            ],
+        )
+        self._child("containerd", [str(b["containerd"]), f"--config={files.containerd}"])
+        self._wait("containerd", lambda: self._ctr("version").returncode == 0)
+        imported = self._ctr("images", "import", str(pause_archive))
+        if imported.returncode != 0:
+            raise ClusterError(f"importing the pause image failed: {imported.stderr.strip()}")
+        self._child(
+            "kubelet",
+            [
+                str(b["kubelet"]),
+                f"--config={files.kubelet}",
+                f"--kubeconfig={d / 'kubelet.kubeconfig'}",
+                f"--hostname-override={c.NODE_NAME}",
+                f"--node-ip={c.NODE_IP}",
+            ],
+        )
+        self._child("kube-proxy", [str(b["kube-proxy"]), f"--config={files.kube_proxy}"])
+        self._child("coredns", [str(b["coredns"]), "-conf", str(files.corefile)])
+
+    def _ctr(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [
+                *self._require_namespace().enter(),
+                str(self.binaries["ctr"]),
+                f"--address={c.CONTAINERD_SOCKET}",
+                "--namespace=k8s.io",
+                *args,
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=600,
+        )
+
+    def import_image(self, archive: Path) -> None:
+        """Import an image archive (OCI or docker-archive) into the node's containerd."""
+        result = self._ctr("images", "import", "--all-platforms", str(archive))
+        if result.returncode != 0:
+            raise ClusterError(f"importing {archive} failed: {result.stderr.strip()}")
+
+    def _wait(self, what: str, ready: object) -> None:
+        assert callable(ready)
+        deadline = time.monotonic() + self.start_timeout
+        while True:
+            for child in self._children:
+                if child.exited() is not None:
+                    raise ClusterError(f"the cluster failed to start: {child.describe_exit()}")
+            with contextlib.suppress(OSError, subprocess.SubprocessError):
+                if ready():
+                    return
+            if time.monotonic() > deadline:
+                logs = "\n".join(
+                    f"--- {child.name}:\n{tail(child.log, 8)}" for child in self._children
+                )
+                raise ClusterError(f"waited {self.start_timeout:.0f} s for {what}\n{logs}")
+            time.sleep(0.25)  # separate processes: nothing to wait on but their answers
+
+    def _get(self, path: str) -> int:
+        pki = self._require_pki()
+        context = ssl.create_default_context(cafile=str(pki.ca_cert))
+        context.load_cert_chain(str(pki.admin_cert), str(pki.admin_key))
+        assert self._forwarder is not None
+        connection = http.client.HTTPSConnection(
+            "127.0.0.1", self._forwarder.port, context=context, timeout=5
+        )
+        try:
+            connection.request("GET", path)
+            return connection.getresponse().status
+        finally:
+            connection.close()
+
+    def _write_admin_kubeconfig(self) -> Path:
+        assert self._forwarder is not None
+        pki = self._require_pki()
+        target = self._kubeconfig_path or self.directory / "admin.kubeconfig"
+        document = kubeconfig_document(
+            f"https://127.0.0.1:{self._forwarder.port}",
+            pki.ca_cert,
+            client_cert=pki.admin_cert,
+            client_key=pki.admin_key,
+        )
+        self._kubeconfig = write_document(document, target)
+        return self._kubeconfig
+
+    def _node_ready(self) -> bool:
+        result = self.kubectl(
+            "get",
+            "node",
+            c.NODE_NAME,
+            "-o",
+            'jsonpath={.status.conditions[?(@.type=="Ready")].status}',
+            check=False,
+        )
+        return result.stdout.strip() == "True"
+
+    def _default_service_account(self) -> bool:
+        result = self.kubectl("get", "serviceaccount", "default", "-o", "name", check=False)
+        return result.returncode == 0
+
+    def kubectl(
+        self, *args: str, check: bool = True, timeout: float = 300.0, input: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """Run the cluster's ``kubectl`` as the admin (from the machine, through the forwarder)."""
+        return self._tool("kubectl", args, check=check, timeout=timeout, input=input)
+
+    def helm(
+        self, *args: str, check: bool = True, timeout: float = 600.0
+    ) -> subprocess.CompletedProcess[str]:
+        """Run the cluster's ``helm`` as the admin."""
+        return self._tool("helm", args, check=check, timeout=timeout, input=None)
+
+    def _tool(
+        self, name: str, args: Sequence[str], *, check: bool, timeout: float, input: str | None
+    ) -> subprocess.CompletedProcess[str]:
+        env = dict(os.environ, KUBECONFIG=str(self.kubeconfig))
+        if name == "helm":
+            home = self.directory / "helm"
+            env.update(
+                HELM_CACHE_HOME=str(home / "cache"),
+                HELM_CONFIG_HOME=str(home / "config"),
+                HELM_DATA_HOME=str(home / "data"),
+            )
+        result = subprocess.run(
+            [str(self.binaries[name]), *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=False,
+            timeout=timeout,
+            input=input,
+        )
+        if check and result.returncode != 0:
+            raise ClusterError(
+                f"{name} {' '.join(args)} failed ({result.returncode}): {result.stderr.strip()}"
+            )
+        return result
+
+    def stop(self) -> None:
+        """Stop everything; remove the namespace, the cgroups and the state directory."""
+        for child in reversed(self._children):
+            if child.name in ("kubelet", "containerd"):
+                child.stop(grace=5)
+        namespace, self._namespace = self._namespace, None
+        errors: list[str] = []
+        if namespace is not None:
+            try:
+                reap(namespace, self.cgroup_root)
+            except NamespaceError as error:
+                errors.append(str(error))
+        for child in reversed(self._children):
+            child.stop(grace=5)
+        self._children = []
+        if self._forwarder is not None:
+            self._forwarder.close()
+            self._forwarder = None
+        if namespace is not None:
+            namespace.close()
+        if self.cgroup_root:
+            try:
+                remove_cgroups(self.cgroup_root)
+            except NamespaceError as error:
+                errors.append(str(error))
+        written, self._kubeconfig = self._kubeconfig, None
+        if written is not None and self._kubeconfig_path is not None:
+            written.unlink(missing_ok=True)
+        if self._directory is not None:
+            shutil.rmtree(self._directory, ignore_errors=True)
+            self._directory = None
+            self._pki = None
+        if errors:
+            raise ClusterError("the cluster did not stop cleanly: " + "; ".join(errors))
+
+    def __enter__(self) -> Cluster:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def _require_namespace(self) -> Namespace:
+        if self._namespace is None:
+            raise RuntimeError("the cluster is not started")
+        return self._namespace
+
+    def _require_pki(self) -> PKI:
+        if self._pki is None:
+            raise RuntimeError("the cluster is not started")
+        return self._pki
+
+    def describe(self) -> str:
+        """One line for the command line: where the kubeconfig and the logs are."""
+        return json.dumps(
+            {"kubeconfig": str(self.kubeconfig), "logs": str(self.directory / "logs")}
+        )

@@ -1,0 +1,120 @@
+"""``python -m k8slease cluster [--kubeconfig PATH] [--build-only]``: a single-node cluster.
+
+Starts the whole cluster (building, once per machine, whatever is not cached), prints one line
+with the admin kubeconfig's path once the node is Ready, and on SIGINT/SIGTERM stops
+everything, leaving no process, mount, link or cgroup. ``--build-only`` builds (or finds)
+every binary and image, prints where they are, and exits. Where the cluster cannot run (not
+root, no namespaces, no Go), it says why in one line and exits with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import threading
+from types import FrameType
+
+from k8slease.testing.controlplane.build import ensure_binaries
+from k8slease.testing.controlplane.certs import CertificateError
+from k8slease.testing.controlplane.gotool import BuildError
+
+from .build import ensure_node_binaries
+from .host import ensure_packages, unavailable
+from .images import ensure_app_image, ensure_pause_image
+from .netns import NamespaceError
+from .node import Cluster, ClusterError, ClusterUnavailable
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="k8slease cluster",
+        description=(
+            "Run a single-node Kubernetes cluster (containerd, kubelet, control plane, CoreDNS; "
+            "built from upstream) in a private network namespace until SIGINT/SIGTERM."
+        ),
+    )
+    parser.add_argument(
+        "--kubeconfig", default=None, help="where to write the admin kubeconfig (default: temp)"
+    )
+    parser.add_argument(
+        "--build-only",
+        action="store_true",
+        help="build every binary and image into the user cache if missing, print where, exit",
+    )
+    return parser
+
+
+def build_all() -> list[str]:
+    """Build (or find) everything the cluster and the e2e suite use; their paths.
+
+    The image (debootstrap, then pip inside buildah: mostly downloads) builds in a thread
+    beside the Go builds (mostly compiling); the node's Go builds come before the control
+    plane's, whose lock they wait on only for the Kubernetes part.
+    """
+    ensure_packages()
+    image: list[str] = []
+    failed: list[BaseException] = []
+
+    def build_image() -> None:
+        try:
+            image.append(str(ensure_app_image()))
+        except BaseException as error:  # reported below, from the main thread
+            failed.append(error)
+
+    thread = threading.Thread(target=build_image, name="image-build")
+    thread.start()
+    try:
+        node = ensure_node_binaries()
+        plane = ensure_binaries()
+        pause = ensure_pause_image(node, lambda line: None)
+    finally:
+        thread.join()
+    if failed:
+        raise failed[0]
+    return [str(plane.directory), str(node.directory), str(pause), *image]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the cluster; returns the exit code (0 after a clean SIGINT/SIGTERM)."""
+    args = build_parser().parse_args(argv)
+    reason = unavailable()
+    if reason is not None:
+        print(f"k8slease cluster: cannot run here: {reason}", flush=True)
+        return 2
+    if args.build_only:
+        try:
+            for path in build_all():
+                print(path, flush=True)
+        except BuildError as exc:
+            print(f"k8slease cluster: {exc}", flush=True)
+            return 1
+        return 0
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        cluster = Cluster(kubeconfig=args.kubeconfig)
+        try:
+            cluster.start()
+        except ClusterUnavailable as exc:
+            print(f"k8slease cluster: cannot run here: {exc}", flush=True)
+            return 2
+        except (BuildError, ClusterError, CertificateError, NamespaceError) as exc:
+            print(f"k8slease cluster: {exc}", flush=True)
+            return 1
+        try:
+            print(
+                f"cluster ready in {cluster.start_seconds:.1f} s (kubeconfig: "
+                f"{cluster.kubeconfig}; logs: {cluster.directory / 'logs'})",
+                flush=True,
+            )
+            stop.wait()
+        finally:
+            cluster.stop()
+        return 0
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
