@@ -28,8 +28,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import psutil
-
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
 
@@ -98,6 +96,8 @@ def git(*args: str) -> str:
 def busy_processes(window: float = 1.0) -> dict[str, Any]:
     """The processes other than this one and its children that used more than
     :data:`BUSY_PERCENT` of a core during ``window`` seconds, and their CPU in all."""
+    import psutil  # the dev extra: only a benchmark run needs it, not the staleness checks
+
     ours = {os.getpid(), *(p.pid for p in psutil.Process().children(recursive=True))}
     first: dict[int, float] = {}
     for process in psutil.process_iter():
@@ -131,6 +131,8 @@ def load_now() -> dict[str, Any]:
 
 def machine() -> dict[str, Any]:
     """Cores, memory, CPU model, OS and Python of this machine."""
+    import psutil  # the dev extra, as above
+
     cpu = "unknown"
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
