@@ -21,6 +21,7 @@ from k8slease.jobs.context import JobContext
 from k8slease.jobs.misfire import MisfirePolicy
 from k8slease.jobs.registry import Jobs
 from k8slease.jobs.spec import JobSpec, Mode
+from k8slease.jobs.ticklock import TickLock, TickSkipped
 from k8slease.jobs.wrap import wrap
 from k8slease.kube.health import HealthServer
 from k8slease.lease.jobrecord import JobState, RunRecord
@@ -51,6 +52,8 @@ __all__ = [
     "NewLeaderCallback",
     "NotFound",
     "RunRecord",
+    "TickLock",
+    "TickSkipped",
     "TransportError",
     "Unavailable",
     "__version__",

@@ -1,0 +1,347 @@
+"""A scheduler-agnostic tick lock: run one tick of a job once across replicas, from any code.
+
+ShedLock's ``LockingTaskExecutor`` for k8slease: Celery beat, the ``schedule`` library, an
+``asyncio`` loop or a timer of your own fires on every replica; :class:`TickLock` lets one of them
+run each tick::
+
+    ticks = TickLock("billing")
+
+    with contextlib.suppress(TickSkipped), ticks.hold("report", period=60) as ctx:
+        send_report(fencing_token=ctx.fencing_token)      # one replica per minute
+
+    @ticks.once_per_tick(period=3600, lock_at_most_for=900)
+    def hourly_rollup(ctx): ...                           # call it from any scheduler
+
+It is the lock path of ``Jobs``, not a copy of it: each job gets the same
+:class:`~k8slease.jobs.lock.JobLock` (the tick claimed in the granting conditional write, a
+fencing token per grant, extension while the body runs, release with the run record) driven by the
+same :class:`~k8slease.jobs.runner.TickRunner` steps, so the Lease (``<group>.<job>``), the
+operator's status, the metrics and the logs are exactly those of a ``Jobs`` ONCE_PER_TICK job.
+Unlike ``Jobs`` it runs no informer and no scheduler: a claim reads the job's Lease once and, when
+the tick is free, writes the claim, so a replica that loses learns it at once (from that read, or
+from the 409 of its write) and never waits for its turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import threading
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, TypeVar, overload
+
+from kubernetes import client
+
+from k8slease.callbacks import call_with_optional, cancellable
+from k8slease.clock import Clock, SystemClock
+from k8slease.errors import ConfigError
+from k8slease.jobs.context import JobContext
+from k8slease.jobs.lock import JobLock
+from k8slease.jobs.lockrules import check_lock_times
+from k8slease.jobs.runner import TickRunner
+from k8slease.jobs.spec import (
+    DEFAULT_GRACE,
+    DEFAULT_LOCK_AT_MOST_FOR,
+    JobSpec,
+    Mode,
+    _check_job_signature,
+    job_name_from,
+)
+from k8slease.jobs.tickhold import TickHold, TickSkipped, claim, finish
+from k8slease.jobs.tickof import check_period, check_tick, resolve_tick
+from k8slease.jobs.triggers import INTERVAL_ANCHOR
+from k8slease.kube.apiclient import api_client_if_configured, check_api_client, default_api_client
+from k8slease.kube.events import EventRecorder
+from k8slease.kube.identity import default_identity, default_namespace
+from k8slease.kube.options import seconds
+from k8slease.kube.validate import is_dns_label, validate_lease_name, validate_namespace
+from k8slease.lease.observe import Observations
+from k8slease.lease.transport import LeaseTransport
+from k8slease.metrics import JobMetrics, default_job_metrics
+
+__all__ = ["TickLock", "TickSkipped"]
+
+T = TypeVar("T")
+
+
+def _unused_body(ctx: JobContext) -> None:  # pragma: no cover - never called
+    """The function of a tick-lock job's spec: the caller's block or decorated function runs
+    instead (the runner is used for its claim, context and finish steps only)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _LockTimes:
+    most: float
+    least: float
+
+
+class TickLock:
+    """Claim ticks of a group's jobs once across replicas, for any scheduler or loop.
+
+    ``group`` prefixes each job's lock Lease (``<group>.<job>``, the Lease a ``Jobs`` job of the
+    same name uses, so a job must be run through one of the two, not both). ``namespace``,
+    ``identity`` and ``api_client`` default as for :class:`~k8slease.Jobs` (``POD_NAMESPACE``...,
+    ``POD_NAME`` plus a random suffix, in-cluster configuration else the kubeconfig).
+    ``request_timeout`` (seconds, default 10) bounds each connect of a lock request. ``metrics``
+    (default: Prometheus when installed) gets the same run and skip counts as ``Jobs``; ``clock``
+    the wall and monotonic time (tests).
+
+    A job's ``lock_at_most_for`` / ``lock_at_least_for`` are fixed by its first use in this
+    instance; using the job again with other values is a ``ConfigError`` (the lock keeps state
+    between ticks: its highest token seen, an unanswered write to settle).
+    """
+
+    def __init__(
+        self,
+        group: str,
+        *,
+        namespace: str | None = None,
+        identity: str | None = None,
+        api_client: client.ApiClient | None = None,
+        request_timeout: float = 10.0,
+        metrics: JobMetrics | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        self.group = validate_lease_name(group)
+        if "." in group:
+            raise ConfigError(
+                f"group {group!r} must not contain '.' (job Leases are <group>.<job>)"
+            )
+        self.namespace = validate_namespace(namespace or default_namespace())
+        if identity is not None and (not isinstance(identity, str) or not identity.strip()):
+            raise ConfigError(f"identity must be a non-empty string, got {identity!r}")
+        self.identity = identity or default_identity()
+        if len(self.identity) > 253:
+            raise ConfigError("identity must be at most 253 characters")
+        self._api_client = (
+            api_client_if_configured() if api_client is None else check_api_client(api_client)
+        )
+        self.request_timeout = seconds("request_timeout", request_timeout, above=True)
+        self._metrics: JobMetrics = metrics or default_job_metrics()
+        self._clock: Clock = clock or SystemClock()
+        self._observations = Observations(self._clock)
+        self._transport: LeaseTransport | None = None
+        self._events: EventRecorder | None = None
+        self._runners: dict[str, tuple[TickRunner, _LockTimes]] = {}
+        self._mutex = threading.Lock()
+
+    # -- the two forms ------------------------------------------------------------------------
+
+    def hold(
+        self,
+        job: str,
+        *,
+        tick: datetime | None = None,
+        period: float | timedelta | None = None,
+        anchor: datetime = INTERVAL_ANCHOR,
+        lock_at_most_for: float = DEFAULT_LOCK_AT_MOST_FOR,
+        lock_at_least_for: float = 0.0,
+    ) -> TickHold:
+        """A context manager (``with`` or ``async with``) that claims one tick of ``job``.
+
+        The tick is ``tick`` (timezone-aware: the time your scheduler fired for, which every
+        replica must compute alike) or, without it, the current time floored to ``period``
+        (seconds or a ``timedelta``, counted from ``anchor``, default 2000-01-01 UTC): fire
+        within the period, never early. ``lock_at_most_for`` (seconds, default 600) is how long a
+        crashed holder blocks the job; ``lock_at_least_for`` (default 0) keeps the lock after a
+        faster run, so that a replica firing a little late skips. On the replica that wins, the
+        block gets the :class:`~k8slease.JobContext`; every other replica gets
+        :class:`TickSkipped` from the ``with`` statement at once (see :mod:`k8slease.jobs.tickhold`
+        for why an exception). Options are checked here, before any request.
+        """
+        runner = self._runner(self._job_name(job), lock_at_most_for, lock_at_least_for)
+        when = resolve_tick(
+            tick=tick,
+            period=None if period is None else check_period(period, prefix=f"job {job!r}: "),
+            anchor=check_tick(anchor, name="anchor"),
+            now=self._clock.now(),
+            job=job,
+        )
+        return TickHold(runner, when)
+
+    @overload
+    def once_per_tick(self, job: Callable[..., T], /) -> Callable[..., T | None]: ...
+
+    @overload
+    def once_per_tick(
+        self,
+        job: str | None = None,
+        /,
+        *,
+        period: float | timedelta | None = None,
+        anchor: datetime = INTERVAL_ANCHOR,
+        lock_at_most_for: float = DEFAULT_LOCK_AT_MOST_FOR,
+        lock_at_least_for: float = 0.0,
+    ) -> Callable[[Callable[..., T]], Callable[..., T | None]]: ...
+
+    def once_per_tick(
+        self,
+        job: str | Callable[..., Any] | None = None,
+        /,
+        *,
+        period: float | timedelta | None = None,
+        anchor: datetime = INTERVAL_ANCHOR,
+        lock_at_most_for: float = DEFAULT_LOCK_AT_MOST_FOR,
+        lock_at_least_for: float = 0.0,
+    ) -> Any:
+        """Decorate a function (plain or ``async def``; taking its ``JobContext`` or nothing, as
+        ``Jobs`` jobs do) so that each call runs it only on the replica that claims the tick.
+
+        The job is named ``job`` or after the function (lowercase, ``_`` -> ``-``). Call the
+        result with ``tick=<datetime>`` (the time your scheduler fired for) or, when ``period``
+        is given, with nothing (the current time floored to it); other options as for
+        :meth:`hold`. A call returns what the function returned, or ``None`` when this replica
+        skipped the tick (a DEBUG log and the skip metric say why); an exception is recorded as
+        a ``failed`` run and raised again. An ``async def`` function is cancelled when its lock
+        is lost (recorded ``lost``; the call then returns ``None``). Options are checked at
+        decoration.
+        """
+        if callable(job):
+            return self.once_per_tick()(job)
+        step = None if period is None else check_period(period)
+        start = check_tick(anchor, name="anchor")
+        times = self._lock_times(lock_at_most_for, lock_at_least_for, prefix="")
+
+        def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
+            if not callable(func):
+                raise ConfigError(f"once_per_tick decorates a function, got {func!r}")
+            name = self._job_name(job or job_name_from(func))
+            _check_job_signature(name, func)
+
+            def tick_of(tick: datetime | None) -> datetime:
+                return resolve_tick(
+                    tick=tick, period=step, anchor=start, now=self._clock.now(), job=name
+                )
+
+            if asyncio.iscoroutinefunction(func):
+
+                @functools.wraps(func)
+                async def run_async(*, tick: datetime | None = None) -> Any:
+                    runner = self._runner(name, times.most, times.least)
+                    return await _run_async(runner, func, tick_of(tick))
+
+                return run_async
+
+            @functools.wraps(func)
+            def run(*, tick: datetime | None = None) -> Any:
+                runner = self._runner(name, times.most, times.least)
+                try:
+                    with TickHold(runner, tick_of(tick)) as ctx:
+                        return call_with_optional(func, ctx)
+                except TickSkipped:
+                    return None
+
+            return run
+
+        return decorate
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _job_name(self, job: object) -> str:
+        if not isinstance(job, str) or not is_dns_label(job):
+            raise ConfigError(
+                f"job name {job!r} must be a DNS label: lowercase alphanumerics and '-', at most "
+                "63 characters"
+            )
+        return job
+
+    @staticmethod
+    def _lock_times(most: object, least: object, *, prefix: str) -> _LockTimes:
+        times = _LockTimes(
+            seconds("lock_at_most_for", most, minimum=1, prefix=prefix),
+            seconds("lock_at_least_for", least, prefix=prefix),
+        )
+        check_lock_times(times.most, times.least, prefix=prefix)
+        return times
+
+    def _runner(self, job: str, most: object, least: object) -> TickRunner:
+        """The runner (and lock) of ``job``, made on first use with these lock times."""
+        times = self._lock_times(most, least, prefix=f"job {job!r}: ")
+        with self._mutex:
+            known = self._runners.get(job)
+            if known is not None:
+                if known[1] != times:
+                    raise ConfigError(
+                        f"job {job!r} is locked with lock_at_most_for={known[1].most:g}, "
+                        f"lock_at_least_for={known[1].least:g} in this TickLock; got "
+                        f"{times.most:g} and {times.least:g}"
+                    )
+                return known[0]
+            transport, events = self._io()
+            lock = JobLock(
+                transport,
+                group=self.group,
+                job=job,
+                identity=self.identity,
+                lock_at_most_for=times.most,
+                lock_at_least_for=times.least,
+                clock=self._clock,
+                events=events,
+                observations=self._observations,
+                grace=DEFAULT_GRACE,
+            )
+            spec = JobSpec(
+                name=job,
+                func=_unused_body,
+                mode=Mode.ONCE_PER_TICK,
+                trigger=None,
+                lock_at_most_for=times.most,
+                lock_at_least_for=times.least,
+            )
+            runner = TickRunner(
+                spec,
+                group=self.group,
+                identity=self.identity,
+                lock=lock,
+                metrics=self._metrics,
+                clock=self._clock,
+            )
+            self._runners[job] = (runner, times)
+            return runner
+
+    def _io(self) -> tuple[LeaseTransport, EventRecorder | None]:
+        """The transport and Event recorder, made on first use (the API client is loaded then
+        when none was configured at construction)."""
+        if self._transport is None:
+            api_client = self._api_client or default_api_client()
+            self._transport = LeaseTransport(
+                api_client, self.namespace, request_timeout=self.request_timeout
+            )
+            self._events = EventRecorder(
+                api_client, self.namespace, identity=self.identity, clock=self._clock
+            )
+        return self._transport, self._events
+
+
+async def _run_async(
+    runner: TickRunner, func: Callable[..., Coroutine[Any, Any, T]], tick: datetime
+) -> T | None:
+    """Claim ``tick`` (in a worker thread), run ``func`` on this loop, cancelled when the lock is
+    lost, and release with the run record: :meth:`TickRunner.run_tick_async` with the body's
+    result returned and its exception raised again."""
+    try:
+        ctx, attempt = await asyncio.to_thread(claim, runner, tick)
+    except TickSkipped:
+        return None
+    grant = attempt.grant
+    # the hop back to the loop is a slow step too (as in Jobs): check again before the start
+    if grant is not None and grant.lost.is_set():
+        await asyncio.to_thread(runner._startable, grant)
+        return None
+    try:
+        result = await cancellable(
+            call_with_optional(func, ctx), None if grant is None else grant.lost_hooks
+        )
+    except asyncio.CancelledError as exc:
+        if grant is not None and grant.lost.is_set():
+            await asyncio.to_thread(runner._finish, attempt, "lost", "cancelled")
+            return None
+        finish(runner, attempt, exc)  # cancelled from outside: release, then go on
+        raise
+    except Exception as exc:
+        await asyncio.to_thread(finish, runner, attempt, exc)
+        raise
+    await asyncio.to_thread(finish, runner, attempt, None)
+    return result
