@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import types
 from datetime import datetime
+from functools import partial
 from typing import Literal
 
 from k8slease.jobs.context import JobContext
@@ -51,10 +52,13 @@ def _skip_reason(runner: TickRunner) -> str:
     return "namespace-missing" if runner.namespace_missing else "api-unreachable"
 
 
-def claim(runner: TickRunner, tick: datetime) -> tuple[JobContext, _Attempt]:
+def claim(
+    runner: TickRunner, tick: datetime, *, again: bool = False
+) -> tuple[JobContext, _Attempt]:
     """Claim ``tick`` through ``runner`` (blocking I/O): the context the body gets and the
-    attempt to finish, or :class:`TickSkipped`."""
-    attempt = runner._claim(tick)
+    attempt to finish, or :class:`TickSkipped`. ``again``: this replica just ran an earlier
+    tick of its own (see :class:`TickHold`) and may claim over its idle lock."""
+    attempt = runner._claim(tick, catch_up=again)
     if attempt is None:
         raise TickSkipped(runner.spec.name, tick, _skip_reason(runner))
     grant = attempt.grant
@@ -91,11 +95,17 @@ class TickHold:
     ``failed`` when the block raised (the exception goes on). ``async with`` does the lock's I/O
     in a worker thread; the block is not cancelled when the lock is lost (read ``ctx.lost``; the
     decorator form cancels a coroutine). A hold is used once.
+
+    ``ctx.tick`` is the tick that runs. It differs from the tick asked for in one rare case: an
+    earlier claim of this replica whose answer was lost (a timeout) turned out applied; that tick
+    runs first, as in ``Jobs``, and the block runs once, for it (the decorator form then claims the
+    tick asked for too).
     """
 
-    def __init__(self, runner: TickRunner, tick: datetime) -> None:
+    def __init__(self, runner: TickRunner, tick: datetime, *, again: bool = False) -> None:
         self._runner = runner
         self._tick = tick
+        self._again = again
         self._attempt: _Attempt | None = None
         self._used = False
 
@@ -111,7 +121,7 @@ class TickHold:
 
     def __enter__(self) -> JobContext:
         self._start()
-        ctx, self._attempt = claim(self._runner, self._tick)
+        ctx, self._attempt = claim(self._runner, self._tick, again=self._again)
         return ctx
 
     def __exit__(
@@ -126,7 +136,9 @@ class TickHold:
 
     async def __aenter__(self) -> JobContext:
         self._start()
-        ctx, self._attempt = await asyncio.to_thread(claim, self._runner, self._tick)
+        ctx, self._attempt = await asyncio.to_thread(
+            partial(claim, self._runner, self._tick, again=self._again)
+        )
         return ctx
 
     async def __aexit__(

@@ -40,7 +40,7 @@ from k8slease.errors import ConfigError
 from k8slease.jobs.context import JobContext
 from k8slease.jobs.lock import JobLock
 from k8slease.jobs.lockrules import check_lock_times
-from k8slease.jobs.runner import TickRunner
+from k8slease.jobs.runner import TickRunner, _Attempt
 from k8slease.jobs.spec import (
     DEFAULT_GRACE,
     DEFAULT_LOCK_AT_MOST_FOR,
@@ -227,11 +227,17 @@ class TickLock:
             @functools.wraps(func)
             def run(*, tick: datetime | None = None) -> Any:
                 runner = self._runner(name, times.most, times.least)
-                try:
-                    with TickHold(runner, tick_of(tick)) as ctx:
-                        return call_with_optional(func, ctx)
-                except TickSkipped:
-                    return None
+                when = tick_of(tick)
+                again = False
+                while True:
+                    try:
+                        with TickHold(runner, when, again=again) as ctx:
+                            result = call_with_optional(func, ctx)
+                    except TickSkipped:
+                        return None
+                    if ctx.tick == when:
+                        return result
+                    again = True  # an earlier claim of ours ran first: now the tick asked for
 
             return run
 
@@ -321,10 +327,25 @@ async def _run_async(
     """Claim ``tick`` (in a worker thread), run ``func`` on this loop, cancelled when the lock is
     lost, and release with the run record: :meth:`TickRunner.run_tick_async` with the body's
     result returned and its exception raised again."""
-    try:
-        ctx, attempt = await asyncio.to_thread(claim, runner, tick)
-    except TickSkipped:
-        return None
+    again = False
+    while True:
+        try:
+            ctx, attempt = await asyncio.to_thread(claim, runner, tick, again=again)
+        except TickSkipped:
+            return None
+        result = await _run_claimed(runner, func, ctx, attempt)
+        if ctx.tick == tick:
+            return result
+        again = True  # an earlier claim of ours ran first: now the tick asked for
+
+
+async def _run_claimed(
+    runner: TickRunner,
+    func: Callable[..., Coroutine[Any, Any, T]],
+    ctx: JobContext,
+    attempt: _Attempt,
+) -> T | None:
+    """Run the claimed ``attempt`` of ``func`` on this loop (see :func:`_run_async`)."""
     grant = attempt.grant
     # the hop back to the loop is a slow step too (as in Jobs): check again before the start
     if grant is not None and grant.lost.is_set():

@@ -347,3 +347,40 @@ def test_a_job_keeps_the_lock_times_of_its_first_use(clock: FakeClock) -> None:
         pass
     with pytest.raises(ConfigError, match="lock_at_most_for=60"):
         a.hold("job", tick=T0 + timedelta(minutes=1), lock_at_most_for=90)
+
+
+@pytest.mark.parametrize("form", ["sync", "async"])
+def test_an_earlier_claim_applied_after_its_answer_was_lost_runs_first_then_the_tick(
+    clock: FakeClock, form: str
+) -> None:
+    """Issue 26's case through the decorator: the claim of T0 timed out (skipped as the API
+    being unreachable) but was applied; the next call settles it, runs T0, then T1."""
+    store = Store()
+    a = _replica(store, clock, "r0")
+    seen: list[datetime | None] = []
+
+    if form == "sync":
+
+        @a.once_per_tick("job", lock_at_most_for=60)
+        def job(ctx: JobContext) -> None:
+            seen.append(ctx.tick)
+
+        call: Any = job
+    else:
+
+        @a.once_per_tick("job", lock_at_most_for=60)
+        async def ajob(ctx: JobContext) -> None:
+            seen.append(ctx.tick)
+
+        def call(*, tick: datetime) -> None:
+            asyncio.run(ajob(tick=tick))
+
+    store.lose = ["later"]
+    call(tick=T0)  # no answer: skipped as api-unreachable
+    assert seen == []
+    store.land()  # ... but the server applied it
+    clock.advance(10)  # within the claim's keep budget (40 s): it is run, not released
+    t1 = T0 + timedelta(seconds=10)
+    call(tick=t1)
+    assert seen == [T0, t1]
+    assert store.view().job.counts == {"succeeded": 2}
