@@ -30,7 +30,7 @@ import threading
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, TypeVar, overload
+from typing import Any, Protocol, TypeVar, overload
 
 from kubernetes import client
 
@@ -64,6 +64,19 @@ from k8slease.metrics import JobMetrics, default_job_metrics
 __all__ = ["TickLock", "TickSkipped"]
 
 T = TypeVar("T")
+
+
+class OncePerTick(Protocol):
+    """What :meth:`TickLock.once_per_tick` returns: a decorator for a plain or ``async def``
+    function; the decorated function returns the function's result, or ``None`` on a skip."""
+
+    @overload
+    def __call__(
+        self, func: Callable[..., Coroutine[Any, Any, T]], /
+    ) -> Callable[..., Coroutine[Any, Any, T | None]]: ...
+
+    @overload
+    def __call__(self, func: Callable[..., T], /) -> Callable[..., T | None]: ...
 
 
 def _unused_body(ctx: JobContext) -> None:  # pragma: no cover - never called
@@ -162,6 +175,11 @@ class TickLock:
         return TickHold(runner, when)
 
     @overload
+    def once_per_tick(
+        self, job: Callable[..., Coroutine[Any, Any, T]], /
+    ) -> Callable[..., Coroutine[Any, Any, T | None]]: ...
+
+    @overload
     def once_per_tick(self, job: Callable[..., T], /) -> Callable[..., T | None]: ...
 
     @overload
@@ -174,7 +192,7 @@ class TickLock:
         anchor: datetime = INTERVAL_ANCHOR,
         lock_at_most_for: float = DEFAULT_LOCK_AT_MOST_FOR,
         lock_at_least_for: float = 0.0,
-    ) -> Callable[[Callable[..., T]], Callable[..., T | None]]: ...
+    ) -> OncePerTick: ...
 
     def once_per_tick(
         self,
