@@ -160,7 +160,8 @@ def bare_pytest(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> P
 
 @pytest.fixture(scope="session")
 def demo_venv(tmp_path_factory: pytest.TempPathFactory, wheel: Path, wheelhouse: Path) -> Venv:
-    """``pip install 'k8slease[demo]' pytest schedule``: what the demo and the docs' blocks need."""
+    """``pip install 'k8slease[demo,celery]' pytest schedule``: what the demo and the docs' blocks
+    need."""
     root = tmp_path_factory.mktemp("demo") / "venv"
-    # schedule: docs/integrations.md shows its recipe, which runs as the other blocks do
-    return make_venv(root, wheel, wheelhouse, extras="demo", others=("pytest", "schedule"))
+    # celery, schedule: docs/integrations.md shows their recipes, which run as the other blocks
+    return make_venv(root, wheel, wheelhouse, extras="demo,celery", others=("pytest", "schedule"))
