@@ -49,7 +49,7 @@ $(FLOOR_STAMP): .ci/floor-constraints.txt pyproject.toml
 	$(PY) -m venv $(FLOOR)
 	$(FLOOR)/bin/python -m pip install --quiet --upgrade pip
 	$(FLOOR)/bin/python -m pip install --quiet -c .ci/floor-constraints.txt \
-		-e '.[metrics,operator,testing]' pytest pytest-timeout hypothesis
+		-e '.[metrics,operator,testing,celery]' pytest pytest-timeout hypothesis
 	touch $(FLOOR_STAMP)
 
 test-floor: $(FLOOR_STAMP)
