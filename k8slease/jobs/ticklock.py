@@ -164,15 +164,15 @@ class TickLock:
         :class:`TickSkipped` from the ``with`` statement at once (see :mod:`k8slease.jobs.tickhold`
         for why an exception). Options are checked here, before any request.
         """
-        runner = self._runner(self._job_name(job), lock_at_most_for, lock_at_least_for)
+        name = self._job_name(job)
         when = resolve_tick(
             tick=tick,
-            period=None if period is None else check_period(period, prefix=f"job {job!r}: "),
+            period=None if period is None else check_period(period, prefix=f"job {name!r}: "),
             anchor=check_tick(anchor, name="anchor"),
             now=self._clock.now(),
-            job=job,
+            job=name,
         )
-        return TickHold(runner, when)
+        return TickHold(self._runner(name, lock_at_most_for, lock_at_least_for), when)
 
     @overload
     def once_per_tick(
@@ -240,7 +240,7 @@ class TickLock:
                     runner = self._runner(name, times.most, times.least)
                     return await _run_async(runner, func, tick_of(tick))
 
-                return run_async
+                return _own_signature(run_async)
 
             @functools.wraps(func)
             def run(*, tick: datetime | None = None) -> Any:
@@ -257,7 +257,7 @@ class TickLock:
                         return result
                     again = True  # an earlier claim of ours ran first: now the tick asked for
 
-            return run
+            return _own_signature(run)
 
         return decorate
 
@@ -337,6 +337,14 @@ class TickLock:
                 api_client, self.namespace, identity=self.identity, clock=self._clock
             )
         return self._transport, self._events
+
+
+def _own_signature(wrapper: Callable[..., Any]) -> Callable[..., Any]:
+    """``wrapper`` with the function's name and docstring but its own signature (``tick=``
+    only): a scheduler that inspects what it is given (APScheduler does) must not be told that
+    the wrapper takes the function's ``ctx``."""
+    wrapper.__dict__.pop("__wrapped__", None)
+    return wrapper
 
 
 async def _run_async(

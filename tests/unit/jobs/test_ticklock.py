@@ -384,3 +384,23 @@ def test_an_earlier_claim_applied_after_its_answer_was_lost_runs_first_then_the_
     call(tick=t1)
     assert seen == [T0, t1]
     assert store.view().job.counts == {"succeeded": 2}
+
+
+def test_a_decorated_function_takes_only_tick_as_a_scheduler_inspecting_it_sees(
+    clock: FakeClock,
+) -> None:
+    import inspect
+
+    a = _replica(Store(), clock, "r0")
+
+    @a.once_per_tick("job", period=60)
+    def report(ctx: JobContext) -> None:
+        """Send the report."""
+
+    @a.once_per_tick("other", period=60)
+    async def sweep(ctx: JobContext) -> None: ...
+
+    for decorated in (report, sweep):
+        assert list(inspect.signature(decorated).parameters) == ["tick"]
+    assert report.__name__ == "report" and report.__doc__ == "Send the report."
+    assert asyncio.iscoroutinefunction(sweep)
