@@ -1,9 +1,10 @@
 """Celery beat in every replica (issue 25), with real Celery and a real broker: Redis from
 Debian's ``redis-server`` on a loopback port, three ``celery beat`` processes using
 ``TickLockScheduler`` and one worker. An entry due every 2 seconds is sent once per tick while any
-beat is alive, also across a SIGTERM of the beat that sent the last tick (no gap), and never
-twice after a SIGKILL of one (its lock is waited out: ticks may be lost then, never doubled).
-Runs on both servers; beat and the worker run on real clocks, so the test waits for ticks.
+beat is alive, also across a SIGTERM of the beat that sent the last tick (no gap) and the start
+of a replacement with that beat's stale schedule file, and never twice after a SIGKILL of one
+(its lock is waited out: ticks may be lost then, never doubled). Runs on both servers; beat
+and the worker run on real clocks, so the test waits for ticks.
 """
 
 from __future__ import annotations
@@ -175,6 +176,10 @@ def test_three_beats_send_each_tick_once_across_sigterm_and_sigkill(
         procs[sender].send_signal(signal.SIGTERM)
         procs[sender].wait(30)
         stopped_at = max(t for t, _ in _runs(runs))
+        # ... and its replacement starts with the stopped beat's local schedule file, stale by
+        # now: the Lease, not that file, decides which ticks were sent
+        stale = str(tmp_path / f"{sender}.db")
+        start("beat-3", ["beat", "-S", SCHEDULER, "-s", stale, "--loglevel=INFO"])
         _wait_for_ticks(runs, 4, after=stopped_at)
         graceful = sorted({t for t, _ in _runs(runs)})
 
