@@ -39,6 +39,7 @@ from k8slease.clock import Clock, SystemClock
 from k8slease.errors import ConfigError
 from k8slease.jobs.context import JobContext
 from k8slease.jobs.lock import JobLock
+from k8slease.jobs.lockcache import ClaimCache
 from k8slease.jobs.lockrules import check_lock_times
 from k8slease.jobs.runner import TickRunner, _Attempt
 from k8slease.jobs.spec import (
@@ -52,11 +53,13 @@ from k8slease.jobs.spec import (
 from k8slease.jobs.tickhold import TickHold, TickSkipped, claim, finish
 from k8slease.jobs.tickof import check_period, check_tick, resolve_tick
 from k8slease.jobs.triggers import INTERVAL_ANCHOR
+from k8slease.jobs.wiring import job_informer
 from k8slease.kube.apiclient import api_client_if_configured, check_api_client, default_api_client
 from k8slease.kube.events import EventRecorder
 from k8slease.kube.identity import default_identity, default_namespace
-from k8slease.kube.options import seconds
+from k8slease.kube.options import flag, seconds
 from k8slease.kube.validate import is_dns_label, validate_lease_name, validate_namespace
+from k8slease.lease.informer import LeaseInformer
 from k8slease.lease.observe import Observations
 from k8slease.lease.transport import LeaseTransport
 from k8slease.metrics import JobMetrics, default_job_metrics
@@ -99,7 +102,11 @@ class TickLock:
     ``POD_NAME`` plus a random suffix, in-cluster configuration else the kubeconfig).
     ``request_timeout`` (seconds, default 10) bounds each connect of a lock request. ``metrics``
     (default: Prometheus when installed) gets the same run and skip counts as ``Jobs``; ``clock``
-    the wall and monotonic time (tests).
+    the wall and monotonic time (tests). ``watch`` (default False) keeps one list+watch of the
+    group's job Leases open from construction until :meth:`close`, as ``Jobs`` does: claims
+    are judged from it (a tick seen claimed is skipped without a request), and a crashed
+    holder's Lease is timed from the moment the watch first showed it, so a new process does not
+    lose the first tick after a crash to a Lease it has only just seen.
 
     A job's ``lock_at_most_for`` / ``lock_at_least_for`` are fixed by its first use in this
     instance; using the job again with other values is a ``ConfigError`` (the lock keeps state
@@ -116,6 +123,7 @@ class TickLock:
         request_timeout: float = 10.0,
         metrics: JobMetrics | None = None,
         clock: Clock | None = None,
+        watch: bool = False,
     ) -> None:
         self.group = validate_lease_name(group)
         if "." in group:
@@ -139,6 +147,12 @@ class TickLock:
         self._events: EventRecorder | None = None
         self._runners: dict[str, tuple[TickRunner, _LockTimes]] = {}
         self._mutex = threading.Lock()
+        self.watch = flag("watch", watch)
+        self._informer: LeaseInformer | None = None
+        self._cache: ClaimCache | None = None
+        self._closed = False
+        if self.watch:  # from now on: a Lease's age is judged from when this process saw it
+            self._io()
 
     # -- the two forms ------------------------------------------------------------------------
 
@@ -293,6 +307,8 @@ class TickLock:
                         f"{times.most:g} and {times.least:g}"
                     )
                 return known[0]
+            if self._closed:
+                raise ConfigError("this TickLock is closed")
             transport, events = self._io()
             lock = JobLock(
                 transport,
@@ -304,6 +320,8 @@ class TickLock:
                 clock=self._clock,
                 events=events,
                 observations=self._observations,
+                cache=self._cache,
+                ordered=False,  # no turns: a replica that loses learns it at once
                 grace=DEFAULT_GRACE,
             )
             spec = JobSpec(
@@ -336,7 +354,20 @@ class TickLock:
             self._events = EventRecorder(
                 api_client, self.namespace, identity=self.identity, clock=self._clock
             )
+        if self.watch and self._informer is None:
+            self._informer, self._cache = job_informer(
+                self._transport, self._observations, group=self.group, step=0.0, spread=1
+            )
         return self._transport, self._events
+
+    def close(self) -> None:
+        """Stop the watch (with ``watch=True``); the TickLock takes no new jobs after it. Holds
+        in progress finish as usual."""
+        with self._mutex:
+            self._closed = True
+            informer, self._informer = self._informer, None
+        if informer is not None:
+            informer.stop()
 
 
 def _own_signature(wrapper: Callable[..., Any]) -> Callable[..., Any]:

@@ -11,9 +11,10 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from fakeclock import FakeClock
 from kubernetes import client
 
-from k8slease import JobContext, Jobs, TickLock, TickSkipped
+from k8slease import ConfigError, JobContext, Jobs, TickLock, TickSkipped
 from k8slease.lease.jobrecord import job_state_from_lease
 from k8slease.lease.record import record_from_lease
 from k8slease.lease.transport import LeaseTransport
@@ -193,3 +194,61 @@ def test_jobs_and_the_tick_lock_share_one_lock(
     state = job_state_from_lease(_lease(k8s_api_client, k8s_namespace, "billing.invoices"))
     assert state.last_run is not None and state.last_run.holder == "replica-0"
     assert state.count("succeeded") == 2
+
+
+def test_with_watch_a_new_process_takes_over_a_crashed_holder_at_its_first_tick(
+    k8s_api_client: client.ApiClient, k8s_namespace: str
+) -> None:
+    """Expiry by observation: a process without the watch meets the crashed holder's Lease for
+    the first time at its claim and must skip that tick as held; with ``watch=True`` it has seen
+    the Lease since it started, so the first tick after ``lock_at_most_for`` is taken over (and
+    the crashed run recorded lost)."""
+    crashed = TickLock(
+        "billing", namespace=k8s_namespace, identity="crashed", api_client=k8s_api_client
+    )
+    hold = crashed.hold("invoices", tick=T0, lock_at_most_for=2)
+    hold.__enter__()
+    grant = crashed._runners["invoices"][0]._running
+    assert grant is not None
+    grant._stop.set()  # the process dies: no extension, no release
+    assert grant._thread is not None
+    grant._thread.join(10)
+
+    watching_clock, plain_clock = FakeClock(wall=T0), FakeClock(wall=T0)
+    watching = TickLock(
+        "billing",
+        namespace=k8s_namespace,
+        identity="watching",
+        api_client=k8s_api_client,
+        clock=watching_clock,
+        watch=True,
+    )
+    plain = TickLock(
+        "billing",
+        namespace=k8s_namespace,
+        identity="plain",
+        api_client=k8s_api_client,
+        clock=plain_clock,
+    )
+    try:
+        assert watching._informer is not None and watching._informer.synced.wait(10)
+        seen = watching._observations
+        while seen.current("billing.invoices").observation is None:
+            seen.wait_for_change(seen.generation, 10)
+        for clock in (watching_clock, plain_clock):
+            clock.advance(3)  # longer than lock_at_most_for, on each process's own clock
+        later = T0 + timedelta(minutes=1)
+        with (
+            pytest.raises(TickSkipped) as skipped,
+            plain.hold("invoices", tick=later, lock_at_most_for=2),
+        ):
+            pass  # pragma: no cover
+        assert skipped.value.reason == "held"  # first sight of the Lease: not expired for it
+        with watching.hold("invoices", tick=later, lock_at_most_for=2) as ctx:
+            assert ctx.fencing_token == 2
+    finally:
+        watching.close()
+    state = job_state_from_lease(_lease(k8s_api_client, k8s_namespace, "billing.invoices"))
+    assert state.count("lost") == 1 and state.count("succeeded") == 1
+    with pytest.raises(ConfigError, match="closed"):
+        watching.hold("reports", tick=T0)
