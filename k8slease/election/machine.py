@@ -43,17 +43,18 @@ from k8slease.election.decide import (
     edited_reason,
     leader_deadline,
 )
+from k8slease.election.releasing import Releasing
 from k8slease.election.state import LeadState, MachineOptions, PendingRequest, ReleaseState
 from k8slease.election.timing import ElectionTiming
 from k8slease.errors import AlreadyExists, Conflict, NotFound, TransportError
 from k8slease.lease.observe import LeaseObserver, Observation
 from k8slease.lease.record import LeaseRecord, lease_with_record, new_lease
-from k8slease.lease.rules import grant_record, is_ours, release_record, renewal_record
+from k8slease.lease.rules import grant_record, renewal_record
 from k8slease.lease.view import LeaseView
 from k8slease.names import LABEL_GROUP, LABEL_ROLE, ROLE_LEADER
 
 
-class ElectionMachine:
+class ElectionMachine(Releasing):
     """One replica's election for one Lease, as a pure state machine; not thread-safe.
 
     ``name``/``namespace`` name the Lease, ``identity`` is this replica's holder string,
@@ -247,16 +248,7 @@ class ElectionMachine:
                 reason = "lease deleted" if record is None else edited_reason(record)
                 self._step_down(reason, now, release=False, after=Phase.CANDIDATE)
         elif purpose is Purpose.RELEASE_READ:
-            release = self._release
-            if release is None:
-                return
-            release.read_done = True
-            if lease is not None and is_ours(
-                record, identity=self.identity, fencing_token=release.record.fencing_token
-            ):
-                release.fresh = dict(lease)
-            else:
-                self._finish_release(now)
+            self._release_read(lease, record, now)
 
     def read_failed(self, error: TransportError, *, now: float) -> None:
         """The outstanding :class:`Read` failed with ``error`` (anything but NotFound)."""
@@ -270,7 +262,7 @@ class ElectionMachine:
             if self._lead is not None and self._lead.term == pending.term:
                 self._lead.next_attempt_at = now + self._renew_retry()
         elif purpose is Purpose.RELEASE_READ:
-            self._finish_release(now)
+            self._release_failed(now)
 
     def write_done(self, lease: Mapping[str, Any], *, sent_at: float, now: float) -> None:
         """The outstanding :class:`Create`/:class:`Update`, sent at ``sent_at``, succeeded."""
@@ -327,7 +319,7 @@ class ElectionMachine:
             else:
                 lead.next_attempt_at = now + self._renew_retry()
         elif purpose is Purpose.RELEASE:
-            self._finish_release(now)
+            self._release_write_failed(error, now)
 
     # -- internals -----------------------------------------------------------------------------
 
@@ -350,20 +342,6 @@ class ElectionMachine:
         body = lease_with_record(lead.lease, record)
         lead.wrote(record)
         return self._issue(Update(body, Purpose.RENEW), record)
-
-    def _release_command(self, now: float, wall: datetime) -> Command | None:
-        release = self._release
-        if release is None:
-            self._finish_release(now)
-            return None
-        if not release.read_done:
-            return self._issue(Read(Purpose.RELEASE_READ))
-        if release.fresh is not None:
-            record = release_record(release.record, now=wall)
-            body = lease_with_record(release.fresh, record)
-            return self._issue(Update(body, Purpose.RELEASE), record)
-        self._finish_release(now)
-        return None
 
     def _candidate_command(self, now: float, wall: datetime) -> Command:
         if self.stopping:
@@ -409,7 +387,8 @@ class ElectionMachine:
         if self.stopping:
             # Granted while stopping: never start leading, give it straight back.
             self.term += 1
-            self._release = ReleaseState(term=self.term, record=record)
+            give_up_at = leader_deadline(sent_at, self.timing.renew_deadline)
+            self._release = ReleaseState(term=self.term, record=record, give_up_at=give_up_at)
             self._after_release = Phase.STOPPED
             self.phase = Phase.RELEASING
             return
@@ -444,19 +423,12 @@ class ElectionMachine:
         self._need_read = False
         self._not_before = float("-inf")
         if release:
-            self._release = ReleaseState(term=lead.term, record=lead.record)
+            give_up_at = leader_deadline(lead.last_ok_sent, self.timing.renew_deadline)
+            self._release = ReleaseState(lead.term, lead.record, give_up_at)
             self._after_release = after
             self.phase = Phase.RELEASING
         else:
             self.phase = after
-
-    def _finish_release(self, now: float) -> None:
-        self._release = None
-        self.phase = self._after_release
-        if self.phase is Phase.CANDIDATE:
-            # Our work ended on its own: step aside for a moment so another replica gets a turn.
-            self._need_read = True
-            self._not_before = now + self._jitter(self.timing.retry_interval)
 
     def _issue(self, command: Read | Create | Update, record: LeaseRecord | None = None) -> Command:
         term = self._lead.term if self._lead is not None else self.term

@@ -39,12 +39,31 @@ WRITTEN_KEPT = 16
 
 @dataclass(slots=True)
 class ReleaseState:
-    """A release under way: the term it ends and what a fresh read returned."""
+    """A release under way: the term it ends, what a fresh read returned, and its retries.
+
+    A release is a fresh read and a conditional write. An attempt that fails (a timeout, a 5xx, a
+    connection broken mid-answer, a 409 from a write that crossed ours) is tried again, read
+    first, until ``give_up_at``: the end of the term's renew deadline, past which candidates do
+    not need the release to take over soon. The first attempt is always made.
+    """
 
     term: int
     record: LeaseRecord
+    give_up_at: float
     fresh: dict[str, Any] | None = None
     read_done: bool = False
+    not_before: float = float("-inf")
+    attempts: int = 1
+
+    def failed(self, now: float, *, retry_in: float) -> bool:
+        """An attempt failed at ``now``: start another in ``retry_in`` (read first) while
+        there is time before ``give_up_at``; returns whether it will."""
+        if now + retry_in >= self.give_up_at:
+            return False
+        self.fresh, self.read_done = None, False
+        self.not_before = now + retry_in
+        self.attempts += 1
+        return True
 
 
 @dataclass(slots=True)

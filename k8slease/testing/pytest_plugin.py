@@ -14,7 +14,8 @@ Fixtures:
 - ``k8s_api_client``: a ``kubernetes.client.ApiClient`` for it, closed after the test;
 - ``k8s_namespace``: a fresh namespace for the test, deleted afterwards (not waited for: the
   real control plane has no namespace controller, a deleted namespace stays Terminating);
-- ``k8s_crd``: installs CRDs (waiting until they are Established), deletes them afterwards;
+- ``k8s_crd``: installs CRDs (waiting until they are Established and discoverable), deletes
+  them afterwards;
 - ``k8s_embedded_apiserver``: a fresh embedded server per test, for faults and stats (it is
   always embedded, whatever the option);
 - ``k8s_fresh_apiserver``: a fresh server of the test's kind (embedded, or a new real control
@@ -303,6 +304,36 @@ def wait_established(api_client: Any, name: str, timeout: float = 60.0) -> None:
     raise TimeoutError(f"CRD {name} not established within {timeout} s")
 
 
+def wait_discoverable(api_client: Any, crd: dict[str, Any], timeout: float = 60.0) -> None:
+    """Block until every served version of ``crd`` lists its resource in discovery.
+
+    kube-apiserver sets ``Established`` before its discovery controller publishes the group
+    version, so ``GET /apis/<group>/<version>`` may answer 404 for a moment after it (kubectl
+    and client-go refresh discovery and try again); there is no event to wait on, so this polls.
+    """
+    import time
+
+    import kubernetes.client
+
+    spec = crd["spec"]
+    plural = spec["names"]["plural"]
+    versions = [v["name"] for v in spec["versions"] if v.get("served", True)]
+    custom: Any = kubernetes.client.CustomObjectsApi(api_client)
+    deadline = time.monotonic() + timeout
+    for version in versions:
+        while True:
+            try:
+                found = custom.get_api_resources(spec["group"], version)
+                if any(r.name == plural for r in found.resources or []):
+                    break
+            except kubernetes.client.ApiException as exc:
+                if exc.status != 404:
+                    raise
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{plural}.{spec['group']}/{version} not discoverable")
+            time.sleep(0.05)
+
+
 @pytest.fixture
 def k8s_crd(k8s_api_client: Any) -> Iterator[Callable[[dict[str, Any]], dict[str, Any]]]:
     """``k8s_crd(manifest)`` creates a CRD, waits until it is served, and returns it as a dict.
@@ -320,6 +351,7 @@ def k8s_crd(k8s_api_client: Any) -> Iterator[Callable[[dict[str, Any]], dict[str
         created.append(name)
         wait_established(k8s_api_client, name)
         result: dict[str, Any] = k8s_api_client.sanitize_for_serialization(crd)
+        wait_discoverable(k8s_api_client, result)
         return result
 
     yield install

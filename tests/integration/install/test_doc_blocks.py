@@ -2,8 +2,9 @@
 in a fresh venv, in a directory outside the checkout (issue 21).
 
 Each fenced block says what it is by its language: ``text`` and ``console`` are output (shown,
-not run), ``python`` blocks run, ``bash`` blocks have their ``k8slease`` command lines checked
-against the installed command's ``--help`` (an option the docs name must exist), ``yaml``
+not run), ``python`` blocks run, ``bash`` blocks of ``pip install`` lines run (marked ``pip``),
+other ``bash`` blocks have their ``k8slease`` command lines checked against the installed
+command's ``--help`` (an option the docs name must exist), ``yaml``
 blocks must parse. A block without a language fails the test: say which it is.
 
 A ``python`` block runs as a script against a fresh embedded API server (``$KUBECONFIG``
@@ -15,6 +16,8 @@ An HTML comment on the line before the fence says otherwise::
     <!-- docs-test: pytest -->          a test file, run with pytest (the plugin loads itself)
     <!-- docs-test: real -->            needs the real control plane (skipped when not built)
     <!-- docs-test: script; before: CODE -->   CODE runs first (a fragment's context)
+    <!-- docs-test: pip -->             a ``bash`` block of ``pip install`` lines: each runs as
+                                        written in a fresh venv, against the wheel just built
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import re
 import shlex
 import signal
 import subprocess
+import sys
 import textwrap
 import time
 from dataclasses import dataclass
@@ -32,7 +36,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import REPO, Venv, clean_env
+from conftest import REPO, Venv, clean_env, download
 
 # the first block that needs the venv builds the wheel and installs it
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
@@ -190,3 +194,60 @@ def test_k8slease_command_lines_use_options_that_exist(block: Block, demo_venv: 
             option = word.split("=")[0]
             if option.startswith("--"):
                 assert option in done.stdout, f"{' '.join(words)}: no {option} in --help"
+
+
+PIP = [b for b in BASH if b.mode == "pip"]
+
+
+@pytest.mark.parametrize("block", PIP, ids=lambda b: b.id)
+def test_pip_install_lines_install_what_they_say(
+    block: Block, wheel: Path, wheelhouse: Path, tmp_path: Path
+) -> None:
+    """Each ``pip install`` line, run as written in a fresh venv, installs what its comment
+    says: the name ``k8slease`` resolves to the wheel just built (no index: the wheel and the
+    wheelhouse are the only sources), and each extra brings the distributions it names."""
+    venv = tmp_path / "venv"
+    made = subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", str(venv)], capture_output=True, text=True
+    )
+    assert made.returncode == 0, made.stderr
+    shims = tmp_path / "bin"
+    shims.mkdir()
+    pip = shims / "pip"  # the venv has no pip of its own: drive it from outside, as --python does
+    pip.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m pip "$@"\n')
+    pip.chmod(0o755)
+    env = clean_env({
+        "PATH": f"{shims}:{os.environ['PATH']}",
+        "PIP_PYTHON": str(venv / "bin" / "python"),
+        "PIP_NO_INDEX": "1",
+        "PIP_FIND_LINKS": f"{wheel.parent} {wheelhouse}",
+        "PIP_QUIET": "1",
+        "PIP_NO_COMPILE": "1",
+    })  # fmt: skip
+    # every extra's distributions in the wheelhouse first (fetched once, like the venvs' own)
+    spec = f"{wheel}[{','.join(EXTRAS)}]"
+    if subprocess.run(["pip", "download", "--dest", str(wheelhouse), spec], env=env,
+                      capture_output=True).returncode != 0:  # fmt: skip
+        download(wheelhouse, [spec])
+    lines = [line for line in block.code.splitlines() if line.strip()]
+    assert lines and all(line.startswith("pip install ") for line in lines), block.code
+    for line in lines:
+        done = subprocess.run(
+            ["bash", "-c", line], cwd=tmp_path, env=env, capture_output=True, text=True
+        )
+        assert done.returncode == 0, f"{line}\n{done.stderr}"
+        installed = Venv(venv).distributions()
+        assert "k8slease" in installed and "kubernetes" in installed, line
+        for extra in re.findall(r"k8slease\[(\w+)\]", line):
+            missing = set(EXTRAS[extra]) - set(installed)
+            assert not missing, f"{line}: {sorted(missing)} not installed"
+    assert "kopf" in installed and "prometheus-client" in installed, "the last line has them all"
+
+
+#: Distributions each extra must bring (a subset: the ones that make it that extra).
+EXTRAS = {
+    "operator": ("kopf", "pyyaml"),
+    "testing": ("aiohttp", "jsonschema"),
+    "demo": ("kopf", "aiohttp"),
+    "metrics": ("prometheus-client",),
+}

@@ -162,6 +162,74 @@ def test_graceful_stop_releases_and_a_watching_candidate_takes_over_at_once() ->
     assert lease_record(c).fencing_token == released.fencing_token + 1
 
 
+def release_steps(c: Cluster, *, lose: list[bool]) -> list[str]:
+    """Drive replica 0's release, losing the answers ``lose`` says (in order); the steps taken."""
+    steps: list[str] = []
+    while True:
+        command = c.act(0)
+        if isinstance(command, Done):
+            return steps
+        if isinstance(command, Wait):
+            steps.append("wait")
+            c.advance(command.until - c.mono(0))
+            continue
+        assert isinstance(command, Read | Update)
+        steps.append(command.purpose.value)
+        if lose and lose.pop(0):
+            c.respond(0, lose=True)  # the answer broke (a timeout, a connection cut mid-answer)
+        else:
+            c.apply(0)
+            c.respond(0)
+
+
+@pytest.mark.parametrize(
+    "lose",
+    [[True], [False, True], [True, True, False, True]],
+    ids=["read-lost", "write-lost", "three-lost"],
+)
+def test_a_failed_release_attempt_is_tried_again_within_the_renew_deadline(
+    lose: list[bool],
+) -> None:
+    c = Cluster(1)
+    c.run_until(lambda: c.leader() == 0)
+    c.stop(0)
+    steps = release_steps(c, lose=list(lose))
+    assert lease_record(c).holder == "", f"released after {steps}"
+    assert isinstance(c.replicas[0].events[-1], Released)
+    assert steps.count("wait") == sum(lose), "each failed attempt waits renew_retry_interval"
+
+
+def test_a_release_gives_up_at_the_end_of_the_renew_deadline() -> None:
+    c = Cluster(1)
+    c.run_until(lambda: c.leader() == 0)
+    sent = c.replicas[0].machine.last_success_sent_at
+    assert sent is not None
+    c.stop(0)
+    steps = release_steps(c, lose=[True] * 1000)
+    assert lease_record(c).holder == "r0", "nothing could be written"
+    assert c.mono(0) <= sent + c.replicas[0].machine.timing.renew_deadline
+    assert steps.count("release-read") > 1, "it was tried more than once"
+    assert not any(isinstance(e, Released) for e in c.replicas[0].events)
+
+
+def test_a_release_that_meets_a_409_reads_again_at_once_and_writes_on_the_fresh_lease() -> None:
+    c = Cluster(1)
+    c.run_until(lambda: c.leader() == 0)
+    c.stop(0)
+    assert isinstance(c.roundtrip(0), Read)  # the fresh read
+    # someone relabels the Lease between the read and the write: the write meets a 409
+    c.store.edit(NAME, lambda lease: lease["metadata"].setdefault("labels", {}).update(x="y"))
+    command = c.roundtrip(0)
+    assert isinstance(command, Update) and command.purpose is Purpose.RELEASE
+    assert lease_record(c).holder == "r0"
+    command = c.roundtrip(0)
+    assert isinstance(command, Read) and command.purpose is Purpose.RELEASE_READ, "no wait"
+    command = c.roundtrip(0)
+    assert isinstance(command, Update) and command.purpose is Purpose.RELEASE
+    assert lease_record(c).holder == ""
+    assert c.store.get(NAME)["metadata"]["labels"]["x"] == "y", "the edit is kept"
+
+
 def test_release_is_skipped_when_a_fresh_read_shows_someone_else() -> None:
     c = Cluster(1)
     c.run_until(lambda: c.leader() == 0)
