@@ -250,4 +250,5 @@ EXTRAS = {
     "testing": ("aiohttp", "jsonschema"),
     "demo": ("kopf", "aiohttp"),
     "metrics": ("prometheus-client",),
+    "celery": ("celery",),
 }
