@@ -19,6 +19,8 @@ for _path in (CHARTS, PEERS):
 
 import admission_policy  # noqa: E402  (tests/ is on sys.path: pytest's rootdir conftest)
 
+from k8slease.testing import tiers  # noqa: E402
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.getgroup("k8slease").addoption(
@@ -28,6 +30,26 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="install the chart's ValidatingAdmissionPolicy on the real control plane for the "
         "whole session (tests/admission_policy.py says what it exercises)",
     )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "admission_refuses(reason): the test plants what the chart's admission policy rightly "
+        "refuses (a hostile Lease); skipped on [real] under --admission-policy, with the reason",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not config.getoption(admission_policy.OPTION):
+        return
+    for item in items:
+        mark = item.get_closest_marker("admission_refuses")
+        callspec = getattr(item, "callspec", None)
+        on_real = callspec is not None and callspec.params.get("k8s_apiserver") == tiers.REAL
+        if mark is not None and (on_real or "k8s_real_apiserver" in item.fixturenames):
+            reason = mark.args[0] if mark.args else mark.kwargs.get("reason", "")
+            item.add_marker(pytest.mark.skip(reason=f"the admission policy refuses it: {reason}"))
 
 
 @pytest.fixture(scope="session")
