@@ -35,7 +35,8 @@ class ForbiddenCalls:
         fails after timeout."""
 
         def found() -> tuple[str, str] | None:
-            return next((c for c in self.calls if (not verb or c[0] == verb) and path_part in c[1]), None)
+            matching = (c for c in self.calls if (not verb or c[0] == verb) and path_part in c[1])
+            return next(matching, None)
 
         with self._cond:
             self._cond.wait_for(lambda: found() is not None, timeout)

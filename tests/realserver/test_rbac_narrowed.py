@@ -79,7 +79,8 @@ def narrowed(k8s_real_apiserver: Any) -> Iterator[Narrowed]:
          "metadata": {"name": name, "namespace": namespace}}
         for name in (BILLING, REPORTS)
     ]  # fmt: skip
-    rbac = chart_rbac(namespace, {"fullnameOverride": "nr", "operator": {"enabled": False}, **VALUES})
+    values = {"fullnameOverride": "nr", "operator": {"enabled": False}, **VALUES}
+    rbac = chart_rbac(namespace, values)
     roles = {o["metadata"]["name"] for o in rbac if o["kind"] == "Role"}
     assert roles == {"nr-elector", "nr-elector-billing", "nr-elector-reports"}
     create_all(rest, [*accounts, *rbac])
