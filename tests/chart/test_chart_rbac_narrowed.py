@@ -158,3 +158,13 @@ def test_bad_group_bindings_are_refused_by_the_schema(
     with pytest.raises(Exception, match="schema") as info:
         rm.render_objects({"elector": {"bindings": [binding]}})
     assert complaint in str(info.value)
+
+
+def test_the_notes_name_each_groups_leases() -> None:
+    notes = rm.render_notes(NARROWED)
+    assert (
+        'Group "billing" in k8slease: billing-app, billing-peer may get and update only the '
+        "Leases billing, billing.invoices, billing.dunning" in notes
+    )
+    assert 'Group "reports" in team-a: reports may get and update only the Leases reports' in notes
+    assert "these ServiceAccounts: k8slease/legacy." in notes
