@@ -79,12 +79,31 @@ def test_accounts_of_one_group_share_its_role_and_others_keep_the_shared_one() -
 def test_the_example_apps_role_names_its_group_and_declared_jobs() -> None:
     objects = _elector_rbac(rm.manifest_values())
     role = objects[("Role", "k8slease", "k8slease-elector-billing")]
-    # billing_app.py: nightly-invoices takes a lock; poll-queue (a LEADER singleton) rides the
-    # leader Lease; refresh-local-cache runs on every replica without one
     assert _lease_rules(role)[1] == (("get", "update"), ("billing", "billing.nightly-invoices"))
     (binding,) = [o for k, o in objects.items() if k[0] == "RoleBinding"]
     assert binding["roleRef"]["name"] == "k8slease-elector-billing"
     assert [s["name"] for s in binding["subjects"]] == ["billing-app"]
+    # its own group and jobs, whatever the operator is told to expect (the e2e tests empty that)
+    values = {"exampleApp": {"enabled": True, "group": "b2", "scheduledJobGroup": {"jobs": []}}}
+    role = _elector_rbac(values)[("Role", "k8slease", "k8slease-elector-b2")]
+    assert _lease_rules(role)[1] == (("get", "update"), ("b2", "b2.nightly-invoices"))
+
+
+@pytest.mark.parametrize("fast", [False, True])
+def test_the_example_apps_jobs_are_the_demo_apps_locking_jobs(fast: bool) -> None:
+    """exampleApp.jobs must name every job of billing_app.py that takes a lock, or its replicas
+    are refused their job's Lease: read from the app's own Jobs, not from a copy."""
+    from k8slease.cli.demoapp.billing_app import build_jobs
+
+    jobs = build_jobs(namespace="x", fast=fast)
+    locking = sorted(name for name, spec in jobs.specs.items() if spec.coordinated)
+    default = rm.render_objects({"exampleApp": {"enabled": True}})
+    (role,) = [
+        o for o in default if o["kind"] == "Role" and o["metadata"]["name"].endswith("-billing")
+    ]
+    assert _lease_rules(role)[1][1] == tuple(
+        sorted(["billing", *(f"billing.{j}" for j in locking)])
+    )
 
 
 def test_without_created_roles_group_accounts_bind_the_shared_role() -> None:

@@ -121,7 +121,7 @@ there are no narrowed Roles and every ServiceAccount is listed here.
 {{/*
 The elector Roles narrowed to one group (issue 27), as a JSON list of {namespace, group, names,
 serviceAccounts}: one per (namespace, group) that elector.bindings name with `group` (the
-example app's group too, when it is enabled). names are the Leases the group's replicas get and
+example app's group and exampleApp.jobs too, when it is enabled). names are the Leases the group's replicas get and
 update: the leader Lease <group> and a lock <group>.<job> for each declared job. Only when the
 chart creates the Roles (elector.createRole); otherwise a group binding binds the shared Role.
 */}}
@@ -135,9 +135,7 @@ chart creates the Roles (elector.createRole); otherwise a group binding binds th
 {{- end -}}
 {{- end -}}
 {{- if .Values.exampleApp.enabled -}}
-{{- $jobs := list -}}
-{{- range .Values.exampleApp.scheduledJobGroup.jobs -}}{{- $jobs = append $jobs .name -}}{{- end -}}
-{{- $entries = append $entries (dict "namespace" .Release.Namespace "group" .Values.exampleApp.group "serviceAccount" (include "k8slease.exampleApp.serviceAccountName" .) "jobs" $jobs) -}}
+{{- $entries = append $entries (dict "namespace" .Release.Namespace "group" .Values.exampleApp.group "serviceAccount" (include "k8slease.exampleApp.serviceAccountName" .) "jobs" (.Values.exampleApp.jobs | default list)) -}}
 {{- end -}}
 {{- if .Values.elector.createRole -}}
 {{- range $entries -}}
