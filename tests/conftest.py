@@ -1,13 +1,68 @@
 """Shared set-up: the chart's render script (``render_manifests``) and the peers' helpers
-(``peerproc``, tests/peers) are importable."""
+(``peerproc``, tests/peers) are importable; ``--admission-policy`` installs the chart's
+admission policy on the real control plane (tests/admission_policy.py)."""
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 CHARTS = Path(__file__).resolve().parents[1] / "charts"
 PEERS = Path(__file__).resolve().parent / "peers"
 for _path in (CHARTS, PEERS):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
+
+import admission_policy  # noqa: E402  (tests/ is on sys.path: pytest's rootdir conftest)
+
+from k8slease.testing import tiers  # noqa: E402
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.getgroup("k8slease").addoption(
+        admission_policy.OPTION,
+        action="store_true",
+        default=False,
+        help="install the chart's ValidatingAdmissionPolicy on the real control plane for the "
+        "whole session (tests/admission_policy.py says what it exercises)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "admission_refuses(reason): the test plants what the chart's admission policy rightly "
+        "refuses (a hostile Lease); skipped on [real] under --admission-policy, with the reason",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not config.getoption(admission_policy.OPTION):
+        return
+    for item in items:
+        mark = item.get_closest_marker("admission_refuses")
+        callspec = getattr(item, "callspec", None)
+        on_real = callspec is not None and callspec.params.get("k8s_apiserver") == tiers.REAL
+        if mark is not None and (on_real or "k8s_real_apiserver" in item.fixturenames):
+            reason = mark.args[0] if mark.args else mark.kwargs.get("reason", "")
+            item.add_marker(pytest.mark.skip(reason=f"the admission policy refuses it: {reason}"))
+
+
+@pytest.fixture(scope="session")
+def k8s_real_apiserver(k8s_real_apiserver: Any, request: pytest.FixtureRequest) -> Iterator[Any]:
+    """The plugin's real control plane, with the chart's admission policy installed when
+    ``--admission-policy`` is given."""
+    if not request.config.getoption(admission_policy.OPTION):
+        yield k8s_real_apiserver
+        return
+    admin = k8s_real_apiserver.api_client()
+    try:
+        installed = admission_policy.install(admin)
+        yield k8s_real_apiserver
+        admission_policy.uninstall(admin, installed)
+    finally:
+        admin.close()

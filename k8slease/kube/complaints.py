@@ -21,7 +21,9 @@ def hint(op: str, error: TransportError, *, namespace: str) -> str:
             return "the API server refused the credentials: check the kubeconfig or token"
         return (
             f"RBAC: the ServiceAccount needs get, list, watch, create and update on"
-            f" coordination.k8s.io leases in namespace {namespace!r} (docs/operations.md#rbac)"
+            f" coordination.k8s.io leases in namespace {namespace!r}; a group's narrowed Role"
+            f" (chart: elector.bindings[].group) allows get and update only on the Leases it"
+            f" names: list the job under elector.bindings[].jobs (docs/operations.md#rbac)"
         )
     if isinstance(error, NotFound) and op in ("create", "watch", "list"):
         return (

@@ -90,3 +90,20 @@ def test_operator_only_rule_names_the_operator_account() -> None:
         "request.userInfo.username == 'system:serviceaccount:k8slease:k8slease-operator'"
         in variable
     )
+
+
+def test_the_suites_policy_holds_the_admin_to_every_rule_in_every_test_namespace() -> None:
+    """--admission-policy (tests/admission_policy.py): no break glass, the admin declared the
+    ScheduledJobGroup writer, and the bindings match every namespace but the system ones."""
+    import admission_policy
+
+    objects = admission_policy.policy_objects("1.37")
+    bindings = [o for o in objects if o["kind"] == "ValidatingAdmissionPolicyBinding"]
+    assert len(bindings) == 2
+    for binding in bindings:
+        (expression,) = binding["spec"]["matchResources"]["namespaceSelector"]["matchExpressions"]
+        assert expression["operator"] == "NotIn"
+        assert set(expression["values"]) == {"kube-system", "kube-public", "kube-node-lease"}
+    text = str([o["spec"] for o in objects if o["kind"] == "ValidatingAdmissionPolicy"])
+    assert "system:masters" not in text, "break glass emptied: the admin is held to the rules"
+    assert "'k8slease-admin'" in text

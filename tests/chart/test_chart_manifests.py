@@ -64,7 +64,8 @@ def test_manifests_hold_crd_operator_rbac_and_example_app() -> None:
     assert kinds["00-namespace.yaml"] == ["Namespace"]
     assert kinds["01-crds.yaml"] == ["CustomResourceDefinition"]
     assert kinds["02-operator.yaml"] == ["ServiceAccount", "Role", "RoleBinding", "Deployment"]
-    assert kinds["03-elector-rbac.yaml"] == ["Role", "RoleBinding"]
+    # the shared Role (for apps the user binds) and the example app group's narrowed one
+    assert kinds["03-elector-rbac.yaml"] == ["Role", "Role", "RoleBinding"]
     assert kinds["04-example-app.yaml"] == ["ServiceAccount", "Deployment", "ScheduledJobGroup"]
     assert kinds["05-admission-policy.yaml"] == [
         "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",

@@ -46,6 +46,15 @@ VALUE_SETS: dict[str, dict[str, Any]] = {
         "exampleApp": {"enabled": True},
     },
     "no-operator": {"operator": {"enabled": False}},
+    "narrowed": {
+        "elector": {
+            "bindings": [
+                {"serviceAccount": "billing", "group": "billing", "jobs": ["invoices"]},
+                {"serviceAccount": "reports", "namespace": "team-a", "group": "reports"},
+            ]
+        },
+        "exampleApp": {"enabled": True, "group": "demo"},
+    },
 }
 
 
@@ -182,11 +191,11 @@ def test_operator_roles_follow_watched_namespaces() -> None:
 
 
 def test_app_service_accounts_get_no_operator_rights() -> None:
-    """The example app's ServiceAccount is bound to the elector Role and to nothing else."""
+    """The example app's ServiceAccount is bound to its group's elector Role and nothing else."""
     objects = _rbac(VALUE_SETS["cluster-wide"])
     refs = {
         (b["roleRef"]["kind"], b["roleRef"]["name"])
         for b in objects
         if b["kind"] in BINDING_KINDS and any(s["name"] == "billing-app" for s in b["subjects"])
     }
-    assert refs == {("Role", "k8slease-elector")}
+    assert refs == {("Role", "k8slease-elector-billing")}

@@ -50,6 +50,7 @@ class Access:
     group: str = ""
     namespace: str = ""
     subresource: str = ""
+    name: str = ""
 
 
 def allowed(admin: Any, user: str, access: Access) -> bool:
@@ -64,6 +65,7 @@ def allowed(admin: Any, user: str, access: Access) -> bool:
                 group=access.group,
                 namespace=access.namespace or None,
                 subresource=access.subresource or None,
+                name=access.name or None,
             ),
         )
     )

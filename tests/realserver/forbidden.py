@@ -31,10 +31,12 @@ class ForbiddenCalls:
             self._cond.notify_all()
 
     def wait(self, verb: str, path_part: str, timeout: float = 15.0) -> tuple[str, str]:
-        """The first refused ``verb`` whose path contains ``path_part``; fails after timeout."""
+        """The first refused ``verb`` (any verb when empty) whose path contains ``path_part``;
+        fails after timeout."""
 
         def found() -> tuple[str, str] | None:
-            return next((c for c in self.calls if c[0] == verb and path_part in c[1]), None)
+            matching = (c for c in self.calls if (not verb or c[0] == verb) and path_part in c[1])
+            return next(matching, None)
 
         with self._cond:
             self._cond.wait_for(lambda: found() is not None, timeout)

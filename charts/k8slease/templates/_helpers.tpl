@@ -91,9 +91,12 @@ app.kubernetes.io/component: example-app
 {{- end -}}
 
 {{/*
-The elector bindings as a JSON object: namespace -> list of ServiceAccount names. The release
-namespace is always present (possibly with no ServiceAccounts) so that its Role exists for
-users who bind it themselves; the example app's ServiceAccount is added when it is enabled.
+The elector bindings of the shared (namespace-wide) Role as a JSON object: namespace -> list of
+ServiceAccount names. The release namespace is always present (possibly with no
+ServiceAccounts) so that its Role exists for users who bind it themselves, and so is every
+namespace of a group binding. A binding that names its group gets that group's narrowed Role
+instead (k8slease.elector.groupRoles), the example app's too; with elector.createRole=false
+there are no narrowed Roles and every ServiceAccount is listed here.
 */}}
 {{- define "k8slease.elector.bindings" -}}
 {{- $root := . -}}
@@ -101,14 +104,53 @@ users who bind it themselves; the example app's ServiceAccount is added when it 
 {{- range .Values.elector.bindings -}}
 {{- $ns := .namespace | default $root.Release.Namespace -}}
 {{- $current := get $byNamespace $ns | default (list) -}}
+{{- if and .group $root.Values.elector.createRole -}}
+{{- $_ := set $byNamespace $ns $current -}}
+{{- else -}}
 {{- $_ := set $byNamespace $ns (append $current .serviceAccount | uniq) -}}
 {{- end -}}
-{{- if .Values.exampleApp.enabled -}}
+{{- end -}}
+{{- if and .Values.exampleApp.enabled (not .Values.elector.createRole) -}}
 {{- $ns := .Release.Namespace -}}
 {{- $current := get $byNamespace $ns | default (list) -}}
 {{- $_ := set $byNamespace $ns (append $current (include "k8slease.exampleApp.serviceAccountName" .) | uniq) -}}
 {{- end -}}
 {{- toJson $byNamespace -}}
+{{- end -}}
+
+{{/*
+The elector Roles narrowed to one group (issue 27), as a JSON list of {namespace, group, names,
+serviceAccounts}: one per (namespace, group) that elector.bindings name with `group` (the
+example app's group and exampleApp.jobs too, when it is enabled). names are the Leases the group's replicas get and
+update: the leader Lease <group> and a lock <group>.<job> for each declared job. Only when the
+chart creates the Roles (elector.createRole); otherwise a group binding binds the shared Role.
+*/}}
+{{- define "k8slease.elector.groupRoles" -}}
+{{- $root := . -}}
+{{- $byKey := dict -}}
+{{- $entries := list -}}
+{{- range .Values.elector.bindings -}}
+{{- if .group -}}
+{{- $entries = append $entries (dict "namespace" (.namespace | default $root.Release.Namespace) "group" .group "serviceAccount" .serviceAccount "jobs" (.jobs | default list)) -}}
+{{- end -}}
+{{- end -}}
+{{- if .Values.exampleApp.enabled -}}
+{{- $entries = append $entries (dict "namespace" .Release.Namespace "group" .Values.exampleApp.group "serviceAccount" (include "k8slease.exampleApp.serviceAccountName" .) "jobs" (.Values.exampleApp.jobs | default list)) -}}
+{{- end -}}
+{{- if .Values.elector.createRole -}}
+{{- range $entries -}}
+{{- $key := printf "%s/%s" .namespace .group -}}
+{{- $role := get $byKey $key | default (dict "namespace" .namespace "group" .group "names" (list .group) "serviceAccounts" list) -}}
+{{- $names := $role.names -}}
+{{- range .jobs -}}{{- $names = append $names (printf "%s.%s" $role.group .) -}}{{- end -}}
+{{- $_ := set $role "names" (uniq $names) -}}
+{{- $_ := set $role "serviceAccounts" (append $role.serviceAccounts .serviceAccount | uniq) -}}
+{{- $_ := set $byKey $key $role -}}
+{{- end -}}
+{{- end -}}
+{{- $roles := list -}}
+{{- range $key := keys $byKey | sortAlpha -}}{{- $roles = append $roles (get $byKey $key) -}}{{- end -}}
+{{- toJson $roles -}}
 {{- end -}}
 
 {{/*
@@ -136,12 +178,13 @@ the cluster-wide ClusterRole.
 {{/*
 The groups the admission policy guards, as a JSON list of {name, namespace, writers}: writers
 are the usernames (system:serviceaccount:NS:SA, plus any users listed) allowed to write the
-group's Leases. admissionPolicy.groups declares them; the example app's group is added when it
-is enabled.
+group's Leases. admissionPolicy.groups declares them; an elector binding that names its group
+declares its ServiceAccount a writer of that group too, and so does the example app when it is
+enabled. Entries for the same namespace and group are merged (their writers joined).
 */}}
 {{- define "k8slease.admission.groups" -}}
 {{- $root := . -}}
-{{- $groups := list -}}
+{{- $entries := list -}}
 {{- range .Values.admissionPolicy.groups -}}
 {{- $ns := .namespace | default $root.Release.Namespace -}}
 {{- $writers := list -}}
@@ -151,12 +194,32 @@ is enabled.
 {{- range .users -}}
 {{- $writers = append $writers . -}}
 {{- end -}}
-{{- $groups = append $groups (dict "name" .name "namespace" $ns "writers" (uniq $writers)) -}}
+{{- $entries = append $entries (dict "name" .name "namespace" $ns "writers" $writers) -}}
+{{- end -}}
+{{- range .Values.elector.bindings -}}
+{{- if .group -}}
+{{- $ns := .namespace | default $root.Release.Namespace -}}
+{{- $entries = append $entries (dict "name" .group "namespace" $ns "writers" (list (printf "system:serviceaccount:%s:%s" $ns .serviceAccount))) -}}
+{{- end -}}
 {{- end -}}
 {{- if .Values.exampleApp.enabled -}}
 {{- $sa := printf "system:serviceaccount:%s:%s" .Release.Namespace (include "k8slease.exampleApp.serviceAccountName" .) -}}
-{{- $groups = append $groups (dict "name" .Values.exampleApp.group "namespace" .Release.Namespace "writers" (list $sa)) -}}
+{{- $entries = append $entries (dict "name" .Values.exampleApp.group "namespace" .Release.Namespace "writers" (list $sa)) -}}
 {{- end -}}
+{{- $byKey := dict -}}
+{{- $order := list -}}
+{{- range $entries -}}
+{{- $key := printf "%s/%s" .namespace .name -}}
+{{- if hasKey $byKey $key -}}
+{{- $known := get $byKey $key -}}
+{{- $_ := set $known "writers" (concat $known.writers .writers | uniq) -}}
+{{- else -}}
+{{- $_ := set $byKey $key (dict "name" .name "namespace" .namespace "writers" (uniq .writers)) -}}
+{{- $order = append $order $key -}}
+{{- end -}}
+{{- end -}}
+{{- $groups := list -}}
+{{- range $order -}}{{- $groups = append $groups (get $byKey .) -}}{{- end -}}
 {{- toJson $groups -}}
 {{- end -}}
 

@@ -179,6 +179,7 @@ def test_demo_app_rejects_bad_environment_without_a_traceback(
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.admission_refuses("lease-bounds: a holder identity with control characters")
 def test_status_prints_no_control_character_from_a_lease(
     k8s_apiserver: APIServer | ExternalCluster,
     k8s_api_client: client.ApiClient,

@@ -243,6 +243,7 @@ def test_groups_with_leases_but_no_object_are_created(
         custom.stop(5)
 
 
+@pytest.mark.admission_refuses("lease-bounds: a fencing token that is not a number")
 def test_malformed_leases_and_specs_get_a_message_not_a_crash(
     server: APIServer, operator: Path, api: client.ApiClient
 ) -> None:

@@ -48,6 +48,7 @@ def test_forbidden_names_the_rbac_to_grant_and_a_new_kind_is_logged_again() -> N
     levels = [line[0] for line in log.lines]
     assert levels == ["warning", "debug", "warning"]
     assert "RBAC" in log.lines[0][2]["hint"]
+    assert "elector.bindings[].jobs" in log.lines[0][2]["hint"], "a narrowed Role's cause too"
     assert "hint" not in log.lines[2][2], "a transient error has no advice"
 
 
