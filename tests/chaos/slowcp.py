@@ -51,6 +51,7 @@ REPLICAS = ("a", "b", "c")
 START_WITHIN = 90.0  # three process starts, a first election and a first run on a busy machine
 OPERATOR_ENV = {"K8SLEASE_OPERATOR_EVALUATE_INTERVAL": "1"}
 FIELD = re.compile(r"\b(\w+)=('?)([^\s']*)\2")
+ISO = re.compile(r"\d{4}-\d\d-\d\dT[\d:.]+(?:[+-]\d\d:\d\d|Z)")
 
 
 @dataclass
@@ -180,6 +181,7 @@ class Scenario:
                     continue
                 event = parts[4].split(" ", 1)[0]
                 fields = {m.group(1): m.group(3) for m in FIELD.finditer(parts[4])}
+                fields["_ticks"] = " ".join(ISO.findall(parts[4].partition(" ticks=")[2]))
                 out.append((who, float(parts[0]), float(parts[1]), event, fields))
         return out
 
@@ -204,23 +206,29 @@ def _reported(scenario: Scenario, job: str, until_wall: float) -> set[int]:
     named: set[int] = set()
     spans: list[tuple[float, float]] = []
     dropping: dict[str, float] = {}
+    losing: dict[str, float] = {}
     every = scenario.every
     for who, _, wall, event, f in scenario.warnings():
         if f.get("job") not in (job, f"{GROUP}.{job}", None):
             continue
         if event == "job.ticks_lost" and f.get("job") == job:
             spans.append((_epoch(f["first"]), _epoch(f["last"])))
+            losing.pop(who, None)
         elif event == "job.ticks_being_lost" and f.get("job") == job:
-            spans.append((_epoch(f["tick"]), until_wall))  # its count comes at the end
+            losing[who] = _epoch(f["tick"])  # its count comes when it ends
         elif event == "job.ticks_dropped" and f.get("job") == job:
             dropping[who] = _epoch(f["tick"])
         elif event == "job.ticks_dropped_ended" and f.get("job") == job and who in dropping:
             spans.append((dropping.pop(who), wall))
+        elif event == "job.api_recovered" and f.get("job") == job:
+            named.update(round(_epoch(t)) for t in f["_ticks"].split())  # skipped, named
+        elif event == "lock.claim_unanswered" and f.get("job") == job and "tick" in f:
+            named.add(round(_epoch(f["tick"])))
         elif event == "lock.tick_lost" and "lost_tick" in f:
             named.add(round(_epoch(f["lost_tick"])))
         elif event == "job.finished" and f.get("outcome") == "lost" and "tick" in f:
             named.add(round(_epoch(f["tick"])))
-    spans += [(first, until_wall) for first in dropping.values()]
+    spans += [(first, until_wall) for first in [*dropping.values(), *losing.values()]]
     for first, last in spans:
         tick = math.ceil(first / every - 1e-6) * every
         while tick <= last + 1e-6:
@@ -261,6 +269,17 @@ def measure(scenario: Scenario, *, fault: str, delay: float, spell: float, tail:
         s.procs.signal(name, signal.SIGTERM)
     for name in REPLICAS:
         s.procs.procs[name].wait(timeout=120)
+    times = [began_mono, began_wall, back_mono, back_wall, end_mono, end_wall]
+    (s.tmp / "window.json").write_text(json.dumps({"times": times, "figures": asdict(fig)}))
+    return analysed(s, fig, *times)
+
+
+def analysed(s: Scenario, fig: Figures, began_mono: float, began_wall: float, back_mono: float,
+             back_wall: float, end_mono: float, end_wall: float) -> Figures:  # fmt: skip
+    """``fig`` filled in from the journals and logs of a run whose fault began at
+    ``began_*``, ended at ``back_*``, and whose replicas were stopped at ``end_*``."""
+    delay = fig.delay
+    fault = fig.fault
     fig.window = round(end_mono - began_mono, 1)
     fig.wall = fig.window
 
@@ -356,6 +375,32 @@ def analyse(directory: Path, *, timing: str, every: float, run: float) -> Scenar
     return s
 
 
+def reanalyse(directory: Path, printed: dict[str, Any]) -> Figures:
+    """The figures of a kept run again, from its journals and logs and the figures it printed
+    (its window from ``window.json``, or else from when the replicas got SIGTERM)."""
+    fig = Figures(**{k: v for k, v in printed.items() if k in Figures.__dataclass_fields__})
+    s = analyse(directory, timing=fig.timing, every=fig.every, run=1.0)
+    s.load = []
+    saved = directory / "window.json"
+    if saved.exists():
+        times = json.loads(saved.read_text())["times"]
+    else:
+        stops = []
+        for who in REPLICAS:
+            for line in (directory / f"{who}.log").read_text(errors="replace").splitlines():
+                if " signal.received " in line:
+                    mono, wall = (float(x) for x in line.split(" ", 2)[:2])
+                    stops.append((mono, wall))
+        end_mono, end_wall = min(stops)
+        began = (end_mono - fig.window, end_wall - fig.window)
+        tail = fig.window - fig.spell
+        times = [*began, end_mono - tail, end_wall - tail, end_mono, end_wall]
+    load = fig.load
+    fig = analysed(s, fig, *times)
+    fig.load = load
+    return fig
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--server", choices=("real", "embedded"), default="real")
@@ -367,7 +412,14 @@ def main() -> int:
     parser.add_argument("--run", type=float, default=1.0)
     parser.add_argument("--tail", type=float, default=None)
     parser.add_argument("--keep", action="store_true", help="keep the journals and logs")
+    parser.add_argument("--reanalyse", type=Path, help="a file holding a kept run's JSON line")
     args = parser.parse_args()
+    if args.reanalyse:
+        printed = json.loads(args.reanalyse.read_text().strip().splitlines()[-1])
+        fig = reanalyse(Path(printed["tmp"]), printed)
+        fails = check(fig, tolerated=printed["tolerated"])
+        print(json.dumps(asdict(fig) | {"tolerated": printed["tolerated"], "fails": fails}))
+        return 1 if fails else 0
     from k8slease.election.budget import tolerated_latency
     from k8slease.election.timing import ElectionTiming
 
