@@ -165,10 +165,11 @@ class DelayProxy:
         finally:
             if self._server is not None:
                 self._server.close()
-            for task in asyncio.all_tasks(loop):
+            tasks = asyncio.all_tasks(loop)
+            for task in tasks:
                 task.cancel()
-            with contextlib.suppress(Exception):
-                loop.run_until_complete(asyncio.sleep(0))
+            with contextlib.suppress(Exception):  # let every task end: none destroyed pending
+                loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
             loop.close()
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -178,11 +179,17 @@ class DelayProxy:
         except OSError:
             writer.close()
             return
-        await asyncio.gather(
+        pipes = asyncio.gather(
             self._pipe(reader, up_writer, delayed=True),
             self._pipe(up_reader, writer, delayed=False),
             return_exceptions=True,
         )
+        try:
+            await pipes
+        except asyncio.CancelledError:  # stop(): end quietly (a cancelled connection task
+            pipes.cancel()  # makes asyncio's stream callback print a traceback)
+            with contextlib.suppress(asyncio.CancelledError):
+                await pipes
 
     async def _pipe(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *, delayed: bool
