@@ -19,6 +19,7 @@ Every request's connect phase stays bounded by ``request_timeout``
 
 from __future__ import annotations
 
+import math
 from datetime import datetime
 
 #: The share of ``lock_at_most_for`` a grant is kept after its last good write was sent.
@@ -58,3 +59,35 @@ def remaining(last_ok_sent: float, lock_at_most_for: float, *, now: float, floor
     ``last_ok_sent`` counts as lost: what an extension or a release may take (never below
     ``floor``, ``request_timeout``: a lost grant's run record is still worth writing)."""
     return max(floor, last_ok_sent + keep_budget(lock_at_most_for) - now)
+
+
+def shortest_tick_period(latency: float, run_time: float) -> float:
+    """The tick period above which a locked job runs every tick, each request taking
+    ``latency`` seconds and a run ``run_time``: ``2 * latency + run_time``.
+
+    A tick costs its holder two conditional writes in a row: the claim, then the release with
+    the run record (the release is conditional on the claim's answer, so they cannot overlap).
+    Until that release lands the other replicas see the lock held and skip, and the holder's
+    scheduler, which runs one instance of a job at a time, drops a tick that fires while the
+    previous one is still claiming, running or releasing (``job.ticks_dropped``, a WARNING).
+    """
+    return 2 * latency + run_time
+
+
+def ticks_between_runs(
+    period: float, latency: float, run_time: float, *, claim_wait: float = 0.0
+) -> tuple[int, int]:
+    """How many ticks apart a locked job's runs are, fewest and most (``(1, 1)``: every tick),
+    when each request takes ``latency`` and the period is ``period``.
+
+    A tick runs when a replica judges its claim after the previous run's release has landed,
+    ``shortest_tick_period`` after that run's tick. A replica judges at the tick plus its wait
+    in the tick's claim order (0 for the first, up to ``claim_wait``:
+    ``min(replicas - 1, claim_spread) * claim_step``), so the next run comes at the first tick
+    that fires no earlier than ``claim_wait`` before the release lands (fewest) and at the
+    latest at the first tick that fires after it (most).
+    """
+    busy = shortest_tick_period(latency, run_time)
+    if busy < period:
+        return (1, 1)
+    return (max(1, math.ceil((busy - claim_wait) / period)), math.floor(busy / period) + 1)

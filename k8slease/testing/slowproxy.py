@@ -13,6 +13,15 @@ later, while bytes keep flowing both ways (TLS passes through untouched). A dela
 Bytes are delayed per chunk in order, on the proxy's own clock (``time.monotonic``); a chunk
 read at ``t`` is forwarded at ``t + delay`` (the delay in force when it was read). Only
 loopback is served.
+
+A slow API server is slow to *answer*, not to accept connections: an overloaded kube-apiserver
+(or one waiting on etcd) still completes TLS handshakes at once. So on a TLS connection only the
+client's application-data records (TLS content type 23: the requests) are delayed; its
+handshake records pass at once (they are read from the plaintext record headers; the bytes are
+never changed, and nothing overtakes a record still held back). Delaying every record instead
+(``handshakes=True``) models a slow network: each new connection then pays the delay once per
+round trip of its handshake, which a client's connect timeout bounds. A plaintext connection
+is delayed whole either way.
 """
 
 from __future__ import annotations
@@ -25,18 +34,63 @@ from collections.abc import Callable
 from types import TracebackType
 
 CHUNK = 65536
+#: TLS record content types (RFC 8446, 5.1): the first byte of a client's TLS stream is a
+#: handshake record; application data carries the requests.
+_HANDSHAKE, _APPLICATION_DATA = 22, 23
+
+
+class _Records:
+    """Splits a client's TLS byte stream at record boundaries: ``feed`` returns pieces tagged
+    with whether they belong to an application-data record (incremental: a record may span
+    reads)."""
+
+    def __init__(self) -> None:
+        self._header = b""
+        self._left = 0  # body bytes of the current record still to come
+        self._kind = 0
+
+    def feed(self, data: bytes) -> list[tuple[bytes, bool]]:
+        pieces: list[tuple[bytes, bool]] = []
+        i = 0
+        while i < len(data):
+            if self._left == 0:  # in (or at the start of) a record header
+                take = data[i : i + 5 - len(self._header)]
+                self._header += take
+                self._kind = self._header[0]
+                if len(self._header) == 5:
+                    self._left = int.from_bytes(self._header[3:5], "big")
+                    self._header = b"" if self._left == 0 else self._header
+            else:
+                take = data[i : i + self._left]
+                self._left -= len(take)
+                if self._left == 0:
+                    self._header = b""
+            i += len(take)
+            app = self._kind == _APPLICATION_DATA
+            if pieces and pieces[-1][1] == app:
+                pieces[-1] = (pieces[-1][0] + take, app)
+            else:
+                pieces.append((take, app))
+        return pieces
 
 
 class DelayProxy:
     """Forwards connections on ``127.0.0.1:port`` to ``target``, delaying client-to-server
     bytes by the delay in force (0 until :meth:`slow`). Thread-safe; runs its own loop."""
 
-    def __init__(self, target: tuple[str, int], *, clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        target: tuple[str, int],
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        handshakes: bool = False,
+    ) -> None:
         host, _ = target
         if host not in ("127.0.0.1", "localhost", "::1"):
             raise ValueError(f"DelayProxy forwards to loopback only, not {host!r}")
         self.target = target
         self._clock = clock
+        self._handshakes = handshakes
         self._delay = 0.0
         self._until: float | None = None
         self._lock = threading.Lock()
@@ -111,10 +165,11 @@ class DelayProxy:
         finally:
             if self._server is not None:
                 self._server.close()
-            for task in asyncio.all_tasks(loop):
+            tasks = asyncio.all_tasks(loop)
+            for task in tasks:
                 task.cancel()
-            with contextlib.suppress(Exception):
-                loop.run_until_complete(asyncio.sleep(0))
+            with contextlib.suppress(Exception):  # let every task end: none destroyed pending
+                loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
             loop.close()
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -124,11 +179,17 @@ class DelayProxy:
         except OSError:
             writer.close()
             return
-        await asyncio.gather(
+        pipes = asyncio.gather(
             self._pipe(reader, up_writer, delayed=True),
             self._pipe(up_reader, writer, delayed=False),
             return_exceptions=True,
         )
+        try:
+            await pipes
+        except asyncio.CancelledError:  # stop(): end quietly (a cancelled connection task
+            pipes.cancel()  # makes asyncio's stream callback print a traceback)
+            with contextlib.suppress(asyncio.CancelledError):
+                await pipes
 
     async def _pipe(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *, delayed: bool
@@ -147,11 +208,21 @@ class DelayProxy:
                 await writer.drain()
 
         sender = asyncio.ensure_future(forward())
+        records: _Records | None = None
+        first = True
         try:
             while True:
                 data = await reader.read(CHUNK)
-                due = self._clock() + (self.delay() if delayed else 0.0)
-                await queue.put((due, data))
+                now = self._clock()
+                delay = self.delay() if delayed else 0.0
+                if first and delayed and data[:1] == bytes([_HANDSHAKE]) and not self._handshakes:
+                    records = _Records()  # a TLS client: hold back its requests only
+                first = False
+                if records is None or not data:
+                    await queue.put((now + delay, data))
+                else:
+                    for piece, app in records.feed(data):
+                        await queue.put((now + (delay if app else 0.0), piece))
                 if not data:
                     break
             await sender

@@ -104,6 +104,24 @@ def test_a_leader_holds_just_below_the_tolerated_latency_and_not_above(
         assert below > timing.timeout
 
 
+@pytest.mark.parametrize(
+    "timing",
+    [DEFAULT, FAST, ElectionTiming(lease_duration=10, renew_interval=6, renew_deadline=8)],
+)
+def test_renews_leave_no_slack_and_exactly_the_tolerance_cannot_be_held(
+    timing: ElectionTiming,
+) -> None:
+    # each renew goes out the instant the previous answer arrives (when the latency is at least
+    # renew_interval): the leader holds at 0.9999 of the tolerance. At exactly half the deadline
+    # no schedule can hold: the next renew cannot be sent before the previous answer (it is
+    # conditional on the resourceVersion that answer brings), so its answer comes 2 * latency
+    # = renew_deadline after the last good renew was sent: at its deadline, not before.
+    tolerance = tolerated_latency(timing)
+    span = 20 * timing.renew_deadline
+    assert not _stepped_down_under_latency(timing, (1 - 1e-4) * tolerance, span)
+    assert _stepped_down_under_latency(timing, tolerance, span)
+
+
 def test_the_operations_guide_states_the_formula_and_its_table_matches_it() -> None:
     import re
     from pathlib import Path

@@ -79,3 +79,52 @@ def test_bad_delays_are_refused() -> None:
         proxy.slow(float("nan"))
     with pytest.raises(ValueError, match="duration must be"):
         proxy.slow(1, duration=0)
+
+
+def _record(kind: int, body: bytes) -> bytes:
+    return bytes([kind, 3, 3]) + len(body).to_bytes(2, "big") + body
+
+
+def _exchange(conn: socket.socket, payload: bytes) -> float:
+    started = time.monotonic()
+    conn.sendall(payload)
+    got = b""
+    while len(got) < len(payload):
+        got += conn.recv(4096)
+    assert got == payload
+    return time.monotonic() - started
+
+
+@pytest.mark.parametrize("handshakes", [False, True])
+def test_a_tls_clients_handshake_passes_at_once_and_its_requests_are_delayed(
+    echo: int, handshakes: bool
+) -> None:
+    # a slow server answers requests late but completes handshakes at once (a connect timeout
+    # bounds the handshake: delayed, no new connection could be opened during a long spell)
+    hello, finished = _record(22, b"h" * 300), _record(20, b"\x01")
+    request = _record(23, b"GET / " * 50)
+    with DelayProxy(("127.0.0.1", echo), handshakes=handshakes) as proxy:
+        proxy.slow(0.4, duration=30)
+        with socket.create_connection(("127.0.0.1", proxy.port), timeout=10) as conn:
+            # the header split across sends: records are found across reads
+            handshake = _exchange(conn, hello[:3])
+            rest = _exchange(conn, hello[3:] + finished)
+            slow = _exchange(conn, request + request)
+        if handshakes:
+            assert handshake >= 0.4 and rest >= 0.4
+        else:
+            assert handshake < 0.3 and rest < 0.3
+        assert 0.4 <= slow < 2.0
+
+
+def test_records_are_split_at_their_boundaries_whatever_the_reads() -> None:
+    from k8slease.testing.slowproxy import _Records
+
+    stream = _record(22, b"a" * 7) + _record(23, b"b" * 9) + _record(23, b"") + _record(21, b"c")
+    for size in (1, 2, 5, 6, 13, len(stream)):
+        records = _Records()
+        reads = [stream[i : i + size] for i in range(0, len(stream), size)]
+        pieces = [p for data in reads for p in records.feed(data)]
+        assert b"".join(p for p, _ in pieces) == stream
+        app = b"".join(p for p, a in pieces if a)
+        assert app == _record(23, b"b" * 9) + _record(23, b""), size
