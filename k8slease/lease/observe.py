@@ -100,7 +100,11 @@ class LeaseObserver:
 
     @property
     def last_held(self) -> LeaseRecord | None:
-        """The last well-formed held record seen (a release must renew after it)."""
+        """The well-formed held record with the latest ``renewTime`` seen (a release must renew
+        after it). Not simply the last one seen: an answer can arrive after a watch event that
+        is newer than it (a read served before a renewal, answered after the watch delivered
+        the renewal), and a release judged against that older record would let hand edits
+        that leave the newer ``renewTime`` pass for a release (simulation seed 7265)."""
         return self._last_held
 
     @property
@@ -118,7 +122,7 @@ class LeaseObserver:
         key = content_key(None if view is None else view.body)
         if view is not None:
             if view.record.held and not view.record.malformed:
-                self._last_held = view.record
+                self._last_held = _later_held(self._last_held, view.record)
             self.highest_token = max(self.highest_token, view.fencing_token)
             claimed = view.job.claimed_tick
             if claimed is not None and (
@@ -260,3 +264,13 @@ class Observations:
             self._observers.pop(name, None)
             self._generation += 1
             self._changed.notify_all()
+
+
+def _later_held(kept: LeaseRecord | None, seen: LeaseRecord) -> LeaseRecord:
+    """Of two held records, the one a release must renew after: the later ``renewTime`` (a
+    record without one never replaces one that has it; ties go to the newer sighting)."""
+    if kept is None or kept.renew_time is None:
+        return seen
+    if seen.renew_time is None or seen.renew_time < kept.renew_time:
+        return kept
+    return seen

@@ -174,3 +174,31 @@ def test_a_lease_deleted_after_a_release_is_waited_out_before_it_is_created() ->
     c.deliver_watch(other, 1000)
     command = c.act(other)
     assert isinstance(command, Wait)
+
+
+def test_a_stale_read_answer_does_not_make_hand_edits_look_like_a_release() -> None:
+    """Found by the simulation (seed 7265 with late applies, two leaders): the candidate's read
+    of renewal N-1 was answered after its watch had delivered renewal N. Then a hand edit
+    removed the holder and another shortened the duration, leaving renewal N's renewTime: later
+    than N-1's, the last held record the candidate had *seen last*, so it took the Lease 3.4 s
+    after the first edit while the partitioned holder still believed. A release must renew
+    after every held record seen, not after whichever arrived last."""
+    c = Cluster(2)
+    leader, other = _lead(c)
+    c.replicas[other].machine.set_watching(False, c.mono(other))  # so that it polls
+    c.advance(3.0)
+    assert isinstance(c.roundtrip(leader), Update)  # renewal N-1
+    assert isinstance(c.act(other), Read)
+    c.apply(other)  # the read is served here, before renewal N
+    c.advance(3.0)
+    assert isinstance(c.roundtrip(leader), Update)  # renewal N
+    c.deliver_watch(other, 1000)
+    c.respond(other)  # ... and answered after the watch delivered renewal N
+    c.replicas[other].machine.set_watching(True, c.mono(other))
+    c.store.edit(NAME, _drop_holder)
+    c.store.edit(NAME, _shorten)
+    c.deliver_watch(other, 1000)
+    seen = c.replicas[other].machine.observation
+    assert seen is not None and seen.record is not None and not seen.record.held
+    command = c.act(other)
+    assert isinstance(command, Wait) and command.until == pytest.approx(seen.first_seen_at + 10)
