@@ -114,7 +114,11 @@ class TickRunner:
         if self.spec.mode is Mode.EVERY_REPLICA or self.lock is None:
             return self._begin(tick, None)
         if self.spec.mode is Mode.LEADER and self._is_leader is not None and not self._is_leader():
+            # fired here, so this replica's entry was resumed when the tick came due: its term
+            # ended and the elector has not paused the entry yet (a pause, a stalled thread). A
+            # leader that began after the tick came due does not fire it: it runs nowhere
             self._skip(tick, "not-leader")
+            self.losses.lost(tick, "leadership-ended")
             return None
         try:
             grant = self.lock.try_acquire(tick, reclaim_own=catch_up)

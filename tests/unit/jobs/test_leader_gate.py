@@ -139,3 +139,25 @@ def test_ticks_skipped_while_the_api_server_was_unreachable_are_named_at_warning
     fields = record.k8slease_fields  # type: ignore[attr-defined]
     assert fields["skipped"] == 3
     assert fields["ticks"] == [t.isoformat() for t in skipped]
+
+
+def test_a_leader_tick_fired_after_the_term_ended_is_reported_lost(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Found by the simulation: a leader paused across a tick resumes past its renew deadline;
+    its scheduler entry, not yet paused by the elector, fires the tick within its grace, and the
+    runner skipped it as ``not-leader`` at DEBUG. The replica that took over began after the tick
+    came due, so it never fired it, and the leaderless watch had missed its time in the pause:
+    the tick ran nowhere and nobody said so."""
+    clock = FakeClock()
+    store = Store()
+    ran: list[JobContext] = []
+    runner = _runner(clock, store, ran.append, Leadership(clock, clock.monotonic() - 1.0))
+
+    with caplog.at_level(logging.WARNING, logger="k8slease"):
+        outcome = runner.run_tick(clock.now())
+
+    assert ran == [] and outcome is None
+    assert "job.ticks_being_lost" in _events(caplog)
+    assert runner.losses.count == 1
+    assert store.lease is None, "nothing claimed"
