@@ -117,6 +117,13 @@ class LeaderJobReplica(JobReplica):
                 return "held-unsettled-ex-leader"
         return why
 
+    def _skip(self, k: int, why: str) -> None:
+        """``TickRunner._claim``: a claim refused by the lock (any verdict) after this replica
+        stopped leading reports the tick lost (``leadership-ended``, WARNING)."""
+        if why not in {"unavailable", "dropped"} and not self._leads():
+            why = "leadership-ended"
+        super()._skip(k, why)
+
     def _unsettled(self, token: int) -> bool:
         """Whether this replica has an unanswered claim with ``token`` it cannot settle: it no
         longer leads, so its LEADER entry is paused and no claim will settle it."""
