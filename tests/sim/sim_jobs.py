@@ -42,6 +42,7 @@ from sim_election import Replica
 from k8slease.errors import AlreadyExists, Conflict, NotFound, TransportError, Unavailable
 from k8slease.jobs.claimorder import claim_delay, claim_rank
 from k8slease.jobs.lock import JobLock, _Judged
+from k8slease.jobs.lockbudget import claim_budget, remaining
 from k8slease.jobs.lockcache import DEFAULT_CLAIM_SPREAD, DEFAULT_CLAIM_STEP, ClaimCache
 from k8slease.jobs.lockrules import Verdict, extend, release
 from k8slease.jobs.unsettled import (
@@ -207,6 +208,10 @@ class JobReplica(Replica):
         )
         self.lock._report_suspect = lambda *args: None  # type: ignore[method-assign]
         self.busy = False
+        #: the token of the claim write in flight (for the checks)
+        self.in_flight: int | None = None
+        #: the request budget of the claim in progress (set when the tick fires)
+        self.claim_timeout = net.timeout
         self.waiting: _Waiting | None = None
         #: the grant being run or released (for the checks: see ``Ledger.running``)
         self.current: _Run | None = None
@@ -262,10 +267,24 @@ class JobReplica(Replica):
             self._fate(k, "dropped")
             return
         self.busy = True
+        # JobLock.try_acquire: every request of this claim (settling included) may take as long
+        # as a grant it brings would still be used (lockbudget.claim_budget)
+        self.claim_timeout = claim_budget(
+            self.at_most,
+            tick=self._tick(k),
+            grace=self.period,
+            now=self.clock.wall(self.world.t),
+            floor=self.net.timeout,
+        )
         if self.pending is not None or self.lock._unwritten is not None:
             self._settle(k, self._viewed() if self.cache.usable() else None, read=False)
             return
         self._claim(k)
+
+    def _left(self, run: _Run) -> float:
+        """What an extension or the release may take (``lockbudget.remaining``): the time left
+        of the grant's keep budget, never below the request timeout."""
+        return remaining(run.last_ok, self.at_most, now=self.mono(), floor=self.net.timeout)
 
     def _runs(self, token: int) -> bool:
         """Whether this replica runs the grant with ``token``, or is releasing it: its release
@@ -290,6 +309,7 @@ class JobReplica(Replica):
                 self.index,
                 self._read_op,
                 lambda r, e: self.later(self.world.t, lambda: self._settle_read(k, r, e)),
+                timeout=self.claim_timeout,
             )
             return
         if pending is not None:
@@ -374,6 +394,7 @@ class JobReplica(Replica):
                     self.index,
                     self._read_op,
                     lambda r, e: self.later(self.world.t, lambda: self._kept_read(k, r, e)),
+                    timeout=self.claim_timeout,
                 )
                 return
             self._claim(k)
@@ -383,6 +404,7 @@ class JobReplica(Replica):
             lambda s: s.replace(self.lease, body),
             lambda r, e: self.later(self.world.t, lambda: answer(r, e)),
             late_ok=True,
+            timeout=self.claim_timeout,
         )
 
     def _kept_read(
@@ -422,6 +444,7 @@ class JobReplica(Replica):
                 self.index,
                 self._read_op,
                 lambda r, e: self.later(self.world.t, lambda: self._read_then_claim(k, r, e, 0)),
+                timeout=self.claim_timeout,
             )
 
     def _fate(self, k: int, why: str) -> None:
@@ -517,6 +540,7 @@ class JobReplica(Replica):
             self.index,
             self._read_op,
             lambda r, e: self.later(self.world.t, lambda: self._read_then_claim(k, r, e, 1)),
+            timeout=self.claim_timeout,
         )
 
     def _read_then_claim(
@@ -582,8 +606,10 @@ class JobReplica(Replica):
         lost_tick = claim.lost_tick
         token = claim.record.fencing_token
         created = lease is None
+        self.in_flight = token
 
         def answer(result: dict[str, Any] | None, error: TransportError | None) -> None:
+            self.in_flight = None
             self.world.log(f"r{self.index}{self.tag} claim of tick {k}: {error or 'granted'}")
             if isinstance(error, AlreadyExists | Conflict | NotFound):
                 self.ledger.claims["409"] += 1
@@ -617,6 +643,7 @@ class JobReplica(Replica):
             op,
             lambda r, e: self.later(self.world.t, lambda: answer(r, e)),
             late_ok=True,
+            timeout=self.claim_timeout,
         )
 
     def _granted(
@@ -715,6 +742,7 @@ class JobReplica(Replica):
             lambda s: s.replace(self.lease, body),
             lambda r, e: self.later(self.world.t, lambda: answer(r, e)),
             late_ok=True,
+            timeout=self._left(run),
         )
 
     def _fresh_if_still_mine(self, run: _Run, then: Callable[[LeaseView | None], None]) -> None:
@@ -729,7 +757,10 @@ class JobReplica(Replica):
             then(fresh if mine else None)
 
         self.net.request(
-            self.index, self._read_op, lambda r, e: self.later(self.world.t, lambda: answer(r, e))
+            self.index,
+            self._read_op,
+            lambda r, e: self.later(self.world.t, lambda: answer(r, e)),
+            timeout=self._left(run),
         )
 
     def _finish(self, run: _Run) -> None:
@@ -776,6 +807,7 @@ class JobReplica(Replica):
                 lambda s: s.replace(self.lease, body),
                 lambda r, e: self.later(self.world.t, lambda: answer(r, e)),
                 late_ok=True,
+                timeout=self._left(run),
             )
 
         attempt(run.view, True)

@@ -99,6 +99,12 @@ class LeaderJobReplica(JobReplica):
             # and not reported (DroppedTicks watches the jobs' own entries)
             self._fate(k, "watch-missed")
             return
+        if self._leads():
+            # its entry was paused when the tick came due (between terms: a take in flight,
+            # in a pause) and resumed since, from the next tick on; the leaderless watch,
+            # judging late, finds this replica leading: an open gap
+            self._fate(k, "between-terms")
+            return
         machine = self.elector.machine
         if nobody_leads(machine, now=self.elector.mono()):
             self._fate(k, "no-leader")  # LostTicks: job.ticks_being_lost (WARNING)
@@ -125,14 +131,14 @@ class LeaderJobReplica(JobReplica):
         super()._skip(k, why)
 
     def _unsettled(self, token: int) -> bool:
-        """Whether this replica has an unanswered claim with ``token`` it cannot settle: it no
-        longer leads, so its LEADER entry is paused and no claim will settle it."""
+        """Whether this replica has an unanswered claim with ``token`` (in flight, or its
+        answer lost) that it will not settle: it no longer leads, so its LEADER entry is paused
+        and no claim will settle it."""
         pending = self.pending
-        return (
-            pending is not None
-            and token in {pending.fencing_token, *pending.earlier_tokens}
-            and self.elector.machine.phase is not Phase.LEADER
-        )
+        tokens = {self.in_flight}
+        if pending is not None:
+            tokens |= {pending.fencing_token, *pending.earlier_tokens}
+        return token in tokens and self.elector.machine.phase is not Phase.LEADER
 
     def _start(self, run: _Run, record: Callable[[], None]) -> None:
         """``TickRunner._claim`` binds the grant to leadership; ``_run_async`` checks it after

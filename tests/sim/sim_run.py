@@ -50,6 +50,8 @@ REPORTED_SKIPS = {
 #: fires after the term ended (``job.ticks_being_lost``); ``not-leader`` (someone else leads,
 #: as far as that replica saw) reports nothing
 LEADER_REPORTED = REPORTED_SKIPS | {"no-leader", "leadership-ended"}
+#: the open gaps: LEADER ticks lost without a report in known ways (``_leader_gap``)
+LEADER_GAPS = {"watch-missed", "held-unsettled-ex-leader", "between-terms"}
 
 
 @dataclass
@@ -335,13 +337,18 @@ def _leader_gap(fates: dict[int, str]) -> str | None:
       hand edit) was paused across the tick, so its leaderless watch missed it; every other
       replica still saw a Lease that someone might hold (``not-leader``);
     * ``held-unsettled-ex-leader``: the leader skipped the tick quietly for a lock held by a
-      claim that a former leader sent, got no answer for, and can no longer settle (its LEADER
-      entry is paused since its term ended); everyone else: ``not-leader``.
+      claim that a former leader sent, got no answer for (yet), and will not settle (its LEADER
+      entry is paused since its term ended);
+    * ``between-terms``: the tick came due on a replica between two terms (its take in flight,
+      in a pause), so its entry was paused, and its leaderless watch judged only after the new
+      term began.
+
+    Every other replica: ``not-leader``.
     """
     kinds = set(fates.values())
-    for gap in ("watch-missed", "held-unsettled-ex-leader"):
-        if gap in kinds and kinds <= {gap, "not-leader"}:
-            return gap
+    gaps = kinds & LEADER_GAPS
+    if gaps and kinds <= LEADER_GAPS | {"not-leader"}:
+        return "+".join(sorted(gaps))
     return None
 
 
