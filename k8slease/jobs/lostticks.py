@@ -120,6 +120,7 @@ def nobody_leads(machine: ElectionMachine, *, now: float) -> bool:
         fallback_duration=machine.timing.lease_duration,
         held_before_absence=seen.held_before_absence,
         last_held=machine.observer.last_held,
+        deleted=seen.deleted,
     )
     return now >= free_at
 

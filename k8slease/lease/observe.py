@@ -47,6 +47,10 @@ class Observation:
     view: LeaseView | None
     first_seen_at: float
     held_before_absence: LeaseRecord | None = None
+    #: once the Lease reappeared after it was seen deleted while held: that held record and
+    #: when the absence was first seen (kept through later changes): its holder may still
+    #: believe until it is waited out, whoever the new Lease names (rule 4)
+    deleted: tuple[LeaseRecord, float] | None = None
 
     @property
     def exists(self) -> bool:
@@ -138,6 +142,7 @@ class LeaseObserver:
                 view=view,
                 first_seen_at=previous.first_seen_at,
                 held_before_absence=previous.held_before_absence,
+                deleted=previous.deleted,
             )
             return self._current
         held_before: LeaseRecord | None = None
@@ -151,11 +156,18 @@ class LeaseObserver:
                 # seen released, now gone: someone may have taken it (unseen, the watch lags)
                 # before it was deleted, so it counts as held by someone unknown
                 held_before = replace(seen, problems=(*seen.problems, DELETED_AFTER_SEEN))
+        deleted: tuple[LeaseRecord, float] | None = None
+        if view is not None and previous is not None:
+            if previous.view is None and previous.held_before_absence is not None:
+                deleted = (previous.held_before_absence, previous.first_seen_at)
+            else:
+                deleted = previous.deleted
         self._key = key
         self._current = Observation(
             view=view,
             first_seen_at=at,
             held_before_absence=held_before,
+            deleted=deleted,
         )
         return self._current
 

@@ -202,3 +202,27 @@ def test_a_stale_read_answer_does_not_make_hand_edits_look_like_a_release() -> N
     assert seen is not None and seen.record is not None and not seen.record.held
     command = c.act(other)
     assert isinstance(command, Wait) and command.until == pytest.approx(seen.first_seen_at + 10)
+
+
+def test_a_lease_naming_this_replica_that_reappears_after_a_deletion_is_waited_out() -> None:
+    """Found by the simulation with late applies on the leader Lease (soak seed 8041): r0's
+    create, judged on an absent Lease and unanswered, was applied after r1 had created and
+    renewed the Lease and a hand deletion had removed it. r0 had seen r1's grant and the
+    deletion (r1, paused, still believed), then a Lease naming itself that it did not remember
+    writing, and took it at once, as after a restart under the same identity: two leaders. A
+    deleted held Lease is waited out (rule 4) whoever the next Lease names."""
+    c = Cluster(2)
+    _, other = _lead(c)
+    body = c.store.get(NAME)
+    c.store.delete(NAME)
+    c.deliver_watch(other, 1000)  # r1's grant and its deletion, seen
+    deleted_seen = c.mono(other)
+    body["spec"]["holderIdentity"] = f"r{other}"  # its own unanswered create, applied late
+    body["metadata"].pop("resourceVersion", None)
+    body["metadata"].pop("uid", None)
+    c.store.create(body)
+    c.advance(1.0)
+    c.deliver_watch(other, 1000)
+    command = c.act(other)
+    assert isinstance(command, Wait), f"took a Lease naming itself at once: {command}"
+    assert command.until == pytest.approx(deleted_seen + 10)
