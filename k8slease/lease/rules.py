@@ -140,10 +140,11 @@ def takeover_at(
     * absent after it was seen held (deleted by hand): after the old record's effective duration,
       at least ``fallback_duration``, because its holder may not know yet;
     * released (:func:`is_trusted_release`, given ``last_held``, the last held record seen) or
-      naming us: at once, through a conditional write; but if it reappeared after a held Lease
-      was seen deleted (``deleted``: that record and when its absence was first seen), not
-      before that deletion is waited out as an absence would be (rule 4: its holder may still
-      believe; a Lease naming us then is our own create applied late, soak seed 8041);
+      naming us: at once, through a conditional write; but if it reappeared after a Lease
+      held by another was seen deleted (``deleted``: that record and when its absence was
+      first seen), not before that deletion is waited out as an absence would be (rule 4: its
+      holder may still believe; a Lease naming us then is our own create applied late, soak
+      seed 8041);
     * held by someone else, malformed, or without a holder but not released (a hand edit):
       ``first_seen_at`` plus the longer of its duration and ``fallback_duration``.
     """
@@ -155,8 +156,8 @@ def takeover_at(
     if is_trusted_release(record, last_held) or (
         not record.malformed and record.holder == identity
     ):
-        if deleted is None:
-            return first_seen_at
+        if deleted is None or deleted[0].holder == identity:
+            return first_seen_at  # our own deleted Lease: we stepped down on seeing it
         held, absent_since = deleted
         wait = max(effective_duration(held, fallback_duration), fallback_duration)
         return max(first_seen_at, absent_since + wait)

@@ -108,6 +108,12 @@ class LeaderJobReplica(JobReplica):
         machine = self.elector.machine
         if nobody_leads(machine, now=self.elector.mono()):
             self._fate(k, "no-leader")  # LostTicks: job.ticks_being_lost (WARNING)
+        elif self._after_deletion():
+            # within the wait of a held Lease deleted by hand: the Lease is absent, or came
+            # back (a create applied late) naming someone; this replica cannot tell whether
+            # the deleted Lease's holder or the new one leads (the LEADER twin of a hand
+            # deletion between two creates): counted apart
+            self._fate(k, "after-deletion")
         else:
             self._fate(k, "not-leader")  # someone else leads, as far as this replica saw
 
@@ -139,6 +145,25 @@ class LeaderJobReplica(JobReplica):
         if pending is not None:
             tokens |= {pending.fencing_token, *pending.earlier_tokens}
         return token in tokens and self.elector.machine.phase is not Phase.LEADER
+
+    def _after_deletion(self) -> bool:
+        """Whether this replica's view of the leader Lease is within the wait of a held Lease
+        it saw deleted (by hand: the simulation's elections never delete): absent, or back
+        (a create applied late) since."""
+        machine = self.elector.machine
+        seen = machine.observation
+        if seen is None:
+            return False
+        if seen.view is None:
+            held, since = seen.held_before_absence, seen.first_seen_at
+        elif seen.deleted is not None:
+            held, since = seen.deleted
+        else:
+            return False
+        if held is None or held.holder == machine.identity:
+            return False  # its own deleted Lease: it stepped down and reports (nobody_leads)
+        wait = max(float(held.duration_seconds), machine.timing.lease_duration)
+        return self.elector.mono() < since + wait
 
     def _start(self, run: _Run, record: Callable[[], None]) -> None:
         """``TickRunner._claim`` binds the grant to leadership; ``_run_async`` checks it after

@@ -51,7 +51,7 @@ REPORTED_SKIPS = {
 #: as far as that replica saw) reports nothing
 LEADER_REPORTED = REPORTED_SKIPS | {"no-leader", "leadership-ended"}
 #: the open gaps: LEADER ticks lost without a report in known ways (``_leader_gap``)
-LEADER_GAPS = {"watch-missed", "held-unsettled-ex-leader", "between-terms"}
+LEADER_GAPS = {"watch-missed", "held-unsettled-ex-leader", "between-terms", "after-deletion"}
 
 
 @dataclass
@@ -341,7 +341,11 @@ def _leader_gap(fates: dict[int, str]) -> str | None:
       entry is paused since its term ended);
     * ``between-terms``: the tick came due on a replica between two terms (its take in flight,
       in a pause), so its entry was paused, and its leaderless watch judged only after the new
-      term began.
+      term began;
+    * ``after-deletion``: within the wait of a held leader Lease deleted by hand, the Lease
+      absent or back (a create applied late) naming someone: nobody led, and no replica could
+      tell, not even the deleted Lease's holder (it may see a Lease naming another that may
+      lead): the LEADER twin of a hand deletion between two creates, outside the safety model.
 
     Every other replica: ``not-leader``.
     """

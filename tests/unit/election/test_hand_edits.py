@@ -226,3 +226,21 @@ def test_a_lease_naming_this_replica_that_reappears_after_a_deletion_is_waited_o
     command = c.act(other)
     assert isinstance(command, Wait), f"took a Lease naming itself at once: {command}"
     assert command.until == pytest.approx(deleted_seen + 10)
+
+
+def test_a_lease_naming_this_replica_after_its_own_lease_was_deleted_is_taken_at_once() -> None:
+    """The wait after a deletion is for the deleted Lease's holder; when that was this replica
+    (it stepped down on seeing the deletion), a Lease naming it (its own late create, or a
+    stale read) is taken at once through a conditional write, as before."""
+    c = Cluster(2)
+    leader, _ = _lead(c)
+    body = c.store.get(NAME)
+    c.store.delete(NAME)
+    c.deliver_watch(leader, 1000)
+    assert c.leader() is None, "stepped down on seeing the deletion"
+    body["metadata"].pop("resourceVersion", None)
+    body["metadata"].pop("uid", None)
+    c.store.create(body)
+    c.advance(1.0)
+    c.deliver_watch(leader, 1000)
+    assert isinstance(c.act(leader), Update)
