@@ -208,6 +208,8 @@ class JobReplica(Replica):
         )
         self.lock._report_suspect = lambda *args: None  # type: ignore[method-assign]
         self.busy = False
+        #: the tick whose lost race last settled an unanswered claim (once per tick)
+        self._settled_for = -1
         #: the token of the claim write in flight (for the checks)
         self.in_flight: int | None = None
         #: the request budget of the claim in progress (set when the tick fires)
@@ -569,9 +571,19 @@ class JobReplica(Replica):
             k,
             view,
             judged,
-            on_lost_race=lambda k: self._skip(k, "lost-race"),
+            on_lost_race=self._lost_race,
             after_409=attempt == 1,
         )
+
+    def _lost_race(self, k: int) -> None:
+        """``JobLock._try_acquire``: a lost race while one of this replica's claims has no
+        answer yet: the Lease may have moved on by that claim landing (soak seed 8100):
+        settle it (run it, or release it) and claim again; else a lost race."""
+        if self.pending is not None and self._settled_for != k:
+            self._settled_for = k  # once per tick, as the lock does
+            self._settle(k, None, read=False)
+            return
+        self._skip(k, "lost-race")
 
     def _write_claim(
         self,
