@@ -77,6 +77,7 @@ def decide_candidate(
     held_before_absence: LeaseRecord | None = None,
     poll_at: float | None = None,
     last_held: LeaseRecord | None = None,
+    deleted: tuple[LeaseRecord, float] | None = None,
 ) -> Decision[CandidateAction]:
     """Read, create, take or wait, given the latest observation (``first_seen_at`` ``None``: none).
 
@@ -92,6 +93,7 @@ def decide_candidate(
         fallback_duration=fallback_duration,
         held_before_absence=held_before_absence,
         last_held=last_held,
+        deleted=deleted,
     )
     if now >= at:
         return Decision(CandidateAction.TAKE if exists else CandidateAction.CREATE)

@@ -362,6 +362,7 @@ class ElectionMachine(Releasing):
             held_before_absence=current.held_before_absence,
             poll_at=None if self.watching else self._poll_at,
             last_held=self.observer.last_held,
+            deleted=current.deleted,
         )
         if decision.action is CandidateAction.READ:
             return self._issue(Read(Purpose.OBSERVE))

@@ -23,6 +23,7 @@ from datetime import datetime
 
 from k8slease.clock import Clock
 from k8slease.election.machine import ElectionMachine
+from k8slease.lease.record import LeaseRecord
 from k8slease.lease.rules import takeover_at
 from k8slease.logs import Logger
 from k8slease.metrics import JobMetrics
@@ -85,15 +86,33 @@ class LostTicks:
 def nobody_leads(machine: ElectionMachine, *, now: float) -> bool:
     """Whether, as far as this replica has seen, nobody leads the group at monotonic ``now``.
 
-    Not this replica, and the Lease as last seen is free (released, or unchanged for its
-    duration: a candidate could take it now). ``False`` before the Lease was first seen (this
-    replica cannot tell yet).
+    Not this replica, and one of:
+
+    * the Lease as last seen is free (released, or unchanged for its duration: a candidate
+      could take it now);
+    * it has been seen unchanged for ``renew_deadline`` plus half the margin up to
+      ``lease_duration`` (for clock rates): a leader believes only until ``renew_deadline``
+      after its last successful write was sent, and that write was applied before this replica
+      saw the record it made (or a later one), so nobody leads on it, though candidates may
+      not take it yet (a leader that crashed; a hand edit that removed the holder);
+    * it names no holder (a hand edit: no holder, no spec, malformed, deleted) and the last
+      holder this replica saw before that was this replica: it stepped down on seeing the edit,
+      and anyone who led since would have written the Lease (watch events come in order).
+
+    ``False`` before the Lease was first seen (this replica cannot tell yet). A tick the
+    holder of an edited Lease could still have run (until it sees the edit) is not reported by
+    the others before the second case: they cannot tell.
     """
     if machine.believes_leading(now):
         return False
     seen = machine.observation
     if seen is None:
         return False
+    timing = machine.timing
+    if now >= seen.first_seen_at + (timing.renew_deadline + timing.lease_duration) / 2:
+        return True
+    if _stepped_down_from_edit(machine, seen.record, seen.held_before_absence):
+        return True
     free_at = takeover_at(
         seen.record,
         seen.first_seen_at,
@@ -101,8 +120,27 @@ def nobody_leads(machine: ElectionMachine, *, now: float) -> bool:
         fallback_duration=machine.timing.lease_duration,
         held_before_absence=seen.held_before_absence,
         last_held=machine.observer.last_held,
+        deleted=seen.deleted,
     )
     return now >= free_at
+
+
+def _stepped_down_from_edit(
+    machine: ElectionMachine, record: LeaseRecord | None, before: LeaseRecord | None
+) -> bool:
+    """Whether the Lease, as last seen, names no holder (edited by hand: no holder, no spec,
+    malformed, or deleted) and the last holder seen before that edit was this replica: it
+    stepped down on seeing the edit, and anyone else leading would have written the Lease
+    since (watch events arrive in order)."""
+    if record is None:  # deleted: what was seen before the deletion decides
+        if before is None:
+            return False
+        if before.held and not before.malformed:
+            return before.holder == machine.identity
+    elif record.held and not record.malformed:
+        return False
+    last = machine.observer.last_held
+    return last is not None and last.holder == machine.identity
 
 
 def leaderless_watch(

@@ -113,8 +113,12 @@ class TickRunner:
         self.last_skip = None
         if self.spec.mode is Mode.EVERY_REPLICA or self.lock is None:
             return self._begin(tick, None)
-        if self.spec.mode is Mode.LEADER and self._is_leader is not None and not self._is_leader():
+        if self._leadership_ended():
+            # fired here, so this replica's entry was resumed when the tick came due: its term
+            # ended and the elector has not paused the entry yet (a pause, a stalled thread). A
+            # leader that began after the tick came due does not fire it: it runs nowhere
             self._skip(tick, "not-leader")
+            self.losses.lost(tick, "leadership-ended")
             return None
         try:
             grant = self.lock.try_acquire(tick, reclaim_own=catch_up)
@@ -157,10 +161,20 @@ class TickRunner:
         if isinstance(grant, Verdict):
             self.last_skip = grant
             self._skip(tick, "locked")
+            if self._leadership_ended():
+                # the claim outlasted the term (a pause while it waited its turn): no other
+                # leader fired this tick unless its term began before the tick came due
+                self.losses.lost(tick, "leadership-ended")
             return None
         if self.spec.mode is Mode.LEADER and self._is_leader is not None:
             bind_to_leadership(grant, self._is_leader)
         return self._begin(tick, grant)
+
+    def _leadership_ended(self) -> bool:
+        """A LEADER job on a replica that does not lead (now, on the monotonic clock)."""
+        return (
+            self.spec.mode is Mode.LEADER and self._is_leader is not None and not self._is_leader()
+        )
 
     def _begin(self, tick: datetime, grant: Grant | None) -> _Attempt | None:
         if grant is not None and self.lock is not None:

@@ -47,6 +47,10 @@ class Observation:
     view: LeaseView | None
     first_seen_at: float
     held_before_absence: LeaseRecord | None = None
+    #: once the Lease reappeared after it was seen deleted while held: that held record and
+    #: when the absence was first seen (kept through later changes): its holder may still
+    #: believe until it is waited out, whoever the new Lease names (rule 4)
+    deleted: tuple[LeaseRecord, float] | None = None
 
     @property
     def exists(self) -> bool:
@@ -100,7 +104,11 @@ class LeaseObserver:
 
     @property
     def last_held(self) -> LeaseRecord | None:
-        """The last well-formed held record seen (a release must renew after it)."""
+        """The well-formed held record with the latest ``renewTime`` seen (a release must renew
+        after it). Not simply the last one seen: an answer can arrive after a watch event that
+        is newer than it (a read served before a renewal, answered after the watch delivered
+        the renewal), and a release judged against that older record would let hand edits
+        that leave the newer ``renewTime`` pass for a release (simulation seed 7265)."""
         return self._last_held
 
     @property
@@ -118,7 +126,7 @@ class LeaseObserver:
         key = content_key(None if view is None else view.body)
         if view is not None:
             if view.record.held and not view.record.malformed:
-                self._last_held = view.record
+                self._last_held = _later_held(self._last_held, view.record)
             self.highest_token = max(self.highest_token, view.fencing_token)
             claimed = view.job.claimed_tick
             if claimed is not None and (
@@ -134,6 +142,7 @@ class LeaseObserver:
                 view=view,
                 first_seen_at=previous.first_seen_at,
                 held_before_absence=previous.held_before_absence,
+                deleted=previous.deleted,
             )
             return self._current
         held_before: LeaseRecord | None = None
@@ -147,11 +156,18 @@ class LeaseObserver:
                 # seen released, now gone: someone may have taken it (unseen, the watch lags)
                 # before it was deleted, so it counts as held by someone unknown
                 held_before = replace(seen, problems=(*seen.problems, DELETED_AFTER_SEEN))
+        deleted: tuple[LeaseRecord, float] | None = None
+        if view is not None and previous is not None:
+            if previous.view is None and previous.held_before_absence is not None:
+                deleted = (previous.held_before_absence, previous.first_seen_at)
+            else:
+                deleted = previous.deleted
         self._key = key
         self._current = Observation(
             view=view,
             first_seen_at=at,
             held_before_absence=held_before,
+            deleted=deleted,
         )
         return self._current
 
@@ -260,3 +276,13 @@ class Observations:
             self._observers.pop(name, None)
             self._generation += 1
             self._changed.notify_all()
+
+
+def _later_held(kept: LeaseRecord | None, seen: LeaseRecord) -> LeaseRecord:
+    """Of two held records, the one a release must renew after: the later ``renewTime`` (a
+    record without one never replaces one that has it; ties go to the newer sighting)."""
+    if kept is None or kept.renew_time is None:
+        return seen
+    if seen.renew_time is None or seen.renew_time < kept.renew_time:
+        return kept
+    return seen

@@ -90,9 +90,10 @@ def is_release(record: LeaseRecord) -> bool:
 
 def is_trusted_release(record: LeaseRecord, last_held: LeaseRecord | None) -> bool:
     """Whether ``record`` may be taken at once as a release: :func:`is_release`, and its
-    ``renewTime`` is later than that of the last held record this replica saw (a holder's
-    release always moves it forward; hand edits that remove the holder and shorten the duration
-    leave it as it was)."""
+    ``renewTime`` is later than that of ``last_held``, the held record with the latest
+    ``renewTime`` this replica saw (:attr:`~k8slease.lease.observe.LeaseObserver.last_held`; a
+    holder's release always moves it forward; hand edits that remove the holder and shorten the
+    duration leave it as it was)."""
     if not is_release(record):
         return False
     if last_held is None or last_held.renew_time is None:
@@ -131,6 +132,7 @@ def takeover_at(
     fallback_duration: float,
     held_before_absence: LeaseRecord | None = None,
     last_held: LeaseRecord | None = None,
+    deleted: tuple[LeaseRecord, float] | None = None,
 ) -> float:
     """The monotonic time from which this replica may try to take the Lease.
 
@@ -138,7 +140,11 @@ def takeover_at(
     * absent after it was seen held (deleted by hand): after the old record's effective duration,
       at least ``fallback_duration``, because its holder may not know yet;
     * released (:func:`is_trusted_release`, given ``last_held``, the last held record seen) or
-      naming us: at once, through a conditional write;
+      naming us: at once, through a conditional write; but if it reappeared after a Lease
+      held by another was seen deleted (``deleted``: that record and when its absence was
+      first seen), not before that deletion is waited out as an absence would be (rule 4: its
+      holder may still believe; a Lease naming us then is our own create applied late, soak
+      seed 8041);
     * held by someone else, malformed, or without a holder but not released (a hand edit):
       ``first_seen_at`` plus the longer of its duration and ``fallback_duration``.
     """
@@ -150,7 +156,11 @@ def takeover_at(
     if is_trusted_release(record, last_held) or (
         not record.malformed and record.holder == identity
     ):
-        return first_seen_at
+        if deleted is None or deleted[0].holder == identity:
+            return first_seen_at  # our own deleted Lease: we stepped down on seeing it
+        held, absent_since = deleted
+        wait = max(effective_duration(held, fallback_duration), fallback_duration)
+        return max(first_seen_at, absent_since + wait)
     return first_seen_at + effective_duration(record, fallback_duration)
 
 

@@ -144,6 +144,7 @@ class ElectionReplica(Replica):
                 lambda s: s.create(body),
                 lambda r, e: self._write_answer(r, e, sent, (True, at)),
                 timeout=budget,
+                late_ok=True,
             )
         elif isinstance(command, Update):
             body = command.body
@@ -153,6 +154,7 @@ class ElectionReplica(Replica):
                 lambda s: s.replace(LEADER_LEASE, body),
                 lambda r, e: self._write_answer(r, e, sent, take),
                 timeout=budget,
+                late_ok=True,
             )
 
     def _woken(self, token: int) -> None:

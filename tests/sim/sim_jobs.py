@@ -42,6 +42,7 @@ from sim_election import Replica
 from k8slease.errors import AlreadyExists, Conflict, NotFound, TransportError, Unavailable
 from k8slease.jobs.claimorder import claim_delay, claim_rank
 from k8slease.jobs.lock import JobLock, _Judged
+from k8slease.jobs.lockbudget import claim_budget, remaining
 from k8slease.jobs.lockcache import DEFAULT_CLAIM_SPREAD, DEFAULT_CLAIM_STEP, ClaimCache
 from k8slease.jobs.lockrules import Verdict, extend, release
 from k8slease.jobs.unsettled import (
@@ -58,7 +59,7 @@ from k8slease.lease.jobrecord import RunRecord, lease_with_job_state
 from k8slease.lease.observe import Observations
 from k8slease.lease.record import lease_with_record, new_lease
 from k8slease.lease.view import LeaseView
-from k8slease.names import LABEL_GROUP, LABEL_JOB, LABEL_ROLE, ROLE_JOB
+from k8slease.names import LABEL_GROUP, LABEL_JOB, LABEL_ROLE, ROLE_JOB, job_lease_name
 
 JOB_LEASE = "g.job"
 JOB = "job"
@@ -88,6 +89,9 @@ class Ledger:
         #: truth a ``held`` skip is checked against (issue 26: a skip for a holder that runs
         #: nothing is silent unless the skipping replica reports it)
         self.running: dict[str, Callable[[int], bool]] = {}
+        #: replica name -> whether it holds an unanswered claim with this token that it can
+        #: no longer settle (a LEADER job's replica that stopped leading; ``sim_leader``)
+        self.unsettled: dict[str, Callable[[int], bool]] = {}
         #: when (true time) the job Lease was deleted or edited by hand
         self.hand_edits: list[float] = []
         #: what the claims did: from the view / read first, 409s, reads after one, grants
@@ -169,8 +173,12 @@ class JobReplica(Replica):
         lock_at_most_for: float,
         run_time: tuple[float, float],
         claim_path: str = "ordered",
+        job: str = JOB,
     ) -> None:
         super().__init__(index, world, net, clock)
+        self.job = job
+        self.lease = job_lease_name("g", job)
+        self.tag = "" if job == JOB else f" [{job}]"  # in the trace
         assert claim_path in CLAIM_PATHS, claim_path
         self.me = f"r{index}"
         self.ledger = ledger
@@ -191,7 +199,7 @@ class JobReplica(Replica):
         self.lock = JobLock(
             _NoTransport(),  # type: ignore[arg-type]
             group="g",
-            job=JOB,
+            job=self.job,
             identity=self.me,
             lock_at_most_for=lock_at_most_for,
             clock=_SimClock(self),
@@ -200,6 +208,12 @@ class JobReplica(Replica):
         )
         self.lock._report_suspect = lambda *args: None  # type: ignore[method-assign]
         self.busy = False
+        #: the tick whose lost race last settled an unanswered claim (once per tick)
+        self._settled_for = -1
+        #: the token of the claim write in flight (for the checks)
+        self.in_flight: int | None = None
+        #: the request budget of the claim in progress (set when the tick fires)
+        self.claim_timeout = net.timeout
         self.waiting: _Waiting | None = None
         #: the grant being run or released (for the checks: see ``Ledger.running``)
         self.current: _Run | None = None
@@ -215,6 +229,13 @@ class JobReplica(Replica):
         self._streams = 0
         self._held_back: list[tuple[str, dict[str, Any]]] = []
         self._last_delivery = 0.0
+
+    def _read_op(self, store: Any) -> dict[str, Any] | None:
+        try:
+            lease: dict[str, Any] = store.get(self.lease)
+        except NotFound:
+            return None
+        return lease
 
     # -- scheduling --------------------------------------------------------------------------
 
@@ -248,10 +269,24 @@ class JobReplica(Replica):
             self._fate(k, "dropped")
             return
         self.busy = True
+        # JobLock.try_acquire: every request of this claim (settling included) may take as long
+        # as a grant it brings would still be used (lockbudget.claim_budget)
+        self.claim_timeout = claim_budget(
+            self.at_most,
+            tick=self._tick(k),
+            grace=self.period,
+            now=self.clock.wall(self.world.t),
+            floor=self.net.timeout,
+        )
         if self.pending is not None or self.lock._unwritten is not None:
             self._settle(k, self._viewed() if self.cache.usable() else None, read=False)
             return
         self._claim(k)
+
+    def _left(self, run: _Run) -> float:
+        """What an extension or the release may take (``lockbudget.remaining``): the time left
+        of the grant's keep budget, never below the request timeout."""
+        return remaining(run.last_ok, self.at_most, now=self.mono(), floor=self.net.timeout)
 
     def _runs(self, token: int) -> bool:
         """Whether this replica runs the grant with ``token``, or is releasing it: its release
@@ -274,8 +309,9 @@ class JobReplica(Replica):
         ):
             self.net.request(
                 self.index,
-                _read,
+                self._read_op,
                 lambda r, e: self.later(self.world.t, lambda: self._settle_read(k, r, e)),
+                timeout=self.claim_timeout,
             )
             return
         if pending is not None:
@@ -296,7 +332,7 @@ class JobReplica(Replica):
                     lock_at_most_for=self.at_most,
                 )
                 self.world.log(
-                    f"r{self.index} finds its claim of tick {pk} applied: "
+                    f"r{self.index}{self.tag} finds its claim of tick {pk} applied: "
                     f"{adoption.decision.value} ({adoption.why})"
                 )
                 # its warning names the span the others skipped for it, unaware (held_from,
@@ -358,17 +394,19 @@ class JobReplica(Replica):
                 # the view was stale (an own write landed late): read, settle again once
                 self.net.request(
                     self.index,
-                    _read,
+                    self._read_op,
                     lambda r, e: self.later(self.world.t, lambda: self._kept_read(k, r, e)),
+                    timeout=self.claim_timeout,
                 )
                 return
             self._claim(k)
 
         self.net.request(
             self.index,
-            lambda s: s.replace(JOB_LEASE, body),
+            lambda s: s.replace(self.lease, body),
             lambda r, e: self.later(self.world.t, lambda: answer(r, e)),
             late_ok=True,
+            timeout=self.claim_timeout,
         )
 
     def _kept_read(
@@ -402,12 +440,13 @@ class JobReplica(Replica):
         if self.claim_path != "read-first" and self.cache.usable():
             self._claim_ordered(k)
         else:
-            self.world.log(f"r{self.index} reads to claim tick {k} (informer not synced)")
+            self.world.log(f"r{self.index}{self.tag} reads to claim tick {k} (informer not synced)")
             self.ledger.claims["read-first"] += 1
             self.net.request(
                 self.index,
-                _read,
+                self._read_op,
                 lambda r, e: self.later(self.world.t, lambda: self._read_then_claim(k, r, e, 0)),
+                timeout=self.claim_timeout,
             )
 
     def _fate(self, k: int, why: str) -> None:
@@ -420,18 +459,19 @@ class JobReplica(Replica):
     # -- claiming ----------------------------------------------------------------------------
 
     def see(self, lease: dict[str, Any] | None) -> None:
-        self.observations.see(JOB_LEASE, lease)
+        self.observations.see(self.lease, lease)
         if lease is not None:  # for the checks: when this replica first saw each write
             self.seen_at.setdefault(int(lease["metadata"]["resourceVersion"]), self.world.events)
         if self.waiting is not None:
             self._rejudge()
 
     def _judge(self, k: int, lease: LeaseView | None) -> _Judged:
-        seen = self.observations.current(JOB_LEASE)
+        seen = self.observations.current(self.lease)
         judged = self.lock._judge(lease, seen, self._tick(k), reclaim_own=False)
         record = judged.record
         self.world.log(
-            f"r{self.index} judges tick {k}: {judged.claim.verdict.value} {judged.claim.detail} "
+            f"r{self.index}{self.tag} judges tick {k}: {judged.claim.verdict.value} "
+            f"{judged.claim.detail} "
             f"(seen {'absent' if lease is None else lease.resource_version}, "
             f"token {None if record is None else record.fencing_token})"
         )
@@ -453,16 +493,16 @@ class JobReplica(Replica):
         return "held-quiet"
 
     def _viewed(self) -> LeaseView | None:
-        observation = self.observations.current(JOB_LEASE).observation
+        observation = self.observations.current(self.lease).observation
         return None if observation is None else observation.view
 
     def _claim_ordered(self, k: int) -> None:
         """``JobLock._claim_from_cache``: wait this replica's turn, judging on every change."""
         self.ledger.claims["from-view"] += 1
         tick = self._tick(k)
-        rank = claim_rank(self.cache.members(self.mono()), self.me, JOB, tick)
+        rank = claim_rank(self.cache.members(self.mono()), self.me, self.job, tick)
         wait = claim_delay(rank, step=self.cache.step, spread=self.cache.spread)
-        self.world.log(f"r{self.index} claims tick {k} from its view: rank {rank}")
+        self.world.log(f"r{self.index}{self.tag} claims tick {k} from its view: rank {rank}")
         self.waiting = _Waiting(k, tick, self.mono() + wait)
         if self._rejudge() and wait > 0:
             waiting = self.waiting
@@ -500,8 +540,9 @@ class JobReplica(Replica):
         self.ledger.claims["read-after-409"] += 1
         self.net.request(
             self.index,
-            _read,
+            self._read_op,
             lambda r, e: self.later(self.world.t, lambda: self._read_then_claim(k, r, e, 1)),
+            timeout=self.claim_timeout,
         )
 
     def _read_then_claim(
@@ -530,9 +571,19 @@ class JobReplica(Replica):
             k,
             view,
             judged,
-            on_lost_race=lambda k: self._skip(k, "lost-race"),
+            on_lost_race=self._lost_race,
             after_409=attempt == 1,
         )
+
+    def _lost_race(self, k: int) -> None:
+        """``JobLock._try_acquire``: a lost race while one of this replica's claims has no
+        answer yet: the Lease may have moved on by that claim landing (soak seed 8100):
+        settle it (run it, or release it) and claim again; else a lost race."""
+        if self.pending is not None and self._settled_for != k:
+            self._settled_for = k  # once per tick, as the lock does
+            self._settle(k, None, read=False)
+            return
+        self._skip(k, "lost-race")
 
     def _write_claim(
         self,
@@ -549,15 +600,15 @@ class JobReplica(Replica):
         state = claim.state
         if lease is None:
             body = new_lease(
-                JOB_LEASE,
+                self.lease,
                 "sim",
                 claim.record,
-                labels={LABEL_GROUP: "g", LABEL_ROLE: ROLE_JOB, LABEL_JOB: JOB},
+                labels={LABEL_GROUP: "g", LABEL_ROLE: ROLE_JOB, LABEL_JOB: self.job},
             )
             op = lambda s: s.create(lease_with_job_state(body, state))  # noqa: E731
         else:
             body = lease_with_job_state(lease_with_record(lease.body, claim.record), state)
-            op = lambda s: s.replace(JOB_LEASE, body)  # noqa: E731
+            op = lambda s: s.replace(self.lease, body)  # noqa: E731
         if self.claim_path == "unconditional":  # a hole put in on purpose (test_sim.py)
             written = lease_with_job_state(body, state)
             op = lambda s: _overwrite(s, written)  # noqa: E731
@@ -567,9 +618,11 @@ class JobReplica(Replica):
         lost_tick = claim.lost_tick
         token = claim.record.fencing_token
         created = lease is None
+        self.in_flight = token
 
         def answer(result: dict[str, Any] | None, error: TransportError | None) -> None:
-            self.world.log(f"r{self.index} claim of tick {k}: {error or 'granted'}")
+            self.in_flight = None
+            self.world.log(f"r{self.index}{self.tag} claim of tick {k}: {error or 'granted'}")
             if isinstance(error, AlreadyExists | Conflict | NotFound):
                 self.ledger.claims["409"] += 1
                 on_lost_race(k)
@@ -602,6 +655,7 @@ class JobReplica(Replica):
             op,
             lambda r, e: self.later(self.world.t, lambda: answer(r, e)),
             late_ok=True,
+            timeout=self.claim_timeout,
         )
 
     def _granted(
@@ -623,9 +677,16 @@ class JobReplica(Replica):
             """Whether, before sending, this replica saw the first grant or anything after it."""
             return any(self.seen_at.get(r, sent_event) < sent_event for r in range(first, rv))
 
-        self.ledger.granted(k, self.index, view.fencing_token, rv, created, saw)
-        self.world.log(f"r{self.index} runs tick {k} token {view.fencing_token}")
-        run = _Run(k=k, view=view, last_ok=sent, started=self.world.t)
+        def record() -> None:
+            self.ledger.granted(k, self.index, view.fencing_token, rv, created, saw)
+
+        self._start(_Run(k=k, view=view, last_ok=sent, started=self.world.t), record)
+
+    def _start(self, run: _Run, record: Callable[[], None]) -> None:
+        """The run of ``run.k`` starts now (``record``: its grant, for the checks)."""
+        record()
+        self.world.log(f"r{self.index}{self.tag} runs tick {run.k} token {run.view.fencing_token}")
+        run.started = self.world.t
         self.current = run
         end = self.world.t + self.world.rng.uniform(*self.run_time)
         self._keepalive(run)
@@ -690,9 +751,10 @@ class JobReplica(Replica):
 
         self.net.request(
             self.index,
-            lambda s: s.replace(JOB_LEASE, body),
+            lambda s: s.replace(self.lease, body),
             lambda r, e: self.later(self.world.t, lambda: answer(r, e)),
             late_ok=True,
+            timeout=self._left(run),
         )
 
     def _fresh_if_still_mine(self, run: _Run, then: Callable[[LeaseView | None], None]) -> None:
@@ -707,7 +769,10 @@ class JobReplica(Replica):
             then(fresh if mine else None)
 
         self.net.request(
-            self.index, _read, lambda r, e: self.later(self.world.t, lambda: answer(r, e))
+            self.index,
+            self._read_op,
+            lambda r, e: self.later(self.world.t, lambda: answer(r, e)),
+            timeout=self._left(run),
         )
 
     def _finish(self, run: _Run) -> None:
@@ -751,9 +816,10 @@ class JobReplica(Replica):
 
             self.net.request(
                 self.index,
-                lambda s: s.replace(JOB_LEASE, body),
+                lambda s: s.replace(self.lease, body),
                 lambda r, e: self.later(self.world.t, lambda: answer(r, e)),
                 late_ok=True,
+                timeout=self._left(run),
             )
 
         attempt(run.view, True)
@@ -805,7 +871,7 @@ class JobReplica(Replica):
 
         def op(store: Any) -> dict[str, Any] | None:
             self._stream = stream  # the watch starts at the list's resourceVersion
-            return _read(store)
+            return self._read_op(store)
 
         def answer(lease: dict[str, Any] | None, error: TransportError | None) -> None:
             self._listing = False
@@ -837,20 +903,15 @@ class _Run:
         self.started = started
         self.done = False
         self.lost = False
+        #: a LEADER run's real grant, bound to leadership (``sim_leader``)
+        self.grant: Any = None
 
 
 def _overwrite(store: Any, body: dict[str, Any]) -> dict[str, Any]:
     """A claim write without its condition: last writer wins (never what the lock does)."""
-    current = store.leases.get(JOB_LEASE)
+    name = body["metadata"]["name"]
+    current = store.leases.get(name)
     if current is None:
         return store.create(body)  # type: ignore[no-any-return]
     body = {**body, "metadata": {**body["metadata"], **current["metadata"]}}
-    return store.replace(JOB_LEASE, body)  # type: ignore[no-any-return]
-
-
-def _read(store: Any) -> dict[str, Any] | None:
-    try:
-        lease: dict[str, Any] = store.get(JOB_LEASE)
-    except NotFound:
-        return None
-    return lease
+    return store.replace(name, body)  # type: ignore[no-any-return]

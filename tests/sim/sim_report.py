@@ -24,6 +24,7 @@ class Coverage:
     skips: Counter[str] = field(default_factory=Counter)
     claims: Counter[str] = field(default_factory=Counter)
     worst_heal: float = 0.0
+    leader: Counter[str] = field(default_factory=Counter)
     failures: list[Outcome] = field(default_factory=list)
 
     def add(self, out: Outcome) -> None:
@@ -42,6 +43,7 @@ class Coverage:
         self.faults.update(out.faults)
         self.skips.update(out.skips)
         self.claims.update(out.claims)
+        self.leader.update(out.leader)
         self.worst_heal = max([self.worst_heal, *out.heal_times])
         if out.violations:
             self.failures.append(out)
@@ -50,6 +52,13 @@ class Coverage:
         faults = ", ".join(f"{k} {v}" for k, v in sorted(self.faults.items()))
         skips = ", ".join(f"{k} {v}" for k, v in sorted(self.skips.items()))
         claims = ", ".join(f"{k} {v:,}" for k, v in sorted(self.claims.items()))
+        leader = ""
+        if self.leader:
+            leader = (
+                "LEADER job: "
+                + ", ".join(f"{k} {v:,}" for k, v in sorted(self.leader.items()))
+                + "\n"
+            )
         return (
             f"simulated {self.seconds:,.0f} s over {self.seeds} seeds, {self.events:,} events\n"
             f"faults: {faults}\n"
@@ -58,20 +67,22 @@ class Coverage:
             f"job ticks {self.ticks:,}: run once {self.runs:,}, lost and recorded "
             f"{self.lost_recorded:,}, skipped and reported: {skips}\n"
             f"claims: {claims}\n"
+            f"{leader}"
             f"outside the safety model, counted apart (a hand deletion between two creates, the "
             f"second judged before the first was seen): ticks run twice "
             f"{self.across_deletion_ticks}, two leaders {self.across_deletion_leaders} "
             f"(seeds {self.across_deletion_seeds})\n"
             f"violations: {sum(len(f.violations) for f in self.failures)} "
-            f"(two leaders, a tick run twice, no leader after healing, a tick lost unreported)"
+            f"(two leaders, a tick run twice, no leader after healing, a tick lost unreported, a "
+            f"LEADER run outside leadership)"
         )
 
 
-def replay_text(out: Outcome, seconds: float) -> str:
+def replay_text(out: Outcome, seconds: float, *, flags: str = "") -> str:
     tail = "\n".join(out.trace[-80:])
     return (
         f"seed {out.seed} failed: {out.violations[:5]}\n"
         f"replay: cd tests/sim && ../../.venv/bin/python soak.py --replay {out.seed} "
-        f"--seconds-per-seed {seconds:g}\n"
+        f"--seconds-per-seed {seconds:g}{flags}\n"
         f"last trace lines:\n{tail}"
     )

@@ -18,9 +18,11 @@ from sim_report import Coverage, replay_text
 from sim_run import Outcome, simulate
 
 
-def _run(job: tuple[int, float, int, bool]) -> Outcome:
-    seed, seconds, replicas, late = job
-    out = simulate(seed, seconds=seconds, replicas=replicas, late_applies=late)
+def _run(job: tuple[int, float, int, bool, bool]) -> Outcome:
+    seed, seconds, replicas, late, leader_jobs = job
+    out = simulate(
+        seed, seconds=seconds, replicas=replicas, late_applies=late, leader_jobs=leader_jobs
+    )
     if not out.violations:
         out.trace = []  # only a failing seed's trace is worth sending back
     return out
@@ -38,6 +40,11 @@ def main() -> int:
         action="store_true",
         help="job Lease writes may be applied after their caller timed out (issue 26)",
     )
+    parser.add_argument(
+        "--leader-jobs",
+        action="store_true",
+        help="also a LEADER-class job on every replica, gated on its leadership (issue 26)",
+    )
     parser.add_argument("--replay", type=int, default=None, help="run this seed, print its trace")
     args = parser.parse_args()
     if args.replay is not None:
@@ -46,15 +53,17 @@ def main() -> int:
             seconds=args.seconds_per_seed,
             replicas=args.replicas,
             late_applies=args.late_applies,
+            leader_jobs=args.leader_jobs,
         )
         print("\n".join(out.trace))
         print(out.violations or "no violation")
         return 1 if out.violations else 0
     seeds = max(1, -int(-args.seconds // args.seconds_per_seed))
     jobs = [
-        (seed, args.seconds_per_seed, args.replicas, args.late_applies)
+        (seed, args.seconds_per_seed, args.replicas, args.late_applies, args.leader_jobs)
         for seed in range(args.first_seed, args.first_seed + seeds)
     ]
+    flags = " --late-applies" * args.late_applies + " --leader-jobs" * args.leader_jobs
     coverage = Coverage()
     started = time.monotonic()
     pool = Pool(args.jobs) if args.jobs > 1 else None
@@ -67,7 +76,7 @@ def main() -> int:
             print(
                 f"seed {out.seed}: {len(out.violations)} violations, first {out.violations[:3]}; "
                 f"replay: cd tests/sim && ../../.venv/bin/python soak.py --replay {out.seed} "
-                f"--seconds-per-seed {args.seconds_per_seed:g}",
+                f"--seconds-per-seed {args.seconds_per_seed:g}{flags}",
                 file=sys.stderr,
                 flush=True,
             )
@@ -84,7 +93,7 @@ def main() -> int:
     print(f"seeds {args.first_seed}..{args.first_seed + seeds - 1}")
     print(f"wall time {time.monotonic() - started:.0f} s")
     for failed in coverage.failures[:3]:
-        print(replay_text(failed, args.seconds_per_seed))
+        print(replay_text(failed, args.seconds_per_seed, flags=flags))
     return 1 if coverage.failures else 0
 
 

@@ -149,3 +149,38 @@ def test_the_simulation_finds_silent_skips_when_late_claims_are_not_settled(
     # seeds where late applies land on claims (with request budgets, late answers are rarer)
     found = [simulate(seed, seconds=SECONDS, late_applies=True) for seed in range(6, 12)]
     assert any(any("not reported" in v for v in out.violations) for out in found)
+
+
+@pytest.mark.timeout(300)
+def test_leader_jobs_start_only_while_leading_and_every_leaderless_tick_is_reported() -> None:
+    """Issue 26's done-when, in the simulation: a LEADER-class job on every replica, through the
+    real gate (``bind_to_leadership``, checked after the claim write and the hop to the loop) and
+    the real leaderless watch (``nobody_leads``), with slow, lost and late-applied writes. No
+    LEADER run starts on a replica that is not leading (judged on its election machine at the
+    instant of the start); every LEADER tick runs, is recorded lost, or is reported, but for
+    the two open gaps, counted on their own (docs/reliability.md)."""
+    coverage = Coverage()
+    for seed in SEEDS:
+        out = simulate(seed, seconds=SECONDS, late_applies=True, leader_jobs=True)
+        assert not out.violations, replay_text(out, SECONDS, flags=" --late-applies --leader-jobs")
+        coverage.add(out)
+    print(coverage.render())
+    leader = coverage.leader
+    assert leader["leader-started"] > 0 and leader["leader-not-started"] > 0
+    assert leader["leader-told-lost"] > 0
+    assert leader["tick skipped: no-leader"] > 0 and leader["tick skipped: leadership-ended"] > 0
+
+
+@pytest.mark.timeout(300)
+def test_the_simulation_finds_a_leader_run_outside_leadership_when_the_gate_is_removed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The LEADER gate taken out (the run starts once the claim is granted, as before issue
+    26): some seed must report a LEADER run started on a replica that is not leading."""
+    import sim_leader
+
+    monkeypatch.setattr(sim_leader, "bind_to_leadership", lambda grant, is_leader: None)
+    found = [
+        simulate(seed, seconds=SECONDS, late_applies=True, leader_jobs=True) for seed in (0, 1)
+    ]
+    assert any(any("which is not leading" in v for v in out.violations) for out in found)

@@ -174,3 +174,73 @@ def test_a_lease_deleted_after_a_release_is_waited_out_before_it_is_created() ->
     c.deliver_watch(other, 1000)
     command = c.act(other)
     assert isinstance(command, Wait)
+
+
+def test_a_stale_read_answer_does_not_make_hand_edits_look_like_a_release() -> None:
+    """Found by the simulation (seed 7265 with late applies, two leaders): the candidate's read
+    of renewal N-1 was answered after its watch had delivered renewal N. Then a hand edit
+    removed the holder and another shortened the duration, leaving renewal N's renewTime: later
+    than N-1's, the last held record the candidate had *seen last*, so it took the Lease 3.4 s
+    after the first edit while the partitioned holder still believed. A release must renew
+    after every held record seen, not after whichever arrived last."""
+    c = Cluster(2)
+    leader, other = _lead(c)
+    c.replicas[other].machine.set_watching(False, c.mono(other))  # so that it polls
+    c.advance(3.0)
+    assert isinstance(c.roundtrip(leader), Update)  # renewal N-1
+    assert isinstance(c.act(other), Read)
+    c.apply(other)  # the read is served here, before renewal N
+    c.advance(3.0)
+    assert isinstance(c.roundtrip(leader), Update)  # renewal N
+    c.deliver_watch(other, 1000)
+    c.respond(other)  # ... and answered after the watch delivered renewal N
+    c.replicas[other].machine.set_watching(True, c.mono(other))
+    c.store.edit(NAME, _drop_holder)
+    c.store.edit(NAME, _shorten)
+    c.deliver_watch(other, 1000)
+    seen = c.replicas[other].machine.observation
+    assert seen is not None and seen.record is not None and not seen.record.held
+    command = c.act(other)
+    assert isinstance(command, Wait) and command.until == pytest.approx(seen.first_seen_at + 10)
+
+
+def test_a_lease_naming_this_replica_that_reappears_after_a_deletion_is_waited_out() -> None:
+    """Found by the simulation with late applies on the leader Lease (soak seed 8041): r0's
+    create, judged on an absent Lease and unanswered, was applied after r1 had created and
+    renewed the Lease and a hand deletion had removed it. r0 had seen r1's grant and the
+    deletion (r1, paused, still believed), then a Lease naming itself that it did not remember
+    writing, and took it at once, as after a restart under the same identity: two leaders. A
+    deleted held Lease is waited out (rule 4) whoever the next Lease names."""
+    c = Cluster(2)
+    _, other = _lead(c)
+    body = c.store.get(NAME)
+    c.store.delete(NAME)
+    c.deliver_watch(other, 1000)  # r1's grant and its deletion, seen
+    deleted_seen = c.mono(other)
+    body["spec"]["holderIdentity"] = f"r{other}"  # its own unanswered create, applied late
+    body["metadata"].pop("resourceVersion", None)
+    body["metadata"].pop("uid", None)
+    c.store.create(body)
+    c.advance(1.0)
+    c.deliver_watch(other, 1000)
+    command = c.act(other)
+    assert isinstance(command, Wait), f"took a Lease naming itself at once: {command}"
+    assert command.until == pytest.approx(deleted_seen + 10)
+
+
+def test_a_lease_naming_this_replica_after_its_own_lease_was_deleted_is_taken_at_once() -> None:
+    """The wait after a deletion is for the deleted Lease's holder; when that was this replica
+    (it stepped down on seeing the deletion), a Lease naming it (its own late create, or a
+    stale read) is taken at once through a conditional write, as before."""
+    c = Cluster(2)
+    leader, _ = _lead(c)
+    body = c.store.get(NAME)
+    c.store.delete(NAME)
+    c.deliver_watch(leader, 1000)
+    assert c.leader() is None, "stepped down on seeing the deletion"
+    body["metadata"].pop("resourceVersion", None)
+    body["metadata"].pop("uid", None)
+    c.store.create(body)
+    c.advance(1.0)
+    c.deliver_watch(leader, 1000)
+    assert isinstance(c.act(leader), Update)

@@ -49,10 +49,12 @@ def test_a_replica_that_sees_the_leader_lapse_reports_the_lost_ticks_once_with_t
     with caplog.at_level(logging.DEBUG, logger="k8slease"):
         tick()
         assert losses.count == 0 and not nobody_leads(follower, now=cluster.mono(1))
-        # r0 goes silent: after leaseDurationSeconds seen unchanged, nobody leads for r1
-        cluster.advance(9.9)
+        # r0 goes silent (crashed): its belief ends 7 s (renew_deadline) after its last write
+        # was sent; r1 counts from when it saw that write, plus half the 3 s margin for clock
+        # rates: nobody leads from 8.5 s on, though r1 may take the Lease only at 10 s
+        cluster.advance(8.4)
         tick()
-        assert losses.count == 0, "still within the lease r1 saw last"
+        assert losses.count == 0, "r0 may still believe it leads"
         cluster.advance(0.2)
         for _ in range(3):
             tick()
@@ -77,3 +79,36 @@ def test_nothing_is_lost_before_the_lease_was_ever_seen_or_while_this_replica_le
     while cluster.leader() != 0:
         cluster.roundtrip(0)
     assert not nobody_leads(machine, now=cluster.mono(0))
+
+
+def _drop_holder(lease: dict[str, Any]) -> None:
+    lease["spec"].pop("holderIdentity")
+
+
+@pytest.mark.parametrize("then_delete", [False, True])
+def test_the_holder_that_steps_down_on_a_hand_edit_reports_the_ticks_at_once(
+    then_delete: bool,
+) -> None:
+    """Found by the simulation: a hand edit removed the holder; the holder stepped down on
+    seeing it, and candidates wait out the whole duration before taking the Lease. Nobody led
+    for those ticks and nobody said so (every replica saw a Lease someone might hold). The
+    former holder knows: it reports them at once; the others after renew_deadline plus half the
+    margin (before that, the holder might not have seen the edit yet). Also when the Lease is
+    then deleted."""
+    cluster = Cluster(2)
+    while cluster.leader() != 0:
+        cluster.roundtrip(0)
+    for i in (0, 1):
+        cluster.replicas[i].machine.set_watching(True, cluster.mono(i))
+        cluster.deliver_watch(i, 1000)
+    holder, follower = cluster.replicas[0].machine, cluster.replicas[1].machine
+    cluster.store.edit("demo", _drop_holder)
+    if then_delete:
+        cluster.store.delete("demo")
+    for i in (0, 1):
+        cluster.deliver_watch(i, 1000)
+    assert cluster.leader() is None, "the holder stepped down on seeing the edit"
+    assert nobody_leads(holder, now=cluster.mono(0))
+    assert not nobody_leads(follower, now=cluster.mono(1)), "r0 might not have seen it yet"
+    cluster.advance(8.6)
+    assert nobody_leads(follower, now=cluster.mono(1))

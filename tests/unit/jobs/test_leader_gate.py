@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from fakeclock import FakeClock
 from test_indeterminate_writes import Store, _events, _lock
 
 from k8slease.jobs.context import JobContext
+from k8slease.jobs.lockrules import Verdict
 from k8slease.jobs.runner import TickRunner
 from k8slease.jobs.spec import JobSpec, Mode
 
@@ -139,3 +141,54 @@ def test_ticks_skipped_while_the_api_server_was_unreachable_are_named_at_warning
     fields = record.k8slease_fields  # type: ignore[attr-defined]
     assert fields["skipped"] == 3
     assert fields["ticks"] == [t.isoformat() for t in skipped]
+
+
+def test_a_leader_tick_fired_after_the_term_ended_is_reported_lost(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Found by the simulation: a leader paused across a tick resumes past its renew deadline;
+    its scheduler entry, not yet paused by the elector, fires the tick within its grace, and the
+    runner skipped it as ``not-leader`` at DEBUG. The replica that took over began after the tick
+    came due, so it never fired it, and the leaderless watch had missed its time in the pause:
+    the tick ran nowhere and nobody said so."""
+    clock = FakeClock()
+    store = Store()
+    ran: list[JobContext] = []
+    runner = _runner(clock, store, ran.append, Leadership(clock, clock.monotonic() - 1.0))
+
+    with caplog.at_level(logging.WARNING, logger="k8slease"):
+        outcome = runner.run_tick(clock.now())
+
+    assert ran == [] and outcome is None
+    assert "job.ticks_being_lost" in _events(caplog)
+    assert runner.losses.count == 1
+    assert store.lease is None, "nothing claimed"
+
+
+def test_a_leader_claim_refused_after_the_term_ended_reports_the_tick_lost(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Found by the simulation (late applies on the leader Lease too): the leader waited its
+    turn in the claim order, was paused past its renew deadline, then found the tick claimed
+    over (a later tick, by the next leader): a quiet ``locked`` skip, and the tick ran nowhere."""
+    clock = FakeClock()
+    store = Store()
+    other = _lock(store, clock, "r1")
+    later = clock.now()
+    assert not isinstance(other.try_acquire(later), Verdict)  # the next leader's later tick
+    ran: list[JobContext] = []
+    runner = _runner(clock, store, ran.append, Leadership(clock, clock.monotonic() + 1.0))
+    # the leadership check before the claim passes; the claim is refused after the term ended
+    acquire = runner.lock.try_acquire
+
+    def slow(*args: Any, **kwargs: Any) -> Any:
+        clock.advance(3.0)
+        return acquire(*args, **kwargs)
+
+    runner.lock.try_acquire = slow  # type: ignore[method-assign]
+    with caplog.at_level(logging.WARNING, logger="k8slease"):
+        outcome = runner.run_tick(later - timedelta(seconds=10))
+
+    assert ran == [] and outcome is None
+    assert "job.ticks_being_lost" in _events(caplog)
+    assert runner.losses.count == 1

@@ -43,3 +43,16 @@ def test_observations_report_how_long_unchanged() -> None:
     clock.advance(4.0)
     assert observations.see("x", _lease("2026-01-01T00:00:00.000000Z", rv="9")) == 4.0
     assert observations.see("y", None) == 0.0
+
+
+def test_last_held_keeps_the_latest_renewal_when_an_older_answer_arrives_after_it() -> None:
+    """A read served before renewal N and answered after the watch delivered N must not move
+    ``last_held`` back to N-1 (a release is trusted only if it renews after it; seed 7265)."""
+    observer = LeaseObserver()
+    observer.observe(_lease("2026-01-01T00:00:04.000000Z", rv="5"), 1.0)  # renewal N, watched
+    observer.observe(_lease("2026-01-01T00:00:02.000000Z", rv="4"), 1.1)  # N-1, a late answer
+    assert observer.last_held is not None
+    assert observer.last_held.renew_time is not None
+    assert observer.last_held.renew_time.second == 4
+    observer.observe(_lease("2026-01-01T00:00:06.000000Z", rv="6"), 2.0)  # renewal N+1
+    assert observer.last_held.renew_time.second == 6

@@ -1,0 +1,204 @@
+"""A LEADER-class job in the simulation, through the real gate (issue 26).
+
+A LEADER job fires only on the leader: on every other replica its scheduler entry is paused,
+and the replica's leaderless watch judges, at each tick, with the real
+:func:`~k8slease.jobs.lostticks.nobody_leads` on its real election machine, whether anyone leads;
+a tick at which nobody does is lost and reported (``job.ticks_being_lost``). On the leader the
+tick is claimed on the job's lock like any other (the claim path of :mod:`sim_jobs`, with every
+slow step and late apply that has). Once granted, the run starts only after the hop back to the
+event loop (a short delay, in which a pause may fall) and only if the real
+:class:`~k8slease.jobs.grant.Grant`, bound to leadership by the real
+:func:`~k8slease.jobs.leadergate.bind_to_leadership`, does not read ``lost``; otherwise the tick is
+recorded ``lost`` (``job.not_started``). A run's ``ctx.lost`` is that same flag; a run that
+reads it set when it finishes is recorded ``lost``.
+
+The checks (in :mod:`sim_run`) judge every start against the true leadership: the replica's
+election machine believes it leads at the instant of the start, on its own clock. A start
+outside it is a violation, as is a tick that fired while nobody led and was reported by no one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sim_core import T0
+from sim_election import ElectionReplica
+from sim_jobs import JobReplica, _Run
+
+from k8slease.election.commands import Phase
+from k8slease.jobs.grant import Grant
+from k8slease.jobs.leadergate import bind_to_leadership
+from k8slease.jobs.lock import _Judged
+from k8slease.jobs.lostticks import nobody_leads
+
+LEADER_JOB = "leaderjob"
+#: the longest hop from the claim's thread back to the event loop (a pause may fall in it)
+HOP = 0.05
+#: APScheduler's default ``misfire_grace_time``, which the leaderless watch's entry keeps
+LEADERLESS_GRACE = 1.0
+
+
+class LeaderJobReplica(JobReplica):
+    """A LEADER-class job on one replica, gated on that replica's election machine."""
+
+    elector: ElectionReplica
+
+    def bind(self, elector: ElectionReplica) -> None:
+        self.elector = elector
+        #: tick -> whether the job's entry was resumed (this replica leading) when it came due
+        self._resumed: dict[int, bool] = {}
+        self._due: set[int] = set()
+        self.ledger.unsettled[self.me] = self._unsettled
+        self._handled = 0
+        #: for the checks: LEADER runs started, not started (leadership ended), told lost
+        self.counts = self.ledger.claims
+
+    def _leads(self) -> bool:
+        return self.elector.believes()
+
+    def _schedule(self, k: int) -> None:
+        """The scheduler's clock runs on through a pause: tick ``k`` comes due at its time
+        whatever this replica handles, and the next one is scheduled then. Whether the job's
+        entry was resumed (this replica's elector in its term: it resumes and pauses the entry)
+        is judged when the tick comes due, even if the replica is paused then (the entry is
+        paused only once the elector handles the end of its term, after the pause)."""
+        if k in self._due:
+            return
+        self._due.add(k)
+        when = k * self.period - self.clock.skew
+
+        def due() -> None:
+            self._resumed[k] = self.elector.machine.phase is Phase.LEADER
+            self._schedule(k + 1)
+            self.later(self.world.t, lambda: self._fire(k))
+
+        self.world.at(when, due)
+
+    def _fire(self, k: int) -> None:
+        resumed = self._resumed.pop(k, False)
+        if k <= self._handled:
+            return  # coalesced into a later tick already handled
+        self._handled = k
+        late = (self.clock.wall(self.world.t) - self._tick(k)).total_seconds()
+        if resumed:
+            if late > self.period:
+                # missed past its grace (a pause): APScheduler reports it missed
+                # (DroppedTicks, WARNING), whether or not this replica still leads
+                self._fate(k, "dropped")
+                return
+            if self._leads():
+                super()._fire(k)
+                newest = int((self.clock.wall(self.world.t) - T0).total_seconds() // self.period)
+                self._handled = max(self._handled, newest)
+                return
+            # its term ended, the entry not yet paused: the runner skips and reports the tick
+            # lost (``leadership-ended``, WARNING); the leaderless watch fires too
+            self._fate(k, "leadership-ended")
+        elif late > LEADERLESS_GRACE:
+            # the leaderless watch missed its time (APScheduler's default grace): not run,
+            # and not reported (DroppedTicks watches the jobs' own entries)
+            self._fate(k, "watch-missed")
+            return
+        if self._leads():
+            # its entry was paused when the tick came due (between terms: a take in flight,
+            # in a pause) and resumed since, from the next tick on; the leaderless watch,
+            # judging late, finds this replica leading: an open gap
+            self._fate(k, "between-terms")
+            return
+        machine = self.elector.machine
+        if nobody_leads(machine, now=self.elector.mono()):
+            self._fate(k, "no-leader")  # LostTicks: job.ticks_being_lost (WARNING)
+        elif self._after_deletion():
+            # within the wait of a held Lease deleted by hand: the Lease is absent, or came
+            # back (a create applied late) naming someone; this replica cannot tell whether
+            # the deleted Lease's holder or the new one leads (the LEADER twin of a hand
+            # deletion between two creates): counted apart
+            self._fate(k, "after-deletion")
+        else:
+            self._fate(k, "not-leader")  # someone else leads, as far as this replica saw
+
+    def _why(self, judged: _Judged) -> str:
+        """As :meth:`JobReplica._why`; a quiet skip for a holder that claimed this lock while
+        it led, got no answer, and lost leadership before its next claim (so it never settles
+        the claim and never says ``lock.claim_applied_late``) is named apart: an open gap."""
+        why = super()._why(judged)
+        record = judged.record
+        if why == "held-quiet" and record is not None:
+            unsettled = self.ledger.unsettled.get(record.holder)
+            if unsettled is not None and unsettled(record.fencing_token):
+                return "held-unsettled-ex-leader"
+        return why
+
+    def _skip(self, k: int, why: str) -> None:
+        """``TickRunner._claim``: a claim refused by the lock (any verdict) after this replica
+        stopped leading reports the tick lost (``leadership-ended``, WARNING)."""
+        if why not in {"unavailable", "dropped"} and not self._leads():
+            why = "leadership-ended"
+        super()._skip(k, why)
+
+    def _unsettled(self, token: int) -> bool:
+        """Whether this replica has an unanswered claim with ``token`` (in flight, or its
+        answer lost) that it will not settle: it no longer leads, so its LEADER entry is paused
+        and no claim will settle it."""
+        pending = self.pending
+        tokens = {self.in_flight}
+        if pending is not None:
+            tokens |= {pending.fencing_token, *pending.earlier_tokens}
+        return token in tokens and self.elector.machine.phase is not Phase.LEADER
+
+    def _after_deletion(self) -> bool:
+        """Whether this replica's view of the leader Lease is within the wait of a held Lease
+        it saw deleted (by hand: the simulation's elections never delete): absent, or back
+        (a create applied late) since."""
+        machine = self.elector.machine
+        seen = machine.observation
+        if seen is None:
+            return False
+        if seen.view is None:
+            held, since = seen.held_before_absence, seen.first_seen_at
+        elif seen.deleted is not None:
+            held, since = seen.deleted
+        else:
+            return False
+        if held is None or held.holder == machine.identity:
+            return False  # its own deleted Lease: it stepped down and reports (nobody_leads)
+        wait = max(float(held.duration_seconds), machine.timing.lease_duration)
+        return self.elector.mono() < since + wait
+
+    def _start(self, run: _Run, record: Callable[[], None]) -> None:
+        """``TickRunner._claim`` binds the grant to leadership; ``_run_async`` checks it after
+        the hop back to the loop, right before the start (``_startable``)."""
+        grant = Grant(
+            job=self.job,
+            tick=T0,
+            fencing_token=run.view.fencing_token,
+            started_wall=self.clock.wall(self.world.t),
+            started_mono=run.last_ok,
+        )  # no clock: the lock's own budget is the keep-alive's (``run.lost``, as in sim_jobs)
+        bind_to_leadership(grant, self._leads)
+        run.grant = grant
+        self.current = run  # held by this run from the grant on (the others' checks)
+
+        def start() -> None:
+            if grant.lost.is_set():
+                self.world.log(f"r{self.index} does not start tick {run.k}: not leading")
+                self.counts["leader-not-started"] += 1
+                run.lost = True
+                self._finish(run)  # recorded lost, released
+                return
+            if not self.elector.believes():
+                self.ledger.violations.append(
+                    f"t={self.world.t:.3f}: LEADER run of tick {run.k} started on "
+                    f"r{self.index}, which is not leading"
+                )
+            self.counts["leader-started"] += 1
+            super(LeaderJobReplica, self)._start(run, record)
+
+        self.later(self.world.t + self.world.rng.uniform(0, HOP), start)
+
+    def _finish(self, run: _Run) -> None:
+        grant = run.grant
+        if grant is not None and not run.lost and grant.lost.is_set():
+            self.counts["leader-told-lost"] += 1
+            run.lost = True  # ctx.lost was set: a coroutine job is cancelled, recorded lost
+        super()._finish(run)
