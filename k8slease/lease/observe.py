@@ -104,8 +104,8 @@ class LeaseObserver:
 
     @property
     def last_held(self) -> LeaseRecord | None:
-        """The well-formed held record with the latest ``renewTime`` seen (a release must renew
-        after it). Not simply the last one seen: an answer can arrive after a watch event that
+        """The well-formed held record of the newest term seen, with the latest ``renewTime`` seen
+        in that term (a release must renew after it). Not simply the last one seen: an answer can arrive after a watch event that
         is newer than it (a read served before a renewal, answered after the watch delivered
         the renewal), and a release judged against that older record would let hand edits
         that leave the newer ``renewTime`` pass for a release (simulation seed 7265)."""
@@ -279,9 +279,19 @@ class Observations:
 
 
 def _later_held(kept: LeaseRecord | None, seen: LeaseRecord) -> LeaseRecord:
-    """Of two held records, the one a release must renew after: the later ``renewTime`` (a
-    record without one never replaces one that has it; ties go to the newer sighting)."""
-    if kept is None or kept.renew_time is None:
+    """Of two held records, the one a release must renew after: the newer term (the higher
+    fencing token), and within a term the later ``renewTime`` (a record without one never
+    replaces one that has it; ties go to the newer sighting).
+
+    Terms are compared by token, not by ``renewTime``: two holders' wall clocks may disagree,
+    and a former holder whose clock ran ahead must not make the present holder's release look
+    older than a record of a term that is over (candidates would wait a whole lease on every
+    graceful handover)."""
+    if kept is None or seen.fencing_token > kept.fencing_token:
+        return seen
+    if seen.fencing_token < kept.fencing_token:
+        return kept
+    if kept.renew_time is None:
         return seen
     if seen.renew_time is None or seen.renew_time < kept.renew_time:
         return kept

@@ -56,3 +56,18 @@ def test_last_held_keeps_the_latest_renewal_when_an_older_answer_arrives_after_i
     assert observer.last_held.renew_time.second == 4
     observer.observe(_lease("2026-01-01T00:00:06.000000Z", rv="6"), 2.0)  # renewal N+1
     assert observer.last_held.renew_time.second == 6
+
+
+def test_last_held_follows_the_newest_term_whatever_the_holders_clocks_say() -> None:
+    """A former holder's wall clock ran 5 minutes ahead: the present holder's records (a higher
+    token) renew "earlier" by their timestamps, yet they are the ones its release must renew
+    after, or every graceful handover would wait a whole lease."""
+    observer = LeaseObserver()
+    observer.observe(_lease("2026-01-01T00:05:00.000000Z", token="1", rv="4"), 1.0)
+    observer.observe(_lease("2026-01-01T00:00:10.000000Z", token="2", rv="5"), 2.0)
+    assert observer.last_held is not None and observer.last_held.fencing_token == 2
+    # a late answer from the former term does not bring it back
+    observer.observe(_lease("2026-01-01T00:05:01.000000Z", token="1", rv="3"), 2.1)
+    assert observer.last_held.fencing_token == 2
+    assert observer.last_held.renew_time is not None
+    assert observer.last_held.renew_time.minute == 0
