@@ -319,7 +319,7 @@ def test_async_work_in_a_thread_is_cancelled_on_loss(
     async def work(ctx: LeadershipContext) -> None:
         running.set()
         try:
-            await asyncio.sleep(60)
+            await asyncio.Event().wait()  # runs until cancelled
         except asyncio.CancelledError:
             cancelled.set()
             raise
