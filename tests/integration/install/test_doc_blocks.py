@@ -11,8 +11,9 @@ A ``python`` block runs as a script against a fresh embedded API server (``$KUBE
 points at it; top-level ``await`` is allowed, as in an asyncio REPL), and must end with status 0.
 An HTML comment on the line before the fence says otherwise::
 
-    <!-- docs-test: sigterm -->         a service: SIGTERM after 4 s must end it as documented
-                                        (the Lease released, then the default action: -SIGTERM)
+    <!-- docs-test: sigterm -->         a service: SIGTERM once it holds a Lease must end it as
+                                        documented (the Lease released, then the default
+                                        action: -SIGTERM)
     <!-- docs-test: pytest -->          a test file, run with pytest (the plugin loads itself)
     <!-- docs-test: real -->            needs the real control plane (skipped when not built)
     <!-- docs-test: script; before: CODE -->   CODE runs first (a fragment's context)
@@ -37,6 +38,7 @@ from typing import Any
 import pytest
 import yaml
 from conftest import REPO, Venv, clean_env, download
+from kubernetes import client, watch
 
 # the first block that needs the venv builds the wheel and installs it
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
@@ -52,7 +54,7 @@ RUNNER = textwrap.dedent(
     import ast, asyncio, sys
 
     async def do_some_work(fencing_token):
-        await asyncio.sleep(3600)
+        await asyncio.Event().wait()  # runs until cancelled
 
     source = open(sys.argv[1]).read()
     code = compile(source, sys.argv[1], "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
@@ -156,11 +158,13 @@ def test_python_block_runs_from_the_wheel(
     )  # fmt: skip
     try:
         if block.mode == "sigterm":
-            time.sleep(4)
-            assert process.poll() is None, process.communicate()[1]
-            process.send_signal(signal.SIGTERM)
-            _, stderr = process.communicate(timeout=60)
-            assert process.returncode == -signal.SIGTERM, stderr
+            with server.api_client() as api:
+                namespace, name = first_held_lease(api, process, timeout=60)
+                process.send_signal(signal.SIGTERM)
+                _, stderr = process.communicate(timeout=60)
+                assert process.returncode == -signal.SIGTERM, stderr
+                lease = client.CoordinationV1Api(api).read_namespaced_lease(name, namespace)
+                assert not lease.spec.holder_identity, f"{namespace}/{name} released: {stderr}"
             return
         _, stderr = process.communicate(timeout=120)
         assert process.returncode == 0, stderr
@@ -169,6 +173,25 @@ def test_python_block_runs_from_the_wheel(
         if process.poll() is None:
             process.kill()
             process.communicate()
+
+
+def first_held_lease(
+    api: client.ApiClient, process: subprocess.Popen[str], timeout: float
+) -> tuple[str, str]:
+    """``(namespace, name)`` of the first Lease with a holder: the service has started (a watch
+    of all Leases, reopened every 2 s to check that the process still runs)."""
+    coordination = client.CoordinationV1Api(api)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert process.poll() is None, process.communicate()[1]
+        # a watch without resourceVersion starts with every existing Lease: none is missed
+        for event in watch.Watch().stream(
+            coordination.list_lease_for_all_namespaces, timeout_seconds=2
+        ):
+            lease = event["object"]
+            if event["type"] != "DELETED" and lease.spec and lease.spec.holder_identity:
+                return lease.metadata.namespace, lease.metadata.name
+    raise AssertionError(f"no Lease held within {timeout}s")
 
 
 def k8slease_commands(block: Block) -> list[list[str]]:
