@@ -30,7 +30,7 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,7 +38,7 @@ from typing import Any
 import pytest
 import yaml
 from conftest import REPO, Venv, clean_env, download
-from kubernetes import client, watch
+from kubernetes import client
 
 # the first block that needs the venv builds the wheel and installs it
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
@@ -48,13 +48,24 @@ OUTPUT = ("text", "console")
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
 MARKER = re.compile(r"<!-- docs-test: (\w+)(?:; before: (.*?))? -->\s*$")
 
-#: names a block leaves to the reader (README's asyncio example calls "your" coroutine)
+#: names a block leaves to the reader (README's asyncio example calls "your" coroutine), and a
+#: log handler that says on stdout when the service has started and when it leads (k8slease's
+#: INFO events, which the default logging setup does not print)
 RUNNER = textwrap.dedent(
     """
-    import ast, asyncio, sys
+    import ast, asyncio, logging, sys
 
     async def do_some_work(fencing_token):
         await asyncio.Event().wait()  # runs until cancelled
+
+    class SayStarted(logging.Handler):
+        def emit(self, record):
+            event = getattr(record, "k8slease_event", "")
+            if event in ("jobs.started", "leader.started"):
+                print(f"docs-test: {event}", flush=True)
+
+    logging.getLogger("k8slease").setLevel(logging.INFO)
+    logging.getLogger("k8slease").addHandler(SayStarted())
 
     source = open(sys.argv[1]).read()
     code = compile(source, sys.argv[1], "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
@@ -158,13 +169,25 @@ def test_python_block_runs_from_the_wheel(
     )  # fmt: skip
     try:
         if block.mode == "sigterm":
+            # a service that leads (a LEADER job, an elector) gets its SIGTERM once it leads,
+            # and must have released its Lease; any other once its Jobs have started
+            leads = "Mode.LEADER" in block.code or "LeaderElector" in block.code
+            wait_line(process, "docs-test: leader.started" if leads else "docs-test: jobs.started")
             with server.api_client() as api:
-                namespace, name = first_held_lease(api, process, timeout=60)
+                coordination = client.CoordinationV1Api(api)
+                held = [
+                    lease
+                    for lease in coordination.list_lease_for_all_namespaces().items
+                    if lease.spec.holder_identity
+                ]
+                assert held or not leads, "a service that leads holds its Lease"
                 process.send_signal(signal.SIGTERM)
                 _, stderr = process.communicate(timeout=60)
                 assert process.returncode == -signal.SIGTERM, stderr
-                lease = client.CoordinationV1Api(api).read_namespaced_lease(name, namespace)
-                assert not lease.spec.holder_identity, f"{namespace}/{name} released: {stderr}"
+                for lease in held:
+                    name, namespace = lease.metadata.name, lease.metadata.namespace
+                    now = coordination.read_namespaced_lease(name, namespace)
+                    assert not now.spec.holder_identity, f"{namespace}/{name} not released"
             return
         _, stderr = process.communicate(timeout=120)
         assert process.returncode == 0, stderr
@@ -175,23 +198,23 @@ def test_python_block_runs_from_the_wheel(
             process.communicate()
 
 
-def first_held_lease(
-    api: client.ApiClient, process: subprocess.Popen[str], timeout: float
-) -> tuple[str, str]:
-    """``(namespace, name)`` of the first Lease with a holder: the service has started (a watch
-    of all Leases, reopened every 2 s to check that the process still runs)."""
-    coordination = client.CoordinationV1Api(api)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert process.poll() is None, process.communicate()[1]
-        # a watch without resourceVersion starts with every existing Lease: none is missed
-        for event in watch.Watch().stream(
-            coordination.list_lease_for_all_namespaces, timeout_seconds=2
-        ):
-            lease = event["object"]
-            if event["type"] != "DELETED" and lease.spec and lease.spec.holder_identity:
-                return lease.metadata.namespace, lease.metadata.name
-    raise AssertionError(f"no Lease held within {timeout}s")
+def wait_line(process: subprocess.Popen[str], line: str, timeout: float = 60) -> None:
+    """Read ``process``'s stdout until ``line``; fails if it ends first or after ``timeout``
+    (a timer kills the process, which ends the read)."""
+    assert process.stdout is not None
+    seen: list[str] = []
+    timer = threading.Timer(timeout, process.kill)
+    timer.start()
+    try:
+        for got in process.stdout:
+            seen.append(got.rstrip("\n"))
+            if seen[-1] == line:
+                return
+    finally:
+        timer.cancel()
+    process.kill()
+    _, stderr = process.communicate()
+    raise AssertionError(f"no {line!r} within {timeout}s; stdout: {seen}; stderr: {stderr}")
 
 
 def k8slease_commands(block: Block) -> list[list[str]]:
