@@ -11,9 +11,9 @@ A ``python`` block runs as a script against a fresh embedded API server (``$KUBE
 points at it; top-level ``await`` is allowed, as in an asyncio REPL), and must end with status 0.
 An HTML comment on the line before the fence says otherwise::
 
-    <!-- docs-test: sigterm -->         a service: SIGTERM once it holds a Lease must end it as
-                                        documented (the Lease released, then the default
-                                        action: -SIGTERM)
+    <!-- docs-test: sigterm -->         a service: SIGTERM once it has started (once it leads,
+                                        if it leads) must end it as documented (the Lease
+                                        released, then the default action: -SIGTERM)
     <!-- docs-test: pytest -->          a test file, run with pytest (the plugin loads itself)
     <!-- docs-test: real -->            needs the real control plane (skipped when not built)
     <!-- docs-test: script; before: CODE -->   CODE runs first (a fragment's context)
