@@ -31,6 +31,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -67,6 +68,7 @@ RUNNER = textwrap.dedent(
     logging.getLogger("k8slease").setLevel(logging.INFO)
     logging.getLogger("k8slease").addHandler(SayStarted())
 
+    print("docs-test: running", flush=True)
     source = open(sys.argv[1]).read()
     code = compile(source, sys.argv[1], "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
     namespace = {"__name__": "__main__", "do_some_work": do_some_work}
@@ -170,9 +172,18 @@ def test_python_block_runs_from_the_wheel(
     try:
         if block.mode == "sigterm":
             # a service that leads (a LEADER job, an elector) gets its SIGTERM once it leads,
-            # and must have released its Lease; any other once its Jobs have started
+            # and must have released its Lease; one with Jobs once they have started
             leads = "Mode.LEADER" in block.code or "LeaderElector" in block.code
-            wait_line(process, "docs-test: leader.started" if leads else "docs-test: jobs.started")
+            if leads:
+                wait_line(process, "docs-test: leader.started")
+            elif "Jobs(" in block.code:
+                wait_line(process, "docs-test: jobs.started")
+            else:
+                # a user's own loop around a TickLock (schedule, asyncio): nothing says it has
+                # reached its loop (it reads no Lease before its first tick), so it gets 4 s
+                # from the moment the runner starts the block's code: the scenario, not a guess
+                wait_line(process, "docs-test: running")
+                time.sleep(4)
             with server.api_client() as api:
                 coordination = client.CoordinationV1Api(api)
                 held = [
