@@ -268,6 +268,7 @@ class Stats:
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _counts: Counter[tuple[str, str]] = field(default_factory=Counter)
     _log: deque[Request] = field(default_factory=deque)
+    _served: threading.Condition = field(default_factory=threading.Condition)
 
     def record(self, request: Request) -> None:
         """(Server side) count one request."""
@@ -276,6 +277,18 @@ class Stats:
             self._log.append(request)
             if len(self._log) > self.log_size:
                 self._log.popleft()
+        with self._served:
+            self._served.notify_all()
+
+    def wait_until(self, predicate: Callable[[], bool], timeout: float) -> bool:
+        """Block until ``predicate()`` is true, checking it again after each request the server
+        records (when it ends: a watch counts when it closes); False after ``timeout`` seconds.
+
+        For tests that wait for "the client has made N requests" (or for a fault's ``hits``)
+        without sleeping in a loop.
+        """
+        with self._served:
+            return self._served.wait_for(predicate, timeout)
 
     def count(self, verb: str | None = None, resource: str | None = None) -> int:
         """Requests with this verb and/or resource (``leases`` or ``leases.coordination.k8s.io``

@@ -138,7 +138,7 @@ class Case:
             async def coroutine(ctx: Any) -> None:
                 record("started")
                 try:
-                    await asyncio.sleep(3600)
+                    await asyncio.Event().wait()  # runs until cancelled
                 except asyncio.CancelledError:
                     record("cancelled")
                     raise
@@ -149,7 +149,7 @@ class Case:
             async def coroutine_noarg() -> None:
                 record("started")
                 try:
-                    await asyncio.sleep(3600)
+                    await asyncio.Event().wait()  # runs until cancelled
                 except asyncio.CancelledError:
                     record("cancelled")
                     raise
@@ -293,6 +293,9 @@ FORMS: dict[str, Callable[[Case, Any], None]] = {
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float) -> bool:
+    """Ask ``predicate`` every 20 ms until it holds or ``timeout`` passes. It asks what the forms
+    expose and no one event covers: ``is_leader`` (Jobs create their elector inside ``run()``,
+    too late for a listener), the case's records, the threads still alive."""
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:

@@ -54,7 +54,7 @@ def test_the_async_elector_example(k8s_api_client: client.ApiClient, k8s_namespa
         async def lead(ctx: LeadershipContext) -> None:
             while True:
                 tokens.append(ctx.fencing_token)
-                await asyncio.sleep(3600)  # cancelled when leadership is lost
+                await asyncio.Event().wait()  # runs until cancelled when leadership is lost
 
         async with AsyncLeaderElector(
             "billing", namespace=k8s_namespace, api_client=k8s_api_client, on_started_leading=lead

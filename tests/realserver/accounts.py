@@ -77,7 +77,9 @@ def wait_for_access(
     admin: Any, user: str, access: Access, expected: bool, timeout: float = 10.0
 ) -> None:
     """Until the authorizer's answer for ``access`` is ``expected``: RBAC objects reach the
-    authorizer through its informers a moment after they are written. Asks every 50 ms."""
+    authorizer through its informers a moment after they are written. Asks every 50 ms: nothing
+    announces that moment (a watch of the RBAC objects sees the write, not the authorizer's
+    cache), only asking tells."""
     deadline = time.monotonic() + timeout
     while allowed(admin, user, access) != expected:
         if time.monotonic() > deadline:

@@ -1,5 +1,6 @@
 """``python -m k8slease operator`` as a subprocess with a given kubeconfig (an account's token),
-and what the tests wait for: a log line, a status field, an Event."""
+and what the tests wait for: a log line (read from the operator's output as it comes), a status
+field, an Event (each re-checked on every change a watch reports)."""
 
 from __future__ import annotations
 
@@ -7,13 +8,15 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import kubernetes.client
+from kubernetes import watch
 from kubernetes.client.exceptions import ApiException
 
 from k8slease.names import CRD_GROUP, CRD_PLURAL, CRD_VERSION
@@ -28,40 +31,80 @@ FAST_ENV = {
 REFUSED = re.compile(r"403|[Ff]orbidden")
 
 
-def poll(what: str, probe: Callable[[], Any], timeout: float = 20.0) -> Any:
-    """``probe()`` every 50 ms until it is truthy (the operator is another process: there is no
-    event to wait on here); fails with ``what`` after ``timeout``."""
+#: Seconds a watch stays open before the wait checks again that the operator still runs.
+WATCH_WINDOW = 2
+
+
+def wait_changes(
+    what: str, probe: Callable[[], Any], changes: Callable[[int], Iterable[Any]], timeout: float
+) -> Any:
+    """``probe()`` now and after each change ``changes(seconds)`` streams (a watch of what the
+    probe reads, reopened every :data:`WATCH_WINDOW` s) until it is truthy; fails with ``what``
+    after ``timeout``. A watch opened without a resourceVersion starts with every existing object,
+    so nothing changed between the probe and the watch's start is missed."""
     deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = probe()
-        if last:
-            return last
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}; last: {last!r}")
+    last = probe()
+    while not last:
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}; last: {last!r}")
+        for _ in changes(WATCH_WINDOW):
+            last = probe()
+            if last:
+                break
+        else:
+            last = probe()  # the window ended: asks again, and whether the operator still runs
+    return last
 
 
 class OperatorRun:
-    """One operator process and its log."""
+    """One operator process and its log (its output, copied to ``log`` line by line)."""
 
     def __init__(self, process: subprocess.Popen[bytes], log: Path, namespace: str) -> None:
         self.process = process
         self.log = log
         self.namespace = namespace
+        self._lines: list[str] = []
+        self._ended = False
+        self._cond = threading.Condition()
+        self._reader = threading.Thread(target=self._copy, name="operator-log", daemon=True)
+        self._reader.start()
+
+    def _copy(self) -> None:
+        assert self.process.stdout is not None
+        with self.log.open("wb") as out:
+            for raw in self.process.stdout:
+                out.write(raw)
+                out.flush()
+                with self._cond:
+                    self._lines.append(raw.decode(errors="replace").rstrip("\n"))
+                    self._cond.notify_all()
+        with self._cond:
+            self._ended = True
+            self._cond.notify_all()
 
     def text(self) -> str:
-        return self.log.read_text(errors="replace")
+        with self._cond:
+            return "".join(line + "\n" for line in self._lines)
 
     def wait_log(self, pattern: str, timeout: float = 20.0) -> str:
-        """The first log line matching ``pattern`` (a regular expression)."""
+        """The first log line matching ``pattern`` (a regular expression), as the operator
+        prints it; fails when the operator ends first or after ``timeout``."""
         regex = re.compile(pattern)
 
-        def probe() -> str | None:
-            self.assert_running()
-            return next((ln for ln in self.text().splitlines() if regex.search(ln)), None)
+        def found() -> str | None:
+            return next((ln for ln in self._lines if regex.search(ln)), None)
 
-        line: str = poll(f"a log line matching {pattern!r}", probe, timeout)
+        with self._cond:
+            self._cond.wait_for(lambda: found() is not None or self._ended, timeout)
+            line = found()
+        if line is None:
+            self.assert_running()
+            raise AssertionError(f"no log line matching {pattern!r} within {timeout} s")
         return line
+
+    def close(self) -> None:
+        """After the process ended: the rest of its output copied."""
+        self._reader.join(timeout=10)
 
     def assert_running(self) -> None:
         assert self.process.poll() is None, f"the operator exited:\n{self.text()[-3000:]}"
@@ -96,20 +139,30 @@ class OperatorRun:
             status = obj.get("status") or {}
             return status if predicate(status) else None
 
-        found: dict[str, Any] = poll(f"the status of {name}", probe)
+        def changes(seconds: int) -> Iterable[Any]:
+            return watch.Watch().stream(
+                api.list_namespaced_custom_object, CRD_GROUP, CRD_VERSION, self.namespace,
+                CRD_PLURAL, field_selector=f"metadata.name={name}", timeout_seconds=seconds,
+            )  # fmt: skip
+
+        found: dict[str, Any] = wait_changes(f"the status of {name}", probe, changes, 20.0)
         return found
 
     def wait_event(self, admin: Any, name: str, reason: str) -> Any:
         core = kubernetes.client.CoreV1Api(admin)
+        selector = f"involvedObject.name={name},reason={reason}"
 
         def probe() -> list[Any]:
             self.assert_running()
-            events = core.list_namespaced_event(
-                self.namespace, field_selector=f"involvedObject.name={name},reason={reason}"
-            )
-            return list(events.items)
+            return list(core.list_namespaced_event(self.namespace, field_selector=selector).items)
 
-        return poll(f"a {reason} event about {name}", probe)
+        def changes(seconds: int) -> Iterable[Any]:
+            return watch.Watch().stream(
+                core.list_namespaced_event, self.namespace, field_selector=selector,
+                timeout_seconds=seconds,
+            )  # fmt: skip
+
+        return wait_changes(f"a {reason} event about {name}", probe, changes, 20.0)
 
 
 @contextmanager
@@ -120,31 +173,32 @@ def operator_run(
     tests then look at ``namespace``) as ``kubeconfig``'s identity; stopped afterwards."""
     env = dict(os.environ, **FAST_ENV)
     env.pop("KUBERNETES_SERVICE_HOST", None)
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "k8slease",
-                "operator",
-                "--kubeconfig",
-                str(kubeconfig),
-                *(["--all-namespaces"] if all_namespaces else ["--namespace", namespace]),
-                # the tests' groups are auto-created (the RBAC tests need the create): declared
-                "--auto-create-group",
-                f"{namespace}/*",
-            ],
-            cwd=REPO,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "k8slease",
+            "operator",
+            "--kubeconfig",
+            str(kubeconfig),
+            *(["--all-namespaces"] if all_namespaces else ["--namespace", namespace]),
+            # the tests' groups are auto-created (the RBAC tests need the create): declared
+            "--auto-create-group",
+            f"{namespace}/*",
+        ],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    run = OperatorRun(process, log, namespace)
+    try:
+        yield run
+    finally:
+        process.terminate()
         try:
-            yield OperatorRun(process, log, namespace)
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=5)
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=5)
+        run.close()

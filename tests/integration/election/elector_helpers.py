@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -83,6 +84,58 @@ class LeaseWatcher:
             result = found()
             assert result is not None
             return result
+
+
+class ChildOutput:
+    """A child process's stdout lines and stderr text, read as they come, so that a test can wait
+    for the line a child prints when it reaches a state (instead of sleeping until it likely has).
+    """
+
+    def __init__(self, child: subprocess.Popen[str]) -> None:
+        assert child.stdout is not None and child.stderr is not None
+        self.child = child
+        self.lines: list[str] = []
+        self._stderr: list[str] = []
+        self._eof = False
+        self._cond = threading.Condition()
+        self._readers = [
+            threading.Thread(target=self._read_lines, args=(child.stdout,), daemon=True),
+            threading.Thread(target=self._read_all, args=(child.stderr,), daemon=True),
+        ]
+        for reader in self._readers:
+            reader.start()
+
+    def _read_lines(self, stream: Any) -> None:
+        for line in stream:
+            with self._cond:
+                self.lines.append(line.rstrip("\n"))
+                self._cond.notify_all()
+        with self._cond:
+            self._eof = True
+            self._cond.notify_all()
+
+    def _read_all(self, stream: Any) -> None:
+        self._stderr.append(stream.read())
+
+    def wait_line(self, line: str, timeout: float) -> None:
+        """Until the child has printed ``line``; fails the test on timeout or when it ends first."""
+        with self._cond:
+            self._cond.wait_for(lambda: line in self.lines or self._eof, timeout)
+            if line not in self.lines:
+                raise AssertionError(
+                    f"the child did not print {line!r} within {timeout}s (ended: {self._eof}); "
+                    f"stdout: {self.lines}; stderr: {self.stderr()}"
+                )
+
+    def end(self, timeout: float) -> str:
+        """Wait for the child to end (``TimeoutExpired`` after ``timeout``); its stderr."""
+        self.child.wait(timeout=timeout)
+        for reader in self._readers:
+            reader.join(timeout=5)
+        return self.stderr()
+
+    def stderr(self) -> str:
+        return "".join(self._stderr)
 
 
 def server_for_lease(request: pytest.FixtureRequest, namespace: str, name: str) -> Any:

@@ -6,8 +6,6 @@ those of a fixed span of (fake) time, whatever the machine's speed.
 
 from __future__ import annotations
 
-import time
-
 from fakeclock import FakeClock
 
 from k8slease import LeaderElector
@@ -33,10 +31,11 @@ def test_a_missing_namespace_is_retried_at_the_retry_interval(
     )
     elector.start()
     try:
-        deadline = time.monotonic() + 5
-        while server.stats.count("create", "leases") == 0 and time.monotonic() < deadline:
-            time.sleep(0.01)  # the first attempt is real I/O; the fake clock cannot say when
-        assert clock.settle(), "the elector waits on its clock after a failed create"
+        # the first attempt is real I/O: the server says when it has served it
+        assert server.stats.wait_until(lambda: server.stats.count("create", "leases") > 0, 5)
+        # the server counts the create before the elector has its answer: wait until both of
+        # the elector's threads that wait on its clock (its loop, its watchdog) wait again
+        assert clock.settle(sleepers=2), "the elector waits on its clock after a failed create"
         first = server.stats.count("create", "leases")
         assert first == 1
         for _ in range(40):  # 20 s of fake time

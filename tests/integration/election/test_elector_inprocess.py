@@ -109,7 +109,8 @@ def test_graceful_takeover_is_well_under_a_second(server: APIServer, cleanup: li
         leader = next(e for e in group if e.identity == record.holder)
         assert leader.wait_until_leading(5)
         # a graceful takeover is the watch's doing: a candidate that has not opened its watch
-        # yet (just started) would take over at its next retry instead
+        # yet (just started) would take over at its next retry instead. ready() is computed
+        # when asked (no event announces it): asked every 10 ms
         deadline = time.monotonic() + 5
         while not all(e.ready() for e in group) and time.monotonic() < deadline:
             time.sleep(0.01)

@@ -15,6 +15,8 @@ FAST = {"lease_duration": 3.0, "renew_interval": 0.5, "renew_deadline": 2.0}
 
 
 def eventually(what: str, probe: Callable[[], bool], timeout: float = 15.0) -> None:
+    """Ask ``probe`` (a ``ready()``) every 50 ms: readiness is computed from the elector's state
+    and its clock when asked, so no event announces it."""
     deadline = time.monotonic() + timeout
     while not probe():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
@@ -35,7 +37,7 @@ def test_ready_follows_the_election_and_the_api_server(
         assert leader.ready()
         fault = server.faults.add("watch", "leases", status=503)
         with candidate:
-            eventually("two refused watches", lambda: fault.hits >= 2)
+            assert server.stats.wait_until(lambda: fault.hits >= 2, 15), "two refused watches"
             assert not candidate.ready(), "a candidate that cannot watch is not ready"
             server.faults.remove(fault)
             eventually("the candidate's watch", candidate.ready)

@@ -15,9 +15,9 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 
 import pytest
+from elector_helpers import ChildOutput
 from kubernetes import client
 
 from k8slease import LeaderElector
@@ -31,7 +31,7 @@ TIMING = dict(lease_duration=4, renew_interval=1, renew_deadline=3, retry_interv
 
 CHILD = textwrap.dedent(
     """
-    import sys, time
+    import queue, sys, threading
     from k8slease import LeaderElector
     from k8slease.kube.apiclient import default_api_client
 
@@ -39,16 +39,24 @@ CHILD = textwrap.dedent(
     client = default_api_client(kubeconfig=kubeconfig)
     options = dict(namespace="default", identity="child", api_client=client,
                    lease_duration=4, renew_interval=1, renew_deadline=3, retry_interval=1)
+    work_threads = queue.Queue()
 
     def started():
+        work_threads.put(threading.current_thread())
         print("leading", flush=True)   # returns at once: the term goes on
 
+    def report_the_work_thread_ended():
+        work_threads.get().join()
+        print("work thread ended", flush=True)
+        threading.Event().wait()  # stays alive: only the work thread's ident is free for reuse
+
+    threading.Thread(target=report_the_work_thread_ended, daemon=True).start()
     if form == "with":
         with LeaderElector(name, on_started_leading=started, **options) as elector:
-            time.sleep(60)
+            threading.Event().wait()  # until SIGTERM, whose default action ends the process
     else:
         LeaderElector(name, on_started_leading=started, **options).run()
-        time.sleep(60)  # never reached: the default SIGTERM action ends the process
+    sys.exit("the elector returned before the SIGTERM ended the process")
     """
 )
 
@@ -68,12 +76,13 @@ def test_sigterm_releases_after_on_started_leading_returned(
         [sys.executable, "-c", CHILD, str(server.kubeconfig), form, name],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
+    output = ChildOutput(child)
     try:
-        assert child.stdout is not None
-        assert child.stdout.readline().strip() == "leading"
-        time.sleep(0.3)  # let the callback's thread end (the bug needs its ident free)
+        output.wait_line("leading", 30)
+        # the bug needs the finished work thread's ident free for the signal's stop thread
+        output.wait_line("work thread ended", 10)
         child.send_signal(signal.SIGTERM)
-        _, stderr = child.communicate(timeout=10)
+        stderr = output.end(timeout=10)
         assert child.returncode == -signal.SIGTERM, stderr
         assert holder(server.api_client(), name) == "", "the Lease was released before the end"
     finally:

@@ -11,8 +11,9 @@ A ``python`` block runs as a script against a fresh embedded API server (``$KUBE
 points at it; top-level ``await`` is allowed, as in an asyncio REPL), and must end with status 0.
 An HTML comment on the line before the fence says otherwise::
 
-    <!-- docs-test: sigterm -->         a service: SIGTERM after 4 s must end it as documented
-                                        (the Lease released, then the default action: -SIGTERM)
+    <!-- docs-test: sigterm -->         a service: SIGTERM once it has started (once it leads,
+                                        if it leads) must end it as documented (the Lease
+                                        released, then the default action: -SIGTERM)
     <!-- docs-test: pytest -->          a test file, run with pytest (the plugin loads itself)
     <!-- docs-test: real -->            needs the real control plane (skipped when not built)
     <!-- docs-test: script; before: CODE -->   CODE runs first (a fragment's context)
@@ -29,6 +30,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +39,7 @@ from typing import Any
 import pytest
 import yaml
 from conftest import REPO, Venv, clean_env, download
+from kubernetes import client
 
 # the first block that needs the venv builds the wheel and installs it
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
@@ -46,14 +49,26 @@ OUTPUT = ("text", "console")
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
 MARKER = re.compile(r"<!-- docs-test: (\w+)(?:; before: (.*?))? -->\s*$")
 
-#: names a block leaves to the reader (README's asyncio example calls "your" coroutine)
+#: names a block leaves to the reader (README's asyncio example calls "your" coroutine), and a
+#: log handler that says on stdout when the service has started and when it leads (k8slease's
+#: INFO events, which the default logging setup does not print)
 RUNNER = textwrap.dedent(
     """
-    import ast, asyncio, sys
+    import ast, asyncio, logging, sys
 
     async def do_some_work(fencing_token):
-        await asyncio.sleep(3600)
+        await asyncio.Event().wait()  # runs until cancelled
 
+    class SayStarted(logging.Handler):
+        def emit(self, record):
+            event = getattr(record, "k8slease_event", "")
+            if event in ("jobs.started", "leader.started"):
+                print(f"docs-test: {event}", flush=True)
+
+    logging.getLogger("k8slease").setLevel(logging.INFO)
+    logging.getLogger("k8slease").addHandler(SayStarted())
+
+    print("docs-test: running", flush=True)
     source = open(sys.argv[1]).read()
     code = compile(source, sys.argv[1], "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
     namespace = {"__name__": "__main__", "do_some_work": do_some_work}
@@ -156,11 +171,34 @@ def test_python_block_runs_from_the_wheel(
     )  # fmt: skip
     try:
         if block.mode == "sigterm":
-            time.sleep(4)
-            assert process.poll() is None, process.communicate()[1]
-            process.send_signal(signal.SIGTERM)
-            _, stderr = process.communicate(timeout=60)
-            assert process.returncode == -signal.SIGTERM, stderr
+            # a service that leads (a LEADER job, an elector) gets its SIGTERM once it leads,
+            # and must have released its Lease; one with Jobs once they have started
+            leads = "Mode.LEADER" in block.code or "LeaderElector" in block.code
+            if leads:
+                wait_line(process, "docs-test: leader.started")
+            elif "Jobs(" in block.code:
+                wait_line(process, "docs-test: jobs.started")
+            else:
+                # a user's own loop around a TickLock (schedule, asyncio): nothing says it has
+                # reached its loop (it reads no Lease before its first tick), so it gets 4 s
+                # from the moment the runner starts the block's code: the scenario, not a guess
+                wait_line(process, "docs-test: running")
+                time.sleep(4)
+            with server.api_client() as api:
+                coordination = client.CoordinationV1Api(api)
+                held = [
+                    lease
+                    for lease in coordination.list_lease_for_all_namespaces().items
+                    if lease.spec.holder_identity
+                ]
+                assert held or not leads, "a service that leads holds its Lease"
+                process.send_signal(signal.SIGTERM)
+                _, stderr = process.communicate(timeout=60)
+                assert process.returncode == -signal.SIGTERM, stderr
+                for lease in held:
+                    name, namespace = lease.metadata.name, lease.metadata.namespace
+                    now = coordination.read_namespaced_lease(name, namespace)
+                    assert not now.spec.holder_identity, f"{namespace}/{name} not released"
             return
         _, stderr = process.communicate(timeout=120)
         assert process.returncode == 0, stderr
@@ -169,6 +207,25 @@ def test_python_block_runs_from_the_wheel(
         if process.poll() is None:
             process.kill()
             process.communicate()
+
+
+def wait_line(process: subprocess.Popen[str], line: str, timeout: float = 60) -> None:
+    """Read ``process``'s stdout until ``line``; fails if it ends first or after ``timeout``
+    (a timer kills the process, which ends the read)."""
+    assert process.stdout is not None
+    seen: list[str] = []
+    timer = threading.Timer(timeout, process.kill)
+    timer.start()
+    try:
+        for got in process.stdout:
+            seen.append(got.rstrip("\n"))
+            if seen[-1] == line:
+                return
+    finally:
+        timer.cancel()
+    process.kill()
+    _, stderr = process.communicate()
+    raise AssertionError(f"no {line!r} within {timeout}s; stdout: {seen}; stderr: {stderr}")
 
 
 def k8slease_commands(block: Block) -> list[list[str]]:

@@ -1,17 +1,19 @@
-"""Helpers for the operator's integration tests: the operator process and status polling."""
+"""Helpers for the operator's integration tests: the operator process, and waits for what it
+writes (a group's status, its Events), decided by watches of what the probe reads."""
 
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from kubernetes import client
+from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
 from k8slease.names import CRD_GROUP, CRD_PLURAL, CRD_VERSION
@@ -88,18 +90,47 @@ def get_group(api: client.ApiClient, namespace: str, name: str) -> dict[str, Any
     return obj
 
 
+#: Opens a watch that ends after the given number of seconds; yields one item per change.
+Changes = Callable[[int], Iterable[Any]]
+
+
+def event_changes(api: client.ApiClient, namespace: str) -> Changes:
+    """The namespace's Events, as a watch."""
+    events = client.CoreV1Api(api)
+    return lambda seconds: watch.Watch().stream(
+        events.list_namespaced_event, namespace, timeout_seconds=seconds
+    )
+
+
+def group_changes(api: client.ApiClient, namespace: str, name: str) -> Changes:
+    """One ScheduledJobGroup, as a watch."""
+    groups = client.CustomObjectsApi(api)
+    return lambda seconds: watch.Watch().stream(
+        groups.list_namespaced_custom_object, CRD_GROUP, CRD_VERSION, namespace, CRD_PLURAL,
+        field_selector=f"metadata.name={name}", timeout_seconds=seconds,
+    )  # fmt: skip
+
+
 def wait_for(
-    what: str, probe: Callable[[], Any], *, timeout: float = 15.0, interval: float = 0.05
+    what: str, probe: Callable[[], Any], *, changes: Changes, timeout: float = 15.0
 ) -> Any:
-    """Poll ``probe`` until it returns something truthy; fail with ``what`` after ``timeout``."""
+    """``probe()`` now and again after each change ``changes`` reports (a watch of what the probe
+    reads) until it returns something truthy; fail with ``what`` after ``timeout``.
+
+    A watch opened without a resourceVersion starts with every existing object, so a change made
+    between the probe and the watch's start is not missed.
+    """
     deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = probe()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}; last: {last!r}")
+    last = probe()
+    while not last:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}; last: {last!r}")
+        for _ in changes(math.ceil(left)):
+            last = probe()
+            if last:
+                break
+    return last
 
 
 def wait_status(
@@ -118,7 +149,9 @@ def wait_status(
         status = (obj or {}).get("status") or {}
         return status if status and predicate(status) else None
 
-    result: dict[str, Any] = wait_for(what, probe, timeout=timeout)
+    result: dict[str, Any] = wait_for(
+        what, probe, changes=group_changes(api, namespace, name), timeout=timeout
+    )
     return result
 
 

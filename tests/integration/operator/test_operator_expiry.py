@@ -14,7 +14,14 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from kubernetes import client
-from operator_support import condition, group_events, operator_process, wait_for, wait_status
+from operator_support import (
+    condition,
+    event_changes,
+    group_events,
+    operator_process,
+    wait_for,
+    wait_status,
+)
 
 from k8slease.lease.record import LeaseRecord, new_lease
 from k8slease.lease.transport import LeaseTransport
@@ -55,6 +62,7 @@ def test_an_abandoned_lease_shows_no_leader_and_no_became_leader_event(server: A
         events = wait_for(
             "the LeaderExpired event",
             lambda: [e for e in group_events(api, NS, "orphan") if e["reason"] == "LeaderExpired"],
+            changes=event_changes(api, NS),
         )
         assert events[0]["type"] == "Warning"
         reasons = [e["reason"] for e in group_events(api, NS, "orphan")]

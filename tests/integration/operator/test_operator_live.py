@@ -16,6 +16,7 @@ from kubernetes import client
 from operator_support import (
     condition,
     create_group,
+    event_changes,
     get_group,
     group_events,
     operator_process,
@@ -105,6 +106,7 @@ def test_released_failover_is_recorded_with_its_gap(
     events = wait_for(
         "leadership events",
         lambda: [e for e in group_events(api, NS, "fo-released") if "replica-b" in e["message"]],
+        changes=event_changes(api, NS),
     )
     assert (
         events[0]["reason"] == "LeaderElected"
@@ -174,6 +176,7 @@ def test_job_runs_appear_with_holder_outcome_and_counts(
     events = wait_for(
         "a RunFailed event",
         lambda: [e for e in group_events(api, NS, "jobs-grp") if e["reason"] == "RunFailed"],
+        changes=event_changes(api, NS),
     )
     assert events[0]["type"] == "Warning" and "boom" in events[0]["message"]
 
@@ -205,6 +208,7 @@ def test_missing_run_raises_the_condition_and_a_warning(
     warning = wait_for(
         "a RunMissing event",
         lambda: [e for e in group_events(api, NS, "missing-grp") if e["reason"] == "RunMissing"],
+        changes=event_changes(api, NS),
     )
     assert warning[0]["type"] == "Warning"
     # The newest closed tick runs: the alert clears (the next tick closes 50 s after it).

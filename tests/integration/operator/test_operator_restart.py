@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 
 import pytest
 from kubernetes import client
-from operator_support import group_events, operator_process, wait_for, wait_status
+from operator_support import event_changes, group_events, operator_process, wait_for, wait_status
 
 from k8slease.errors import NotFound
 from k8slease.lease.record import LeaseRecord, lease_with_record, new_lease
@@ -72,6 +72,7 @@ def test_changes_while_the_operator_was_down(server: APIServer) -> None:
                 "took over from replica-a while the operator was not watching" in e["message"]
                 for e in group_events(api, NS, "handover")
             ),
+            changes=event_changes(api, NS),
         )
         mid = wait_status(
             api, NS, "released", lambda s: s.get("releasedBy") == "replica-a", "release seen"

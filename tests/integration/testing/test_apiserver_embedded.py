@@ -263,6 +263,27 @@ def test_stats_count_requests_per_verb_and_resource(
     assert server.stats.count() == 0
 
 
+def test_stats_wait_until_wakes_on_each_recorded_request(
+    k8s_embedded_apiserver: APIServer, coord: Any
+) -> None:
+    server = k8s_embedded_apiserver
+    server.stats.reset()
+    results: list[bool] = []
+    waiter = threading.Thread(
+        target=lambda: results.append(
+            server.stats.wait_until(lambda: server.stats.count("get", "leases") >= 2, 30)
+        )
+    )
+    waiter.start()
+    coord.create_namespaced_lease("default", lease("w"))
+    coord.read_namespaced_lease("w", "default")
+    assert waiter.is_alive(), "one get is not two"
+    coord.read_namespaced_lease("w", "default")
+    waiter.join(timeout=5)  # woken by the second get's record, long before its 30 s
+    assert results == [True]
+    assert not server.stats.wait_until(lambda: server.stats.count("delete") > 0, 0.1)
+
+
 def test_faults_over_http(k8s_embedded_apiserver: APIServer, coord: Any) -> None:
     server = k8s_embedded_apiserver
     rule = control(

@@ -12,9 +12,11 @@ from collections.abc import Callable, Iterator, Mapping
 from functools import partial
 from typing import Any
 
+from k8slease import LeaderElector
 from k8slease.errors import AlreadyExists, Conflict, NotFound, TransportError, Unavailable
 from k8slease.lease.meta import resource_version
 from k8slease.lease.transport import WatchEvent
+from k8slease.metrics import NoopMetrics
 
 
 class MemoryLeaseStore:
@@ -164,3 +166,21 @@ class MemoryTransport:
                 if name is None or lease["metadata"]["name"] == name:
                     yield WatchEvent(kind, copy.deepcopy(lease))
         raise Unavailable("watch: closed")
+
+
+def make_elector(
+    store: MemoryLeaseStore,
+    made: list[LeaderElector],
+    identity: str,
+    *,
+    defaults: Mapping[str, Any],
+    **kwargs: Any,
+) -> LeaderElector:
+    """A LeaderElector of the Lease "demo" on ``store`` (or on ``transport=``), with
+    ``NoopMetrics`` unless ``metrics=`` is given: ``defaults``, then ``kwargs``. Appended to
+    ``made`` (the ``electors`` fixture), which stops it after the test."""
+    options: dict[str, Any] = {"metrics": NoopMetrics(), **defaults, **kwargs}
+    transport = options.pop("transport", None) or MemoryTransport(store)
+    elector = LeaderElector("demo", identity=identity, transport=transport, **options)
+    made.append(elector)
+    return elector

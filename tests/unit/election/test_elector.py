@@ -12,11 +12,11 @@ import asyncio
 import os
 import signal
 import threading
-from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
 import pytest
-from elector_memstore import MemoryLeaseStore, MemoryTransport
+from elector_memstore import MemoryLeaseStore, MemoryTransport, make_elector
 from fakeclock import FakeClock
 
 from k8slease import LeaderElector, LeadershipContext
@@ -35,27 +35,7 @@ FAST = {
 }
 
 
-@pytest.fixture
-def store() -> MemoryLeaseStore:
-    return MemoryLeaseStore()
-
-
-@pytest.fixture
-def electors() -> Iterator[list[LeaderElector]]:
-    made: list[LeaderElector] = []
-    yield made
-    for elector in made:
-        elector.stop(timeout=5)
-
-
-def make(
-    store: MemoryLeaseStore, made: list[LeaderElector], identity: str, **kwargs: Any
-) -> LeaderElector:
-    options: dict[str, Any] = {**FAST, "metrics": NoopMetrics(), **kwargs}
-    transport = options.pop("transport", None) or MemoryTransport(store)
-    elector = LeaderElector("demo", identity=identity, transport=transport, **options)
-    made.append(elector)
-    return elector
+make = partial(make_elector, defaults=FAST)
 
 
 def holder(store: MemoryLeaseStore) -> str:
@@ -319,7 +299,7 @@ def test_async_work_in_a_thread_is_cancelled_on_loss(
     async def work(ctx: LeadershipContext) -> None:
         running.set()
         try:
-            await asyncio.sleep(60)
+            await asyncio.Event().wait()  # runs until cancelled
         except asyncio.CancelledError:
             cancelled.set()
             raise

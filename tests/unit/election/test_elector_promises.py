@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
-import pytest
-from elector_memstore import MemoryLeaseStore, MemoryTransport
+from elector_memstore import MemoryLeaseStore, MemoryTransport, make_elector
 from prometheus_client import CollectorRegistry
 
 from k8slease import AsyncLeaderElector, LeaderElector
@@ -28,27 +27,7 @@ FAST: dict[str, Any] = dict(
 )
 
 
-@pytest.fixture
-def store() -> MemoryLeaseStore:
-    return MemoryLeaseStore()
-
-
-@pytest.fixture
-def electors() -> Iterator[list[LeaderElector]]:
-    made: list[LeaderElector] = []
-    yield made
-    for elector in made:
-        elector.stop(timeout=5)
-
-
-def make(
-    store: MemoryLeaseStore, made: list[LeaderElector], identity: str, **kwargs: Any
-) -> LeaderElector:
-    options: dict[str, Any] = {**FAST, "metrics": NoopMetrics(), "handle_signals": False}
-    options.update(kwargs)
-    elector = LeaderElector("demo", identity=identity, transport=MemoryTransport(store), **options)
-    made.append(elector)
-    return elector
+make = partial(make_elector, defaults={**FAST, "handle_signals": False})
 
 
 def test_release_on_return_ends_run_after_the_release(

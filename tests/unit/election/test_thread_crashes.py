@@ -38,14 +38,6 @@ class Injected(RuntimeError):
     """The exception a test injects into a thread."""
 
 
-@pytest.fixture
-def electors() -> Iterator[list[LeaderElector]]:
-    made: list[LeaderElector] = []
-    yield made
-    for elector in made:
-        elector.stop(timeout=5)
-
-
 def make(transport: MemoryTransport, made: list[LeaderElector]) -> LeaderElector:
     elector = LeaderElector(
         "demo", identity="r0", transport=transport, metrics=NoopMetrics(), **FAST

@@ -116,6 +116,22 @@ def _lock(
     )
 
 
+def _cached_lock(store: Store, clock: FakeClock, observations: Observations) -> JobLock:
+    """r0's lock (30 s at most) judging on ``observations`` through a claim cache, unordered:
+    the informer-fed shape of a lock that Jobs builds."""
+    return JobLock(
+        store,  # type: ignore[arg-type]
+        group="g",
+        job="job",
+        identity="r0",
+        lock_at_most_for=30,
+        clock=clock,
+        observations=observations,
+        cache=ClaimCache(observations, lambda: True, step=0.5, spread=3),
+        ordered=False,
+    )
+
+
 def _tick(clock: FakeClock, after: float = 0.0) -> datetime:
     return clock.now() + timedelta(seconds=after)
 
@@ -381,18 +397,7 @@ def test_a_kept_release_written_on_a_stale_view_reads_and_writes_again() -> None
     instead of skipping it as held by itself."""
     clock, store = FakeClock(), Store()
     observations = Observations(clock)
-    cache = ClaimCache(observations, lambda: True, step=0.5, spread=3)
-    lock = JobLock(
-        store,  # type: ignore[arg-type]
-        group="g",
-        job="job",
-        identity="r0",
-        lock_at_most_for=30,
-        clock=clock,
-        observations=observations,
-        cache=cache,
-        ordered=False,
-    )
+    lock = _cached_lock(store, clock, observations)
     grant = lock.try_acquire(_tick(clock))
     assert isinstance(grant, Grant)
     store.lose = ["later"]
@@ -429,18 +434,7 @@ def test_an_own_claim_landing_while_the_replica_judges_is_settled_not_skipped() 
             return before
 
     store = LandsAfterRead()
-    cache = ClaimCache(observations, lambda: True, step=0.5, spread=3)
-    lock = JobLock(
-        store,  # type: ignore[arg-type]
-        group="g",
-        job="job",
-        identity="r0",
-        lock_at_most_for=30,
-        clock=clock,
-        observations=observations,
-        cache=cache,
-        ordered=False,
-    )
+    lock = _cached_lock(store, clock, observations)
     first = lock.try_acquire(_tick(clock))
     assert isinstance(first, Grant)
     lock.finish(first, "succeeded")

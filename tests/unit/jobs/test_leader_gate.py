@@ -99,7 +99,7 @@ def test_leadership_ended_sets_lost_and_cancels_a_coroutine_run() -> None:
 
     async def job(ctx: JobContext) -> None:
         started.set()
-        await asyncio.sleep(3600)
+        await asyncio.Event().wait()  # runs until cancelled
 
     runner = _runner(clock, store, job, leading)
 

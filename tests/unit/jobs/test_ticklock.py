@@ -270,7 +270,7 @@ def test_an_async_job_is_cancelled_when_its_lock_is_lost(clock: FakeClock) -> No
         assert runner._running is not None
         runner._running.mark_lost()  # as the keep-alive does when it cannot extend the lock
         try:
-            await asyncio.sleep(30)
+            await asyncio.Event().wait()  # runs until cancelled
         except asyncio.CancelledError:
             cancelled.append(True)
             raise
