@@ -104,11 +104,12 @@ class LeaseObserver:
 
     @property
     def last_held(self) -> LeaseRecord | None:
-        """The well-formed held record of the newest term seen, with the latest ``renewTime`` seen
-        in that term (a release must renew after it). Not simply the last one seen: an answer can arrive after a watch event that
-        is newer than it (a read served before a renewal, answered after the watch delivered
-        the renewal), and a release judged against that older record would let hand edits
-        that leave the newer ``renewTime`` pass for a release (simulation seed 7265)."""
+        """The well-formed held record of the newest term seen, with the latest ``renewTime``
+        seen in that term (a release must renew after it). Not simply the last one seen: an
+        answer can arrive after a watch event that is newer than it (a read served before a
+        renewal, answered after the watch delivered the renewal), and a release judged against
+        that older record would let hand edits that leave the newer ``renewTime`` pass for a
+        release (simulation seed 7265)."""
         return self._last_held
 
     @property

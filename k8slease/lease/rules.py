@@ -91,9 +91,9 @@ def is_release(record: LeaseRecord) -> bool:
 def is_trusted_release(record: LeaseRecord, last_held: LeaseRecord | None) -> bool:
     """Whether ``record`` may be taken at once as a release: :func:`is_release`, and its
     ``renewTime`` is later than that of ``last_held``, the held record of the newest term with
-    the latest ``renewTime`` this replica saw (:attr:`~k8slease.lease.observe.LeaseObserver.last_held`; a
-    holder's release always moves it forward; hand edits that remove the holder and shorten the
-    duration leave it as it was)."""
+    the latest ``renewTime`` this replica saw
+    (:attr:`~k8slease.lease.observe.LeaseObserver.last_held`; a holder's release always moves it
+    forward; hand edits that remove the holder and shorten the duration leave it as it was)."""
     if not is_release(record):
         return False
     if last_held is None or last_held.renew_time is None:
