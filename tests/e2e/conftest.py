@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_clusters import E2ECluster, KindCluster, NodeCluster, choose
+from e2e_clusters import E2ECluster, KindCluster, NodeCluster, choose, required
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CHART_DIR = REPO_ROOT / "charts" / "k8slease"
@@ -31,11 +30,6 @@ NAMESPACE = "k8slease-e2e"
 RELEASE = "k8slease"
 DEFAULT_CLUSTER_NAME = "k8slease-e2e"
 IMAGE = os.environ.get("K8SLEASE_E2E_IMAGE", "k8slease:e2e")
-
-
-def _required() -> bool:
-    """Under CI, where Go and root exist, the node cluster must run: an error, not a skip."""
-    return bool(os.environ.get("CI")) and shutil.which("go") is not None and os.geteuid() == 0
 
 
 @pytest.hookimpl(wrapper=True)
@@ -48,7 +42,7 @@ def pytest_collection_modifyitems(
     e2e_items = [item for item in items if E2E_DIR in Path(str(item.path)).parents]
     if e2e_items:
         chosen, reason = choose()
-        if chosen is None and not _required():
+        if chosen is None and not required():
             skip = pytest.mark.skip(reason=f"no cluster for the e2e suite ({reason})")
             for item in e2e_items:
                 item.add_marker(skip)
@@ -61,7 +55,7 @@ def e2e_cluster(request: pytest.FixtureRequest) -> Iterator[E2ECluster]:
     (``K8SLEASE_E2E_CLUSTER=kind|node`` forces one)."""
     chosen, reason = choose()
     if chosen is None:
-        if _required():
+        if required():
             pytest.fail(f"CI with Go and root: the e2e cluster must run here, but {reason}")
         pytest.skip(reason)
     cluster: NodeCluster | KindCluster

@@ -74,6 +74,11 @@ def choose() -> tuple[str | None, str]:
     return None, "; ".join(reasons)
 
 
+def required() -> bool:
+    """Under CI, where Go and root exist, the node cluster must run: an error, not a skip."""
+    return bool(os.environ.get("CI")) and shutil.which("go") is not None and os.geteuid() == 0
+
+
 def _helm_binary() -> str:
     from k8slease.testing.cluster import ensure_node_binaries
 
