@@ -10,7 +10,7 @@ GO      := $(shell command -v go 2>/dev/null)
 # `make test` runs the test files on this many pytest-xdist workers (0: in one process).
 TEST_WORKERS ?= 2
 
-.PHONY: install test test-floor unit integration lint demo bench bench-docs e2e manifests peers controlplane cluster constraints clean soak chaos
+.PHONY: install test test-floor unit integration lint demo bench bench-docs e2e manifests peers controlplane cluster cluster-binaries cluster-image constraints clean soak chaos
 
 install: $(STAMP)
 
@@ -94,8 +94,16 @@ e2e: $(STAMP) $(if $(GO),cluster)
 # The single-node cluster's binaries and images (kubelet, containerd, CoreDNS, helm, the
 # project's image) into ~/.cache/k8slease/cluster, once per machine. Exit status 2 means the
 # cluster cannot run here (not root, no namespaces): nothing to build, and not an error.
+# cluster-binaries (Go and C: CPU-bound) and cluster-image (debootstrap and pip inside buildah:
+# network- and disk-bound) are its two parts, which .ci/run starts beside different work.
 cluster: $(STAMP)
 	$(BIN)/python -m k8slease cluster --build-only || test $$? -eq 2
+
+cluster-binaries: $(STAMP)
+	$(BIN)/python -m k8slease cluster --build-only binaries || test $$? -eq 2
+
+cluster-image: $(STAMP)
+	$(BIN)/python -m k8slease cluster --build-only image || test $$? -eq 2
 
 manifests: $(STAMP)
 	$(BIN)/python charts/render_manifests.py --write manifests/

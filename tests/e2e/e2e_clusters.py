@@ -102,8 +102,8 @@ class NodeCluster:
     def stop(self) -> None:
         self.cluster.stop()
 
-    def kubectl(self, *args: str, **kwargs: Any) -> str:
-        result = self.cluster.kubectl(*args, check=False)
+    def kubectl(self, *args: str, input: str | None = None, **kwargs: Any) -> str:
+        result = self.cluster.kubectl(*args, check=False, input=input)
         if result.returncode != 0:
             raise subprocess.CalledProcessError(
                 result.returncode, ["kubectl", *args], result.stdout, result.stderr

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -280,3 +280,34 @@ def test_helm_upgrade_with_changed_values_rolls_without_a_double_tick(
     assert not before & after, "the upgrade changed the pod template: every pod is replaced"
     time.sleep(TICK_SECONDS * 2)
     assert_each_tick_once(window(history, logs, start=start), at_least=3)
+
+
+def scale(cluster: Any, replicas: int) -> None:
+    cluster.kubectl("scale", f"deployment/{APP}", "-n", NAMESPACE, f"--replicas={replicas}")
+
+
+def test_scale_three_to_one_to_five_runs_every_tick_once(
+    e2e_cluster: Any, history: LeaseHistory, logs: PodLogs, start: datetime
+) -> None:
+    time.sleep(TICK_SECONDS * 2)
+    scale(e2e_cluster, 1)
+    (alone,) = steady(e2e_cluster, 1)
+    time.sleep(TICK_SECONDS * 3)
+    at_one = datetime.now(UTC)
+    scale(e2e_cluster, 5)
+    five = steady(e2e_cluster, 5)
+    time.sleep(TICK_SECONDS * 3)
+    judged = window(history, logs, start=start)
+    assert_each_tick_once(judged, at_least=8)
+    # While it was alone, the one replica ran every tick (it is the whole claim order).
+    name = alone["metadata"]["name"] + "-"
+    alone_ticks = [t for t in judged.ticks if t >= at_one - timedelta(seconds=8) and t < at_one]
+    assert alone_ticks, "no tick fell in the one-replica spell"
+    assert all(judged.runs[t][0].holder.startswith(name) for t in alone_ticks), {
+        t.isoformat(): judged.runs[t][0].holder for t in alone_ticks
+    }
+    assert len(five) == 5
+    record(
+        "scale_3_1_5",
+        {"ticks_in_window": len(judged.ticks), "duplicates": 0, "missing": 0},
+    )
