@@ -184,6 +184,7 @@ def test_leader_pod_deleted_successor_takes_over_within_a_second(
 ) -> None:
     time.sleep(TICK_SECONDS * 2)
     old = wait_until(lambda: leader_pod(e2e_cluster), 60, "a leader")["metadata"]["name"]
+    deleted = datetime.now(UTC)
     e2e_cluster.kubectl("delete", "pod", old, "-n", NAMESPACE, "--wait=false")
     handover = wait_until(
         lambda: [h for h in history.handovers(GROUP) if h.old.startswith(old + "-")],
@@ -192,11 +193,13 @@ def test_leader_pod_deleted_successor_takes_over_within_a_second(
     )[0]
     assert handover.gap_seconds < 1.0, handover
     steady(e2e_cluster)
-    time.sleep(TICK_SECONDS * 2)
+    time.sleep(TICK_SECONDS * 4)
     judged = window(history, logs, start=start)
     # The kubelet's SIGTERM: the leader stops its scheduler after its running tick finished,
     # releases the group Lease; the survivors claim every tick, none is lost.
     assert_each_tick_once(judged, at_least=5)
+    after = [t for t in judged.ticks if t > deleted]
+    assert len(after) >= 3, f"only {len(after)} ticks judged after the deletion"
     assert any(e["pod"] == old for e in logs.events("leader.released")), (
         "the deleted leader did not log its release"
     )
@@ -298,7 +301,7 @@ def test_scale_three_to_one_to_five_runs_every_tick_once(
     five = steady(e2e_cluster, 5)
     time.sleep(TICK_SECONDS * 3)
     judged = window(history, logs, start=start)
-    assert_each_tick_once(judged, at_least=8)
+    assert_each_tick_once(judged, at_least=6)
     # While it was alone, the one replica ran every tick (it is the whole claim order).
     name = alone["metadata"]["name"] + "-"
     alone_ticks = [t for t in judged.ticks if t >= at_one - timedelta(seconds=8) and t < at_one]
