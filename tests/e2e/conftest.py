@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_clusters import E2ECluster, KindCluster, NodeCluster, choose
+from e2e_clusters import E2ECluster, KindCluster, NodeCluster, choose, required
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CHART_DIR = REPO_ROOT / "charts" / "k8slease"
@@ -31,11 +31,6 @@ NAMESPACE = "k8slease-e2e"
 RELEASE = "k8slease"
 DEFAULT_CLUSTER_NAME = "k8slease-e2e"
 IMAGE = os.environ.get("K8SLEASE_E2E_IMAGE", "k8slease:e2e")
-
-
-def _required() -> bool:
-    """Under CI, where Go and root exist, the node cluster must run: an error, not a skip."""
-    return bool(os.environ.get("CI")) and shutil.which("go") is not None and os.geteuid() == 0
 
 
 @pytest.hookimpl(wrapper=True)
@@ -48,7 +43,7 @@ def pytest_collection_modifyitems(
     e2e_items = [item for item in items if E2E_DIR in Path(str(item.path)).parents]
     if e2e_items:
         chosen, reason = choose()
-        if chosen is None and not _required():
+        if chosen is None and not required():
             skip = pytest.mark.skip(reason=f"no cluster for the e2e suite ({reason})")
             for item in e2e_items:
                 item.add_marker(skip)
@@ -61,7 +56,7 @@ def e2e_cluster(request: pytest.FixtureRequest) -> Iterator[E2ECluster]:
     (``K8SLEASE_E2E_CLUSTER=kind|node`` forces one)."""
     chosen, reason = choose()
     if chosen is None:
-        if _required():
+        if required():
             pytest.fail(f"CI with Go and root: the e2e cluster must run here, but {reason}")
         pytest.skip(reason)
     cluster: NodeCluster | KindCluster
@@ -103,36 +98,75 @@ def chart_values(image: str) -> dict[str, Any]:
     }
 
 
+class HelmRelease:
+    """The chart installed by the real ``helm`` (built from helm.sh/helm/v3) into a namespace
+    that enforces the "restricted" Pod Security Standard. A test may uninstall it
+    (``test_helm_uninstall``); the next test that needs it installs it again
+    (:meth:`ensure`), so no test depends on which ran before it."""
+
+    namespace = NAMESPACE
+    name = RELEASE
+
+    def __init__(self, cluster: E2ECluster, values: Path) -> None:
+        self.cluster = cluster
+        self.values = values
+        self.summary = ""
+
+    def __getitem__(self, key: str) -> Any:
+        return getattr(self, key)
+
+    def installed(self) -> bool:
+        try:
+            self.cluster.helm("status", self.name, "-n", self.namespace)
+        except subprocess.CalledProcessError:
+            return False
+        return True
+
+    def ensure(self) -> None:
+        if self.installed():
+            return
+        namespaces = self.cluster.kubectl("get", "namespaces", "-o", "name").split()
+        if f"namespace/{self.namespace}" not in namespaces:
+            self.cluster.kubectl("create", "namespace", self.namespace)
+            self.cluster.kubectl(
+                "label",
+                "namespace",
+                self.namespace,
+                "pod-security.kubernetes.io/enforce=restricted",
+                "pod-security.kubernetes.io/warn=restricted",
+            )
+        self.summary = self.cluster.helm(
+            "install",
+            self.name,
+            str(CHART_DIR),
+            "-n",
+            self.namespace,
+            "-f",
+            str(self.values),
+            "--wait",
+            "--timeout",
+            "300s",
+        )
+
+
 @pytest.fixture(scope="session")
-def helm_release(
+def _installed_release(
     e2e_cluster: E2ECluster, k8slease_image: str, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[dict[str, Any]]:
-    """`helm install` of the chart (the real helm binary, built from helm.sh/helm/v3) into a
-    namespace that enforces the "restricted" Pod Security Standard."""
-    e2e_cluster.kubectl("create", "namespace", NAMESPACE)
-    e2e_cluster.kubectl(
-        "label",
-        "namespace",
-        NAMESPACE,
-        "pod-security.kubernetes.io/enforce=restricted",
-        "pod-security.kubernetes.io/warn=restricted",
-    )
+) -> Iterator[HelmRelease]:
     values = tmp_path_factory.mktemp("helm") / "values.json"
     values.write_text(json.dumps(chart_values(k8slease_image)))
-    summary = e2e_cluster.helm(
-        "install",
-        RELEASE,
-        str(CHART_DIR),
-        "-n",
-        NAMESPACE,
-        "-f",
-        str(values),
-        "--wait",
-        "--timeout",
-        "300s",
-    )
+    release = HelmRelease(e2e_cluster, values)
+    release.ensure()
     try:
-        yield {"namespace": NAMESPACE, "name": RELEASE, "summary": summary, "values": values}
+        yield release
     finally:
-        e2e_cluster.helm("uninstall", RELEASE, "-n", NAMESPACE, "--wait", "--timeout", "120s")
+        if release.installed():
+            e2e_cluster.helm("uninstall", RELEASE, "-n", NAMESPACE, "--wait", "--timeout", "120s")
         e2e_cluster.kubectl("delete", "namespace", NAMESPACE, "--wait=false")
+
+
+@pytest.fixture
+def helm_release(_installed_release: HelmRelease) -> HelmRelease:
+    """The chart's release, installed (again, if a test uninstalled it)."""
+    _installed_release.ensure()
+    return _installed_release

@@ -7,7 +7,7 @@ from __future__ import annotations
 import subprocess
 
 import pytest
-from e2e_clusters import choose
+from e2e_clusters import choose, required
 
 from k8slease.testing.cluster import Cluster
 from k8slease.testing.cluster.node import leftovers
@@ -23,6 +23,8 @@ def host_links() -> list[str]:
 
 def test_the_cluster_runs_a_pod_and_stops_leaving_nothing_behind() -> None:
     chosen, reason = choose()
+    if chosen is None and required():
+        pytest.fail(f"CI with Go and root: the node cluster must run here, but {reason}")
     if chosen != "node":
         pytest.skip(f"the suite runs on {chosen or 'no cluster'}, not the node cluster {reason}")
     links = host_links()

@@ -1,10 +1,13 @@
 """The deployment side on a real node: each tick runs once across 3 replicas, through a
-`kubectl rollout restart`, a deleted leader pod and a container killed by the runtime.
+`kubectl rollout restart`, a deleted leader pod, a container killed by the runtime and a
+`helm upgrade`.
 
 The app runs with ``--fast``: a ONCE_PER_TICK job every 4 s and a 3-second leader Lease
-renewed every second. Runs come from every pod's log (:mod:`runlog`), leadership changes from
-a watch on the leader Lease (:mod:`leasewatch`). Figures go to ``build/e2e-figures.json``
-(docs/benchmarks.md quotes them).
+renewed every second. What ran comes from the job Lease's history (:mod:`leasehistory`: every
+claim and every run record, from a watch that no pod deletion can cut short), cross-checked
+with every pod's log (:mod:`runlog`: a tick logged by two pods is a double run). Each test
+starts from 3 Ready replicas and a leader (:func:`app`) and judges only the ticks after its own
+start. Figures go to ``build/e2e-figures.json`` (docs/benchmarks.md quotes them).
 """
 
 from __future__ import annotations
@@ -12,23 +15,28 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
-from datetime import datetime
-from itertools import pairwise
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-from leasewatch import LeaseWatch
-from runlog import RunLog
+from leasehistory import LeaseHistory
+from runlog import PodLogs
+from ticks import (
+    GROUP,
+    TICK_SECONDS,
+    assert_each_tick_once,
+    assert_lost_ticks_reported,
+    window,
+)
 
 pytestmark = pytest.mark.kind
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 FIGURES = REPO_ROOT / "build" / "e2e-figures.json"
 NAMESPACE = "k8slease-e2e"
-GROUP = "billing"
 APP = "billing-app"
-TICK_SECONDS = 4.0
+REPLICAS = 3
 LEASE_SECONDS = 3.0
 
 
@@ -38,26 +46,6 @@ def kubectl_path(cluster: Any) -> str:
     import shutil
 
     return shutil.which("kubectl") or "kubectl"
-
-
-@pytest.fixture
-def runs(e2e_cluster: Any, helm_release: Any) -> Iterator[RunLog]:
-    with RunLog(
-        kubectl_path(e2e_cluster),
-        e2e_cluster.kubeconfig_path,
-        NAMESPACE,
-        f"app.kubernetes.io/name={APP}",
-    ) as log:
-        yield log
-
-
-@pytest.fixture
-def lease(e2e_cluster: Any, helm_release: Any) -> Iterator[LeaseWatch]:
-    watch = LeaseWatch(kubectl_path(e2e_cluster), e2e_cluster.kubeconfig_path, NAMESPACE, GROUP)
-    try:
-        yield watch
-    finally:
-        watch.close()
 
 
 def record(name: str, figures: dict[str, Any]) -> None:
@@ -77,21 +65,6 @@ def wait_until(probe: Any, timeout: float, what: str) -> Any:
     raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
 
 
-def assert_each_tick_once(periods: dict[str, int], *, since: str | None = None) -> list[str]:
-    """Every tick ran exactly once and none is missing between the first and the last."""
-    duplicates = {period: n for period, n in periods.items() if n != 1}
-    assert duplicates == {}, f"ticks that ran more than once: {duplicates}"
-    ticks = sorted(periods)
-    stamps = [datetime.fromisoformat(tick) for tick in ticks]
-    missing = [
-        f"{a.isoformat()} -> {b.isoformat()}"
-        for a, b in pairwise(stamps)
-        if (b - a).total_seconds() > TICK_SECONDS * 1.5
-    ]
-    assert missing == [], f"ticks missing between: {missing}"
-    return ticks
-
-
 def pods(cluster: Any) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = json.loads(
         cluster.kubectl(
@@ -101,38 +74,94 @@ def pods(cluster: Any) -> list[dict[str, Any]]:
     return items
 
 
-def leader_pod(cluster: Any) -> dict[str, Any] | None:
-    holder = (
-        json.loads(cluster.kubectl("get", "lease", GROUP, "-n", NAMESPACE, "-o", "json"))[
-            "spec"
-        ].get("holderIdentity")
-        or ""
+def ready(pod: dict[str, Any]) -> bool:
+    conditions = pod.get("status", {}).get("conditions") or []
+    return not pod["metadata"].get("deletionTimestamp") and any(
+        c.get("type") == "Ready" and c.get("status") == "True" for c in conditions
     )
-    found = [p for p in pods(cluster) if holder.startswith(p["metadata"]["name"] + "-")]
+
+
+def holder(cluster: Any) -> str:
+    lease = json.loads(cluster.kubectl("get", "lease", GROUP, "-n", NAMESPACE, "-o", "json"))
+    return str(lease["spec"].get("holderIdentity") or "")
+
+
+def leader_pod(cluster: Any) -> dict[str, Any] | None:
+    held = holder(cluster)
+    found = [p for p in pods(cluster) if ready(p) and held.startswith(p["metadata"]["name"] + "-")]
     return found[0] if len(found) == 1 else None
 
 
-def test_each_tick_runs_once_across_three_replicas(e2e_cluster: Any, runs: RunLog) -> None:
-    wait_until(lambda: len(runs.pods()) >= 3, 120, "the logs of 3 app pods")
-    time.sleep(40)  # ten ticks
-    ticks = assert_each_tick_once(runs.periods())
-    assert len(ticks) >= 8, f"only {len(ticks)} ticks in 40 s"
-    assert len({run["pod"] for run in runs.runs()}) >= 1
-    record("steady", {"ticks": len(ticks), "duplicates": 0, "seconds": 40})
+def steady(cluster: Any, replicas: int = REPLICAS) -> list[dict[str, Any]]:
+    """Wait for ``replicas`` Ready pods of the app, no other pod (none terminating), and a
+    leader among them; returns the pods."""
+    cluster.kubectl("rollout", "status", f"deployment/{APP}", "-n", NAMESPACE, "--timeout=300s")
+
+    def settled() -> list[dict[str, Any]] | None:
+        found = pods(cluster)
+        if len(found) != replicas or not all(ready(p) for p in found):
+            return None
+        return found if leader_pod(cluster) is not None else None
+
+    settled_pods: list[dict[str, Any]] = wait_until(
+        settled, 180, f"{replicas} Ready app pods, nothing terminating, and a leader"
+    )
+    return settled_pods
+
+
+@pytest.fixture
+def app(e2e_cluster: Any, helm_release: Any) -> list[dict[str, Any]]:
+    """The state every test here starts from: the chart's 3 replicas, Ready, one leading."""
+    e2e_cluster.kubectl("scale", f"deployment/{APP}", "-n", NAMESPACE, f"--replicas={REPLICAS}")
+    return steady(e2e_cluster)
+
+
+@pytest.fixture
+def history(e2e_cluster: Any, app: Any) -> Iterator[LeaseHistory]:
+    with LeaseHistory(e2e_cluster.kubeconfig_path, NAMESPACE) as watched:
+        yield watched
+
+
+@pytest.fixture
+def logs(e2e_cluster: Any, app: Any) -> Iterator[PodLogs]:
+    with PodLogs(
+        kubectl_path(e2e_cluster),
+        e2e_cluster.kubeconfig_path,
+        NAMESPACE,
+        f"app.kubernetes.io/name={APP}",
+    ) as followed:
+        wait_until(lambda: len(followed.pods()) >= REPLICAS, 120, "the logs of the app pods")
+        yield followed
+
+
+@pytest.fixture
+def start(history: LeaseHistory, logs: PodLogs) -> datetime:
+    """The test's start: it judges the ticks from here on (the watch and the logs run)."""
+    return datetime.now(UTC)
+
+
+def test_each_tick_runs_once_across_three_replicas(
+    history: LeaseHistory, logs: PodLogs, start: datetime
+) -> None:
+    time.sleep(40)  # ten ticks of a real cluster
+    judged = window(history, logs, start=start)
+    assert_each_tick_once(judged, at_least=7)
+    record("steady", {"ticks": len(judged.ticks), "duplicates": 0, "missing": 0, "seconds": 40})
 
 
 def test_rollout_restart_runs_every_tick_once(
-    e2e_cluster: Any, runs: RunLog, lease: LeaseWatch
+    e2e_cluster: Any, history: LeaseHistory, logs: PodLogs, start: datetime
 ) -> None:
-    wait_until(lambda: len(runs.pods()) >= 3, 120, "the logs of 3 app pods")
     time.sleep(TICK_SECONDS * 2)
-    started = time.monotonic()
+    began = time.monotonic()
     e2e_cluster.kubectl("rollout", "restart", f"deployment/{APP}", "-n", NAMESPACE)
     e2e_cluster.kubectl("rollout", "status", f"deployment/{APP}", "-n", NAMESPACE, "--timeout=300s")
-    rolled = time.monotonic() - started
+    rolled = time.monotonic() - began
+    steady(e2e_cluster)
     time.sleep(TICK_SECONDS * 3)  # the new pods' ticks after the rollout
-    ticks = assert_each_tick_once(runs.periods())
-    handovers = lease.handovers()
+    judged = window(history, logs, start=start)
+    assert_each_tick_once(judged, at_least=5)
+    handovers = history.handovers(GROUP)
     assert handovers, "the rollout replaced every pod, the leader's too: expected a handover"
     gaps = [h.gap_seconds for h in handovers]
     assert max(gaps) < LEASE_SECONDS, f"a leadership gap reached the lease duration: {gaps}"
@@ -140,60 +169,101 @@ def test_rollout_restart_runs_every_tick_once(
         "rollout",
         {
             "rollout_seconds": round(rolled, 1),
-            "ticks_in_window": len(ticks),
+            "ticks_in_window": len(judged.ticks),
             "duplicates": 0,
+            "missing": 0,
             "handovers": len(handovers),
             "gaps_seconds": [round(g, 3) for g in gaps],
-            "pods_followed": len(runs.pods()),
+            "pods_followed": len(logs.pods()),
         },
     )
 
 
 def test_leader_pod_deleted_successor_takes_over_within_a_second(
-    e2e_cluster: Any, runs: RunLog, lease: LeaseWatch
+    e2e_cluster: Any, history: LeaseHistory, logs: PodLogs, start: datetime
 ) -> None:
-    wait_until(lambda: len(runs.pods()) >= 3, 120, "the logs of 3 app pods")
-    old = wait_until(lambda: leader_pod(e2e_cluster), 120, "a leader")["metadata"]["name"]
+    time.sleep(TICK_SECONDS * 2)
+    old = wait_until(lambda: leader_pod(e2e_cluster), 60, "a leader")["metadata"]["name"]
+    deleted = datetime.now(UTC)
     e2e_cluster.kubectl("delete", "pod", old, "-n", NAMESPACE, "--wait=false")
     handover = wait_until(
-        lambda: [h for h in lease.handovers() if h.old.startswith(old)],
+        lambda: [h for h in history.handovers(GROUP) if h.old.startswith(old + "-")],
         60,
         "a handover from the deleted leader",
     )[0]
     assert handover.gap_seconds < 1.0, handover
-    e2e_cluster.kubectl("rollout", "status", f"deployment/{APP}", "-n", NAMESPACE, "--timeout=180s")
-    assert_each_tick_once(runs.periods())
-    record("delete_leader_pod", {"gap_seconds": round(handover.gap_seconds, 3)})
+    steady(e2e_cluster)
+    time.sleep(TICK_SECONDS * 4)
+    judged = window(history, logs, start=start)
+    # The kubelet's SIGTERM: the leader stops its scheduler after its running tick finished,
+    # releases the group Lease; the survivors claim every tick, none is lost.
+    assert_each_tick_once(judged, at_least=5)
+    after = [t for t in judged.ticks if t > deleted]
+    assert len(after) >= 3, f"only {len(after)} ticks judged after the deletion"
+    assert any(e["pod"] == old for e in logs.events("leader.released")), (
+        "the deleted leader did not log its release"
+    )
+    record(
+        "delete_leader_pod",
+        {"gap_seconds": round(handover.gap_seconds, 3), "ticks_in_window": len(judged.ticks)},
+    )
 
 
 def test_leader_container_killed_successor_takes_over_within_the_lease(
-    e2e_cluster: Any, runs: RunLog, lease: LeaseWatch
+    e2e_cluster: Any, history: LeaseHistory, logs: PodLogs, start: datetime
 ) -> None:
-    wait_until(lambda: len(runs.pods()) >= 3, 120, "the logs of 3 app pods")
     if e2e_cluster.kind != "node":
         pytest.skip("kills the container through the node's containerd (node cluster only)")
-    pod = wait_until(lambda: leader_pod(e2e_cluster), 120, "a leader")
+    time.sleep(TICK_SECONDS * 2)
+    pod = wait_until(lambda: leader_pod(e2e_cluster), 60, "a leader")
     old = pod["metadata"]["name"]
     container = pod["status"]["containerStatuses"][0]["containerID"].split("://")[1]
+    # Between two ticks (ticks fall on multiples of 4 s): most kills find the job idle.
+    time.sleep((TICK_SECONDS / 2 - time.time() % TICK_SECONDS) % TICK_SECONDS)
     e2e_cluster.crictl_kill(container)
     handover = wait_until(
-        lambda: [h for h in lease.handovers() if h.old.startswith(old)],
+        lambda: [h for h in history.handovers(GROUP) if h.old.startswith(old + "-")],
         60,
         "a handover from the killed leader",
     )[0]
     # Nobody released: the successor waits until the Lease, unchanged for its duration, expires.
     assert handover.gap_seconds < LEASE_SECONDS + 2.0, handover
+    steady(e2e_cluster)
     time.sleep(TICK_SECONDS * 2)
-    assert_each_tick_once(runs.periods())
+    judged = window(history, logs, start=start)
+    if judged.missing() or judged.lost():
+        # Killed in the middle of a run: its lock stays held until lock_at_most_for (30 s)
+        # has passed; then the taker records the unfinished tick lost. Wait for that record.
+        time.sleep(35)
+        judged = window(history, logs, start=start)
+        unrun = assert_lost_ticks_reported(
+            judged, holder_prefix=old + "-", warnings=lambda event: logs.events(event)
+        )
+        record("sigkill_leader_container_mid_run", {"ticks_run_nowhere": len(unrun)})
+    else:
+        assert_each_tick_once(judged, at_least=3)
     record("sigkill_leader_container", {"gap_seconds": round(handover.gap_seconds, 3)})
 
 
 def test_helm_upgrade_with_changed_values_rolls_without_a_double_tick(
-    e2e_cluster: Any, helm_release: Any, runs: RunLog, lease: LeaseWatch
+    e2e_cluster: Any,
+    helm_release: Any,
+    history: LeaseHistory,
+    logs: PodLogs,
+    start: datetime,
 ) -> None:
-    wait_until(lambda: len(runs.pods()) >= 3, 120, "the logs of 3 app pods")
+    # A changed value that changes the pod template: the log level, toggled from what the
+    # Deployment runs now (debug, or the default info; both log the runs).
+    running = json.loads(
+        e2e_cluster.kubectl(
+            "get", "deployment", APP, "-n", NAMESPACE, "-o", "jsonpath={.spec.template}"
+        )
+    )["spec"]["containers"][0]["args"]
     values = json.loads(Path(helm_release["values"]).read_text())
-    values["exampleApp"]["args"] = [*values["exampleApp"]["args"], "--log-level", "debug"]
+    if "--log-level" in running:
+        values["exampleApp"]["args"] = [a for a in running if a not in ("--log-level", "debug")]
+    else:
+        values["exampleApp"]["args"] = [*running, "--log-level", "debug"]
     changed = Path(helm_release["values"]).with_name("values-upgrade.json")
     changed.write_text(json.dumps(values))
     before = {p["metadata"]["name"] for p in pods(e2e_cluster)}
@@ -209,11 +279,38 @@ def test_helm_upgrade_with_changed_values_rolls_without_a_double_tick(
         "--timeout",
         "300s",
     )
-    after = {
-        p["metadata"]["name"]
-        for p in pods(e2e_cluster)
-        if not p["metadata"].get("deletionTimestamp")
-    }
+    after = {p["metadata"]["name"] for p in steady(e2e_cluster)}
     assert not before & after, "the upgrade changed the pod template: every pod is replaced"
     time.sleep(TICK_SECONDS * 2)
-    assert_each_tick_once(runs.periods())
+    assert_each_tick_once(window(history, logs, start=start), at_least=3)
+
+
+def scale(cluster: Any, replicas: int) -> None:
+    cluster.kubectl("scale", f"deployment/{APP}", "-n", NAMESPACE, f"--replicas={replicas}")
+
+
+def test_scale_three_to_one_to_five_runs_every_tick_once(
+    e2e_cluster: Any, history: LeaseHistory, logs: PodLogs, start: datetime
+) -> None:
+    time.sleep(TICK_SECONDS * 2)
+    scale(e2e_cluster, 1)
+    (alone,) = steady(e2e_cluster, 1)
+    time.sleep(TICK_SECONDS * 3)
+    at_one = datetime.now(UTC)
+    scale(e2e_cluster, 5)
+    five = steady(e2e_cluster, 5)
+    time.sleep(TICK_SECONDS * 3)
+    judged = window(history, logs, start=start)
+    assert_each_tick_once(judged, at_least=6)
+    # While it was alone, the one replica ran every tick (it is the whole claim order).
+    name = alone["metadata"]["name"] + "-"
+    alone_ticks = [t for t in judged.ticks if t >= at_one - timedelta(seconds=8) and t < at_one]
+    assert alone_ticks, "no tick fell in the one-replica spell"
+    assert all(judged.runs[t][0].holder.startswith(name) for t in alone_ticks), {
+        t.isoformat(): judged.runs[t][0].holder for t in alone_ticks
+    }
+    assert len(five) == 5
+    record(
+        "scale_3_1_5",
+        {"ticks_in_window": len(judged.ticks), "duplicates": 0, "missing": 0},
+    )

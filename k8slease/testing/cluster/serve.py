@@ -38,10 +38,36 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--build-only",
-        action="store_true",
-        help="build every binary and image into the user cache if missing, print where, exit",
+        nargs="?",
+        const="all",
+        default=None,
+        choices=BUILD_PARTS,
+        help=(
+            "build every binary and image into the user cache if missing, print where, exit; "
+            "'binaries' builds only the Go and C binaries (control plane and node: CPU-bound), "
+            "'image' only the project's image (debootstrap and pip: network- and disk-bound), "
+            "so that CI can run the two beside different work"
+        ),
     )
     return parser
+
+
+#: What ``--build-only`` builds: everything, or one of the two parts.
+BUILD_PARTS = ("all", "binaries", "image")
+
+
+def build_binaries() -> list[str]:
+    """Build (or find) the control plane's and the node's binaries and the pause image."""
+    node = ensure_node_binaries()
+    plane = ensure_binaries()
+    pause = ensure_pause_image(node, lambda line: None)
+    return [str(plane.directory), str(node.directory), str(pause)]
+
+
+def build_image() -> list[str]:
+    """Build (or find) the project's image (and the Debian packages its build needs)."""
+    ensure_packages()
+    return [str(ensure_app_image())]
 
 
 def build_all() -> list[str]:
@@ -55,23 +81,21 @@ def build_all() -> list[str]:
     image: list[str] = []
     failed: list[BaseException] = []
 
-    def build_image() -> None:
+    def image_part() -> None:
         try:
             image.append(str(ensure_app_image()))
         except BaseException as error:  # reported below, from the main thread
             failed.append(error)
 
-    thread = threading.Thread(target=build_image, name="image-build")
+    thread = threading.Thread(target=image_part, name="image-build")
     thread.start()
     try:
-        node = ensure_node_binaries()
-        plane = ensure_binaries()
-        pause = ensure_pause_image(node, lambda line: None)
+        binaries = build_binaries()
     finally:
         thread.join()
     if failed:
         raise failed[0]
-    return [str(plane.directory), str(node.directory), str(pause), *image]
+    return [*binaries, *image]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -81,9 +105,10 @@ def main(argv: list[str] | None = None) -> int:
     if reason is not None:
         print(f"k8slease cluster: cannot run here: {reason}", flush=True)
         return 2
-    if args.build_only:
+    if args.build_only is not None:
+        build = {"all": build_all, "binaries": build_binaries, "image": build_image}
         try:
-            for path in build_all():
+            for path in build[args.build_only]():
                 print(path, flush=True)
         except BuildError as exc:
             print(f"k8slease cluster: {exc}", flush=True)

@@ -181,3 +181,30 @@ def test_the_command_says_in_one_line_why_it_cannot_run(
         assert serve.main(argv) == 2
         out = capsys.readouterr().out
         assert out == "k8slease cluster: cannot run here: the single-node cluster needs root\n"
+
+
+def test_build_only_builds_the_part_asked_for_and_nothing_else(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """CI builds the image (network, disk) and the binaries (CPU) beside different work."""
+    from k8slease.testing.cluster import serve
+
+    built: list[str] = []
+    monkeypatch.setattr(serve, "unavailable", lambda: None)
+    monkeypatch.setattr(serve, "ensure_packages", lambda: built.append("packages"))
+    monkeypatch.setattr(serve, "ensure_app_image", lambda: built.append("image") or "/i.tar")
+    monkeypatch.setattr(
+        serve, "build_binaries", lambda: built.append("binaries") or ["/plane", "/node"]
+    )
+    for argv, expected, printed in (
+        (["--build-only", "image"], ["packages", "image"], "/i.tar\n"),
+        (["--build-only", "binaries"], ["binaries"], "/plane\n/node\n"),
+        (["--build-only"], ["packages", "binaries", "image"], "/plane\n/node\n/i.tar\n"),
+    ):
+        built.clear()
+        assert serve.main(argv) == 0
+        assert sorted(built) == sorted(expected)
+        assert capsys.readouterr().out == printed
+    with pytest.raises(SystemExit):
+        serve.main(["--build-only", "kubelet"])
+    assert "invalid choice: 'kubelet'" in capsys.readouterr().err
