@@ -1,7 +1,8 @@
 """RBAC with the pods' own projected ServiceAccount tokens: each pod's token (read from the
 pod, where the kubelet projected it) can do what the pod needs and gets 403 for what it must
-not do: the app's for another group's Leases (the chart's admission policy, rule
-own-groups-only) and for anything outside its Role; the operator's for any Lease write (the
+not do: the app's for another group's Leases (its narrowed Role names its own group's Leases
+for get and update; a create, which RBAC cannot name, is refused by the chart's admission policy,
+rule own-groups-only) and for anything outside its Role; the operator's for any Lease write (the
 operator only lists and watches Leases) and for Secrets.
 
 The requests are made from the test with each token (a Python client inside the pods would
@@ -84,7 +85,9 @@ def statuses(api: client.ApiClient, why: dict[str, str] | None = None) -> dict[s
         "list leases": status(lambda: leases.list_namespaced_lease(NAMESPACE)),
         "get other group": status(lambda: leases.read_namespaced_lease(OTHER_GROUP, NAMESPACE)),
         "update other group": status(update_other, "update other group"),
-        "create in other group": status(lambda: leases.create_namespaced_lease(NAMESPACE, new)),
+        "create in other group": status(
+            lambda: leases.create_namespaced_lease(NAMESPACE, new), "create in other group"
+        ),
         "leases in kube-system": status(lambda: leases.list_namespaced_lease("kube-system")),
         "secrets": status(lambda: core.list_namespaced_secret(NAMESPACE)),
         "pods": status(lambda: core.list_namespaced_pod(NAMESPACE)),
@@ -131,17 +134,18 @@ def test_the_app_pods_token_reaches_its_group_and_nothing_else(
         seen = statuses(api, why)
     assert seen == {
         "get own group": 200,
-        "list leases": 200,
-        "get other group": 200,  # the Role reads every Lease of the namespace
-        "update other group": 403,  # the admission policy: own-groups-only
-        "create in other group": 403,
+        "list leases": 200,  # a list cannot be narrowed by name (Jobs' informer lists by label)
+        "get other group": 403,  # the Role names billing's own Leases (exampleApp.jobs)
+        "update other group": 403,  # likewise: RBAC, before admission
+        "create in other group": 403,  # RBAC cannot name a create: the admission policy refuses
         "leases in kube-system": 403,  # the Role is namespaced
         "secrets": 403,
         "pods": 403,
         "scheduledjobgroups": 403,  # the operator's business
     }, seen
-    # Its Role may update Leases: the refusal is the admission policy's, naming its rule.
-    assert "k8slease rule own-groups-only" in why["update other group"], why
+    assert "cannot update resource" in why["update other group"], why
+    # the Role may create any Lease: the refusal is the admission policy's, naming its rule
+    assert "k8slease rule own-groups-only" in why["create in other group"], why
     assert holder_of_other_group(e2e_cluster) == "reports-0"
 
 
