@@ -116,14 +116,31 @@ def overlaps(segments: Iterable[Segment]) -> list[tuple[Segment, Segment]]:
     return found
 
 
-def segments_by(rows: Iterable[tuple[str, str, float]]) -> list[Segment]:
-    """(who, key, when) acts grouped into one segment per (who, key)."""
-    spans: dict[tuple[str, str], list[float]] = {}
+def segments_by(
+    rows: Iterable[tuple[str, str, float]], *, split_after: float | None = None
+) -> list[Segment]:
+    """(who, key, when) acts grouped into segments per (who, key); with ``split_after``, a
+    pause between two acts longer than that starts a new segment.
+
+    Leadership is keyed by fencing token, which identifies a term only below its ceiling: once a
+    hand edit has put it at 2^63-1, every later grant keeps it (rule 7), and one process's two
+    terms around another's would merge into one span that seems to overlap the other's term.
+    The journal writes an act every 5 ms while leading, so a pause of ``split_after`` seconds
+    means the process was not leading in it."""
+    acts: dict[tuple[str, str], list[float]] = {}
     for who, key, when in rows:
-        span = spans.setdefault((who, key), [when, when])
-        span[0] = min(span[0], when)
-        span[1] = max(span[1], when)
-    return [(a, b, key, who) for (who, key), (a, b) in spans.items()]
+        acts.setdefault((who, key), []).append(when)
+    segments: list[Segment] = []
+    for (who, key), times in acts.items():
+        times.sort()
+        start = last = times[0]
+        for when in times[1:]:
+            if split_after is not None and when - last > split_after:
+                segments.append((start, last, key, who))
+                start = when
+            last = when
+        segments.append((start, last, key, who))
+    return segments
 
 
 def graceful_stop(procs: Procs, name: str, within: float) -> None:
