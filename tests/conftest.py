@@ -18,6 +18,7 @@ for _path in (CHARTS, PEERS):
         sys.path.insert(0, str(_path))
 
 import admission_policy  # noqa: E402  (tests/ is on sys.path: pytest's rootdir conftest)
+import xdist_order  # noqa: E402
 
 from k8slease.testing import tiers  # noqa: E402
 
@@ -33,6 +34,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput"):  # the controller, or a run without xdist
+        config.pluginmanager.register(xdist_order.UnitClock(config), "k8slease-unit-clock")
     config.addinivalue_line(
         "markers",
         "admission_refuses(reason): the test plants what the chart's admission policy rightly "
@@ -40,7 +43,24 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`--dist loadfile` as tests/xdist_order.py refines it: longest work units first."""
+    if config.option.dist != "loadfile":
+        return None
+    return xdist_order.make_scheduler(config, log)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """Tell each worker to order its collection for that scheduler (a worker's own
+    ``option.dist`` is always ``no``)."""
+    node.workerinput[xdist_order.WORKER_FLAG] = node.config.option.dist == "loadfile"
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if getattr(config, "workerinput", {}).get(xdist_order.WORKER_FLAG):
+        xdist_order.order_items(config, items)
     if not config.getoption(admission_policy.OPTION):
         return
     for item in items:
