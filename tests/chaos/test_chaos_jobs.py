@@ -305,7 +305,7 @@ def test_job_holders_and_the_operator_under_chaos(jobs_cluster: JobCluster) -> N
     after = poll(
         "the restarted operator's status naming the new leader",
         lambda: (s := c.status()).get("leader") == new_leader and s,
-        START_WITHIN,
+        2 * START_WITHIN,  # the operator's start (kopf's imports), then its first status write
     )
     seen_before = list(before.get("failovers", []))
     new_entries = after["failovers"][len(seen_before) :]
