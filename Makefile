@@ -49,11 +49,12 @@ $(FLOOR_STAMP): .ci/floor-constraints.txt pyproject.toml
 	$(PY) -m venv $(FLOOR)
 	$(FLOOR)/bin/python -m pip install --quiet --upgrade pip
 	$(FLOOR)/bin/python -m pip install --quiet -c .ci/floor-constraints.txt \
-		-e '.[metrics,operator,testing,celery]' pytest pytest-timeout hypothesis
+		-e '.[metrics,operator,testing,celery]' pytest pytest-timeout pytest-xdist hypothesis
 	touch $(FLOOR_STAMP)
 
 test-floor: $(FLOOR_STAMP)
-	$(FLOOR)/bin/python -m pytest -q -p no:cacheprovider --k8s-server=embedded $(FLOOR_TESTS)
+	$(FLOOR)/bin/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile \
+		--k8s-server=embedded $(FLOOR_TESTS)
 
 unit: $(STAMP)
 	$(PYTEST) -q tests/unit tests/chart

@@ -267,9 +267,10 @@ def test_recandidacy_after_losing_leadership(server: APIServer, cleanup: list[An
     # come after its timeout (the next read settles it, another take follows), so allow several
     # lease durations (2 s) of fake time; what is asserted is that it competes again at all
     assert clock.run_until(lambda: a.is_leader, limit=20.0), "client-go would stop here; we compete"
-    # a new grant, a higher token: 2, or 3 when a take's answer was lost under load (the write was
-    # applied; the next read settles it and grants again over it, so the token skips one)
-    assert a.fencing_token in (2, 3)
+    # a new grant, a higher token: 2, or more when a take's answer was lost under load (the write
+    # was applied; the next read settles it and grants again over it, so the token skips one; 4
+    # seen at load 7)
+    assert a.fencing_token >= 2
     with starts_changed:
         assert starts_changed.wait_for(lambda: starts[:2] == [1, a.fencing_token], 3)
 
