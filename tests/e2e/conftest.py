@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from app_pods import APP, REPLICAS, kubectl_path, steady, wait_until
 from e2e_clusters import E2ECluster, KindCluster, NodeCluster, choose, required
 from leasehistory import LeaseHistory
-from replicas import APP, REPLICAS, kubectl_path, steady, wait_until
 from runlog import PodLogs
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

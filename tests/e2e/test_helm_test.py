@@ -9,7 +9,7 @@ import subprocess
 from typing import Any
 
 import pytest
-from replicas import APP, NAMESPACE, REPLICAS, steady, wait_until
+from app_pods import APP, NAMESPACE, REPLICAS, steady, wait_until
 from ticks import GROUP
 
 pytestmark = pytest.mark.kind

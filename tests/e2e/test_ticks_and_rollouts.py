@@ -20,8 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from leasehistory import LeaseHistory
-from replicas import (
+from app_pods import (
     APP,
     LEASE_SECONDS,
     NAMESPACE,
@@ -33,6 +32,7 @@ from replicas import (
     steady,
     wait_until,
 )
+from leasehistory import LeaseHistory
 from runlog import PodLogs
 from ticks import (
     GROUP,

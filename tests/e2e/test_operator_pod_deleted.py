@@ -16,8 +16,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from app_pods import NAMESPACE, leader_pod, steady, wait_until
 from leasehistory import LeaseHistory
-from replicas import NAMESPACE, leader_pod, steady, wait_until
 from ticks import GROUP
 
 pytestmark = pytest.mark.kind
