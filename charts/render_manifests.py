@@ -303,7 +303,12 @@ def namespace_object() -> dict[str, Any]:
 
 def manifest_files(values: Mapping[str, Any] | None = None) -> dict[str, str]:
     """What ``manifests/`` must contain: file name -> text."""
-    objects = render_objects(manifest_values() if values is None else values)
+    objects = [
+        obj
+        for obj in render_objects(manifest_values() if values is None else values)
+        # Hooks (the `helm test` Pod and its account) are Helm's: kubectl apply has none.
+        if "helm.sh/hook" not in (obj.get("metadata", {}).get("annotations") or {})
+    ]
     grouped: dict[str, list[dict[str, Any]]] = {name: [] for name in COMPONENT_FILES.values()}
     for obj in objects:
         component = obj.get("metadata", {}).get("labels", {}).get("app.kubernetes.io/component")

@@ -17,11 +17,15 @@ import json
 import os
 import subprocess
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+from app_pods import APP, REPLICAS, kubectl_path, steady, wait_until
 from e2e_clusters import E2ECluster, KindCluster, NodeCluster, choose, required
+from leasehistory import LeaseHistory
+from runlog import PodLogs
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CHART_DIR = REPO_ROOT / "charts" / "k8slease"
@@ -95,6 +99,8 @@ def chart_values(image: str) -> dict[str, Any]:
             "args": ["--fast", "--health-port", "8080"],
             "scheduledJobGroup": {"create": True, "jobs": []},
         },
+        # `helm test` without a leader fails after this (test_helm_test.py checks it does).
+        "tests": {"leaderTimeoutSeconds": 10},
     }
 
 
@@ -170,3 +176,36 @@ def helm_release(_installed_release: HelmRelease) -> HelmRelease:
     """The chart's release, installed (again, if a test uninstalled it)."""
     _installed_release.ensure()
     return _installed_release
+
+
+@pytest.fixture
+def app(e2e_cluster: E2ECluster, helm_release: HelmRelease) -> list[dict[str, Any]]:
+    """The state every tick test starts from: the chart's 3 replicas, Ready, one leading."""
+    e2e_cluster.kubectl("scale", f"deployment/{APP}", "-n", NAMESPACE, f"--replicas={REPLICAS}")
+    return steady(e2e_cluster)
+
+
+@pytest.fixture
+def history(e2e_cluster: E2ECluster, app: Any) -> Iterator[LeaseHistory]:
+    """A watch of the namespace's Leases: every claim and run record, in order."""
+    with LeaseHistory(e2e_cluster.kubeconfig_path, NAMESPACE) as watched:
+        yield watched
+
+
+@pytest.fixture
+def logs(e2e_cluster: E2ECluster, app: Any) -> Iterator[PodLogs]:
+    """Every app pod's log, followed from the moment the pod is listed and kept."""
+    with PodLogs(
+        kubectl_path(e2e_cluster),
+        e2e_cluster.kubeconfig_path,
+        NAMESPACE,
+        f"app.kubernetes.io/name={APP}",
+    ) as followed:
+        wait_until(lambda: len(followed.pods()) >= REPLICAS, 120, "the logs of the app pods")
+        yield followed
+
+
+@pytest.fixture
+def start(history: LeaseHistory, logs: PodLogs) -> datetime:
+    """The test's start: it judges the ticks from here on (the watch and the logs run)."""
+    return datetime.now(UTC)

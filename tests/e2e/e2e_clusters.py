@@ -131,6 +131,16 @@ class NodeCluster:
         if result.returncode != 0:
             raise RuntimeError(f"ctr tasks kill {container_id}: {result.stderr.strip()}")
 
+    def container_pid(self, container_id: str) -> int:
+        """The host PID of one container's main process (``ctr tasks ls``): the cluster
+        shares the machine's PID namespace, so /proc/PID is the container's process."""
+        result = self.cluster._ctr("tasks", "ls")
+        for line in result.stdout.splitlines():
+            fields = line.split()
+            if len(fields) >= 2 and fields[0] == container_id and fields[1].isdigit():
+                return int(fields[1])
+        raise RuntimeError(f"ctr tasks ls shows no task {container_id}: {result.stderr.strip()}")
+
 
 class KindCluster:
     """A kind cluster (pytest-kind), as the tests use it."""

@@ -7,19 +7,31 @@ renewed every second. What ran comes from the job Lease's history (:mod:`leasehi
 claim and every run record, from a watch that no pod deletion can cut short), cross-checked
 with every pod's log (:mod:`runlog`: a tick logged by two pods is a double run). Each test
 starts from 3 Ready replicas and a leader (:func:`app`) and judges only the ticks after its own
-start. Figures go to ``build/e2e-figures.json`` (docs/benchmarks.md quotes them).
+start (the fixtures in conftest.py). Figures go to ``build/e2e-figures.json``
+(docs/benchmarks.md quotes them).
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from app_pods import (
+    APP,
+    LEASE_SECONDS,
+    NAMESPACE,
+    REPO_ROOT,
+    between_ticks,
+    leader_pod,
+    pods,
+    record,
+    steady,
+    wait_until,
+)
 from leasehistory import LeaseHistory
 from runlog import PodLogs
 from ticks import (
@@ -31,113 +43,6 @@ from ticks import (
 )
 
 pytestmark = pytest.mark.kind
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
-FIGURES = REPO_ROOT / "build" / "e2e-figures.json"
-NAMESPACE = "k8slease-e2e"
-APP = "billing-app"
-REPLICAS = 3
-LEASE_SECONDS = 3.0
-
-
-def kubectl_path(cluster: Any) -> str:
-    if cluster.kind == "node":
-        return str(cluster.cluster.binaries["kubectl"])
-    import shutil
-
-    return shutil.which("kubectl") or "kubectl"
-
-
-def record(name: str, figures: dict[str, Any]) -> None:
-    FIGURES.parent.mkdir(exist_ok=True)
-    data = json.loads(FIGURES.read_text()) if FIGURES.exists() else {}
-    data[name] = figures
-    FIGURES.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
-
-
-def wait_until(probe: Any, timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = probe()
-        if value:
-            return value
-        time.sleep(0.5)  # kubectl against a real cluster: nothing to wait on but its answer
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-
-
-def pods(cluster: Any) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = json.loads(
-        cluster.kubectl(
-            "get", "pods", "-n", NAMESPACE, "-l", f"app.kubernetes.io/name={APP}", "-o", "json"
-        )
-    )["items"]
-    return items
-
-
-def ready(pod: dict[str, Any]) -> bool:
-    conditions = pod.get("status", {}).get("conditions") or []
-    return not pod["metadata"].get("deletionTimestamp") and any(
-        c.get("type") == "Ready" and c.get("status") == "True" for c in conditions
-    )
-
-
-def holder(cluster: Any) -> str:
-    lease = json.loads(cluster.kubectl("get", "lease", GROUP, "-n", NAMESPACE, "-o", "json"))
-    return str(lease["spec"].get("holderIdentity") or "")
-
-
-def leader_pod(cluster: Any) -> dict[str, Any] | None:
-    held = holder(cluster)
-    found = [p for p in pods(cluster) if ready(p) and held.startswith(p["metadata"]["name"] + "-")]
-    return found[0] if len(found) == 1 else None
-
-
-def steady(cluster: Any, replicas: int = REPLICAS) -> list[dict[str, Any]]:
-    """Wait for ``replicas`` Ready pods of the app, no other pod (none terminating), and a
-    leader among them; returns the pods."""
-    cluster.kubectl("rollout", "status", f"deployment/{APP}", "-n", NAMESPACE, "--timeout=300s")
-
-    def settled() -> list[dict[str, Any]] | None:
-        found = pods(cluster)
-        if len(found) != replicas or not all(ready(p) for p in found):
-            return None
-        return found if leader_pod(cluster) is not None else None
-
-    settled_pods: list[dict[str, Any]] = wait_until(
-        settled, 180, f"{replicas} Ready app pods, nothing terminating, and a leader"
-    )
-    return settled_pods
-
-
-@pytest.fixture
-def app(e2e_cluster: Any, helm_release: Any) -> list[dict[str, Any]]:
-    """The state every test here starts from: the chart's 3 replicas, Ready, one leading."""
-    e2e_cluster.kubectl("scale", f"deployment/{APP}", "-n", NAMESPACE, f"--replicas={REPLICAS}")
-    return steady(e2e_cluster)
-
-
-@pytest.fixture
-def history(e2e_cluster: Any, app: Any) -> Iterator[LeaseHistory]:
-    with LeaseHistory(e2e_cluster.kubeconfig_path, NAMESPACE) as watched:
-        yield watched
-
-
-@pytest.fixture
-def logs(e2e_cluster: Any, app: Any) -> Iterator[PodLogs]:
-    with PodLogs(
-        kubectl_path(e2e_cluster),
-        e2e_cluster.kubeconfig_path,
-        NAMESPACE,
-        f"app.kubernetes.io/name={APP}",
-    ) as followed:
-        wait_until(lambda: len(followed.pods()) >= REPLICAS, 120, "the logs of the app pods")
-        yield followed
-
-
-@pytest.fixture
-def start(history: LeaseHistory, logs: PodLogs) -> datetime:
-    """The test's start: it judges the ticks from here on (the watch and the logs run)."""
-    return datetime.now(UTC)
 
 
 def test_each_tick_runs_once_across_three_replicas(
@@ -218,8 +123,7 @@ def test_leader_container_killed_successor_takes_over_within_the_lease(
     pod = wait_until(lambda: leader_pod(e2e_cluster), 60, "a leader")
     old = pod["metadata"]["name"]
     container = pod["status"]["containerStatuses"][0]["containerID"].split("://")[1]
-    # Between two ticks (ticks fall on multiples of 4 s): most kills find the job idle.
-    time.sleep((TICK_SECONDS / 2 - time.time() % TICK_SECONDS) % TICK_SECONDS)
+    between_ticks(TICK_SECONDS)  # most kills then find the job idle
     e2e_cluster.crictl_kill(container)
     handover = wait_until(
         lambda: [h for h in history.handovers(GROUP) if h.old.startswith(old + "-")],

@@ -1,0 +1,95 @@
+"""The app's replicas as the e2e tests see them: their pods, the leader among them, waiting for
+a steady state, and where figures go. Shared by the test files (the fixtures that use these
+are in conftest.py)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from ticks import GROUP
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+FIGURES = REPO_ROOT / "build" / "e2e-figures.json"
+NAMESPACE = "k8slease-e2e"
+APP = "billing-app"
+REPLICAS = 3
+LEASE_SECONDS = 3.0
+
+
+def kubectl_path(cluster: Any) -> str:
+    if cluster.kind == "node":
+        return str(cluster.cluster.binaries["kubectl"])
+    return shutil.which("kubectl") or "kubectl"
+
+
+def record(name: str, figures: dict[str, Any]) -> None:
+    """Keep ``figures`` under ``name`` in build/e2e-figures.json (docs/benchmarks.md quotes
+    them)."""
+    FIGURES.parent.mkdir(exist_ok=True)
+    data = json.loads(FIGURES.read_text()) if FIGURES.exists() else {}
+    data[name] = figures
+    FIGURES.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
+def wait_until(probe: Any, timeout: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = probe()
+        if value:
+            return value
+        time.sleep(0.5)  # kubectl against a real cluster: nothing to wait on but its answer
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+def pods(cluster: Any) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = json.loads(
+        cluster.kubectl(
+            "get", "pods", "-n", NAMESPACE, "-l", f"app.kubernetes.io/name={APP}", "-o", "json"
+        )
+    )["items"]
+    return items
+
+
+def ready(pod: dict[str, Any]) -> bool:
+    conditions = pod.get("status", {}).get("conditions") or []
+    return not pod["metadata"].get("deletionTimestamp") and any(
+        c.get("type") == "Ready" and c.get("status") == "True" for c in conditions
+    )
+
+
+def holder(cluster: Any) -> str:
+    lease = json.loads(cluster.kubectl("get", "lease", GROUP, "-n", NAMESPACE, "-o", "json"))
+    return str(lease["spec"].get("holderIdentity") or "")
+
+
+def leader_pod(cluster: Any) -> dict[str, Any] | None:
+    held = holder(cluster)
+    found = [p for p in pods(cluster) if ready(p) and held.startswith(p["metadata"]["name"] + "-")]
+    return found[0] if len(found) == 1 else None
+
+
+def steady(cluster: Any, replicas: int = REPLICAS) -> list[dict[str, Any]]:
+    """Wait for ``replicas`` Ready pods of the app, no other pod (none terminating), and a
+    leader among them; returns the pods."""
+    cluster.kubectl("rollout", "status", f"deployment/{APP}", "-n", NAMESPACE, "--timeout=300s")
+
+    def settled() -> list[dict[str, Any]] | None:
+        found = pods(cluster)
+        if len(found) != replicas or not all(ready(p) for p in found):
+            return None
+        return found if leader_pod(cluster) is not None else None
+
+    settled_pods: list[dict[str, Any]] = wait_until(
+        settled, 180, f"{replicas} Ready app pods, nothing terminating, and a leader"
+    )
+    return settled_pods
+
+
+def between_ticks(tick_seconds: float) -> None:
+    """Sleep until half-way between two ticks (ticks fall on multiples of ``tick_seconds``):
+    a fault injected then finds the job idle, its lock released."""
+    time.sleep((tick_seconds / 2 - time.time() % tick_seconds) % tick_seconds)

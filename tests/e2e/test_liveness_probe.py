@@ -1,0 +1,157 @@
+"""A replica whose elector is wedged is restarted by its liveness probe, and the group keeps
+running each tick once.
+
+The leader's process is wedged from outside (:mod:`freeze`: ptrace stops every thread but the
+one serving ``/healthz``, as a deadlock would; only on the node cluster, whose containers are
+processes of this machine). Then, in order:
+
+- ``/healthz`` turns 503 within ``renew_deadline + renew_interval`` of the last renewal
+  (``Jobs.healthy()``: it believes it leads but has not renewed in time), read from inside
+  the pod's network namespace;
+- another replica takes over within the lease (nobody released it);
+- the kubelet's probe sees the 503 (its ``Unhealthy`` Event says so) and, after the chart's
+  ``failureThreshold``, kills the container ("failed liveness probe, will be restarted");
+- the wedged threads are let go once the kubelet has sent its SIGTERM (as a stalled process
+  would wake up): it must step down without acting, stop, and be restarted: its restart count
+  goes up;
+- every tick of the whole window ran exactly once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from app_pods import (
+    LEASE_SECONDS,
+    NAMESPACE,
+    between_ticks,
+    leader_pod,
+    pods,
+    record,
+    steady,
+    wait_until,
+)
+from leasehistory import LeaseHistory
+from runlog import PodLogs
+from ticks import GROUP, TICK_SECONDS, assert_each_tick_once, window
+
+pytestmark = pytest.mark.kind
+
+FREEZE = Path(__file__).resolve().parent / "freeze.py"
+#: --fast: renew_deadline 2 s + renew_interval 1 s (healthy()'s margin) after the last renewal
+#: sent, which was sent at or before the wedge; 1.5 s more for the measurement (a probe of
+#: /healthz every 0.2 s, each a request from another process).
+UNHEALTHY_WITHIN = 2.0 + 1.0 + 1.5
+
+
+def pod_events(cluster: Any, pod: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = json.loads(
+        cluster.kubectl(
+            "get",
+            "events",
+            "-n",
+            NAMESPACE,
+            "--field-selector",
+            f"involvedObject.name={pod}",
+            "-o",
+            "json",
+        )
+    )["items"]
+    return items
+
+
+def restarts(cluster: Any, pod: str) -> int:
+    found = [p for p in pods(cluster) if p["metadata"]["name"] == pod]
+    statuses = found[0]["status"].get("containerStatuses") or [] if found else []
+    return int(statuses[0].get("restartCount", 0)) if statuses else -1
+
+
+def test_wedged_leader_is_restarted_by_its_liveness_probe(
+    e2e_cluster: Any, history: LeaseHistory, logs: PodLogs, start: datetime
+) -> None:
+    if e2e_cluster.kind != "node":
+        pytest.skip("wedges a container's process with ptrace on the node (node cluster only)")
+    time.sleep(TICK_SECONDS * 2)
+    pod = wait_until(lambda: leader_pod(e2e_cluster), 60, "a leader")
+    name = pod["metadata"]["name"]
+    status = pod["status"]["containerStatuses"][0]
+    before = int(status.get("restartCount", 0))
+    pid = e2e_cluster.container_pid(status["containerID"].split("://")[1])
+    between_ticks(TICK_SECONDS)
+    wedged = time.monotonic()
+    freezer = subprocess.Popen(
+        [sys.executable, str(FREEZE), str(pid)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert freezer.stdin is not None and freezer.stdout is not None
+    try:
+        frozen = json.loads(freezer.stdout.readline() or "null")
+        assert frozen, f"the freezer failed (exit status {freezer.wait(10)})"
+        verdict = json.loads(freezer.stdout.readline() or "null")
+        assert verdict and verdict["healthz"] == 503, verdict
+        assert verdict["after"] < UNHEALTHY_WITHIN, verdict
+        handover = wait_until(
+            lambda: [h for h in history.handovers(GROUP) if h.old.startswith(name + "-")],
+            60,
+            "a handover from the wedged leader",
+        )[0]
+        assert handover.gap_seconds < LEASE_SECONDS + 2.0, handover
+
+        def killed() -> list[dict[str, Any]]:
+            return [
+                e
+                for e in pod_events(e2e_cluster, name)
+                if e.get("reason") == "Killing" and "failed liveness probe" in e.get("message", "")
+            ]
+
+        # The chart's probe: every 10 s, 3 failures in a row.
+        wait_until(killed, 60, "the kubelet to kill the wedged container")
+        killed_after = time.monotonic() - wedged
+        probed = [
+            e
+            for e in pod_events(e2e_cluster, name)
+            if e.get("reason") == "Unhealthy"
+            and "Liveness probe failed: HTTP probe failed with statuscode: 503" in e["message"]
+        ]
+        assert probed, "the kubelet's liveness probe did not see /healthz answer 503"
+    finally:
+        # The kubelet has sent SIGTERM (or the test failed): let the threads go.
+        with contextlib.suppress(BrokenPipeError):  # it ended early: its error is below
+            freezer.stdin.write("\n")
+            freezer.stdin.close()
+        thawed = freezer.stdout.read()
+        freezer.wait(timeout=30)
+    assert '"thawed"' in thawed, thawed
+    wait_until(lambda: restarts(e2e_cluster, name) > before, 90, "the container's restart")
+    restarted_after = time.monotonic() - wedged
+    steady(e2e_cluster)
+    time.sleep(TICK_SECONDS * 3)
+    judged = window(history, logs, start=start)
+    assert_each_tick_once(judged, at_least=8)
+    # The wedged replica, let go after the kubelet's SIGTERM, stopped on it: its lines after the
+    # thaw show the signal and the stop, and nothing run as leader after the takeover.
+    stopped = [e for e in logs.events("jobs.stopped") if e["pod"] == name]
+    assert stopped, "the wedged replica, let go, did not stop on the kubelet's SIGTERM"
+    record(
+        "wedged_leader_liveness",
+        {
+            "healthz_503_after_seconds": verdict["after"],
+            "takeover_gap_seconds": round(handover.gap_seconds, 3),
+            "killed_by_kubelet_after_seconds": round(killed_after, 1),
+            "restarted_after_seconds": round(restarted_after, 1),
+            "restarts": restarts(e2e_cluster, name) - before,
+            "ticks_in_window": len(judged.ticks),
+            "duplicates": 0,
+            "missing": 0,
+        },
+    )
