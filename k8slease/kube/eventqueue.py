@@ -28,14 +28,18 @@ held up whatever called it for those 5 s (the scheduler's own thread, for ``Tick
   failed meanwhile. Each posted Event is logged at INFO (``event.posted``: reason, object,
   attempts, seconds waited).
 
-The thread runs while Events wait and ends when none came for :data:`IDLE` seconds; it is a
-daemon, so Events still waiting when the process exits are lost (:meth:`QueuedEvents.flush`
-waits for them).
+The thread runs while Events wait and ends when none came for :data:`IDLE` seconds. It is a
+daemon; when the interpreter exits (after a graceful stop) the Events still waiting get up to
+:data:`EXIT_FLUSH` seconds to be posted, then are lost (:meth:`QueuedEvents.flush` waits for
+them on the queue's clock).
 """
 
 from __future__ import annotations
 
+import atexit
 import threading
+import time
+import weakref
 from collections import Counter, OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -62,6 +66,9 @@ DEFAULT_RETRY_FOR = 600.0
 
 #: Seconds the poster thread waits for another Event before it ends.
 IDLE = 5.0
+
+#: Real seconds the Events still waiting at interpreter exit get, all queues together.
+EXIT_FLUSH = 5.0
 
 _Key = tuple[str, str, str, str]
 
@@ -153,6 +160,7 @@ class QueuedEvents(EventRecorder):
                     target=self._run, name="k8slease-events", daemon=True
                 )
                 self._thread.start()
+                _LIVE.add(self)
             self._cond.notify_all()
         return True
 
@@ -267,3 +275,20 @@ class QueuedEvents(EventRecorder):
         if self._dropping and len(self._waiting) + self._in_flight < self.capacity:
             log.warning("event.queue_full_ended", dropped=dict(self._dropping))
             self._dropping.clear()
+
+
+_LIVE: weakref.WeakSet[QueuedEvents] = weakref.WeakSet()
+
+
+@atexit.register
+def _flush_at_exit() -> None:
+    """Give the Events still waiting :data:`EXIT_FLUSH` real seconds (the poster threads are
+    daemons: they still run while ``atexit`` handlers do, and die after)."""
+    end = time.monotonic() + EXIT_FLUSH
+    for queue in list(_LIVE):
+        with queue._cond:
+            while queue._thread is not None and (queue._waiting or queue._in_flight):
+                left = end - time.monotonic()
+                if left <= 0:
+                    return
+                queue._cond.wait(min(left, 0.1))

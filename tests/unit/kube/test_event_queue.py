@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import itertools
 import logging
+import subprocess
+import sys
 import threading
 import time
 from collections import deque
@@ -227,3 +229,27 @@ def test_bad_options_are_refused() -> None:
         Queue(server, bound=0)
     with pytest.raises(ValueError, match="capacity"):
         Queue(server, capacity=0)
+
+
+EXITING = """
+import time
+from kubernetes import client
+from k8slease.clock import SystemClock
+from k8slease.kube.eventqueue import QueuedEvents
+
+class Slow(QueuedEvents):
+    def send_body(self, body, *, timeout):
+        time.sleep(0.5)  # a slow server
+        print("created", body["reason"], flush=True)
+
+queue = Slow(client.ApiClient(), "default", bound=30, connect=10, clock=SystemClock())
+queue.post({"kind": "Lease", "metadata": {"name": "g.tick"}}, reason="JobLockLost", message="m")
+"""
+
+
+def test_events_still_waiting_when_the_process_exits_are_posted_first() -> None:
+    """A replica stopped gracefully right after a run lost its lock still reports it."""
+    done = subprocess.run(
+        [sys.executable, "-c", EXITING], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.splitlines() == ["created JobLockLost"], done.stderr
