@@ -227,6 +227,9 @@ class QueuedEvents(EventRecorder):
             return None
         except TransportError as exc:
             return exc
+        except Exception as exc:  # a bug must not stop the queue: refused, not retried
+            log.exception("event.post_crashed", reason=waiting.body["reason"])
+            return TransportError(f"create: {type(exc).__name__}: {exc}")
         return None
 
     def _settle(self, key: _Key, waiting: _Waiting, error: TransportError | None) -> None:

@@ -253,3 +253,25 @@ def test_events_still_waiting_when_the_process_exits_are_posted_first() -> None:
         [sys.executable, "-c", EXITING], capture_output=True, text=True, timeout=60, check=True
     )
     assert done.stdout.splitlines() == ["created JobLockLost"], done.stderr
+
+
+def test_an_unexpected_error_refuses_that_event_and_the_queue_goes_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    clock = FakeClock()
+    server = FakeServer(clock)
+    queue = Queue(server)
+    broken = {"apiVersion": "v1", "kind": "Lease", "metadata": {"name": "broken"}}
+    real_send = server.send
+
+    def send(body: Mapping[str, Any], timeout: Any) -> None:
+        if body["involvedObject"]["name"] == "broken":
+            raise KeyError("a bug")
+        real_send(body, timeout)
+
+    server.send = send  # type: ignore[method-assign]
+    with caplog.at_level(logging.DEBUG, logger="k8slease"):
+        queue.post(broken, reason="RunLost", message="x")
+        queue.post(LEASE, reason="TicksDropped", message="y")
+        assert until(lambda: queue.refused == 1 and queue.posted == 1)
+    assert events(caplog, "event.post_crashed")
