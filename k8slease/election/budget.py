@@ -61,3 +61,14 @@ def tolerated_latency(timing: ElectionTiming) -> float:
     any case. The tolerance is the smaller of the two (docs/operations.md).
     """
     return min(timing.renew_deadline - timing.renew_interval, timing.renew_deadline / 2)
+
+
+def event_budget(timing: ElectionTiming) -> float:
+    """Seconds each Event post may take (:class:`~k8slease.kube.eventqueue.QueuedEvents`).
+
+    Events must still get through while the API server is slow but the leader holds, that is up
+    to :func:`tolerated_latency`; ``request_timeout`` more gives a request that lands right at
+    that latency room to be read. Never above ``renew_deadline``: a post is off the critical
+    path, but a hung connection still holds up the Events behind it only that long.
+    """
+    return min(timing.renew_deadline, tolerated_latency(timing) + timing.timeout)

@@ -53,6 +53,7 @@ from k8slease.jobs.triggers import INTERVAL_ANCHOR, cron_trigger, interval_trigg
 from k8slease.jobs.wiring import (
     catch_up,
     default_scheduler,
+    job_events,
     job_informer,
     make_runners,
     running_loop,
@@ -61,7 +62,6 @@ from k8slease.jobs.wiring import (
     unschedule_jobs,
 )
 from k8slease.kube.apiclient import api_client_if_configured, check_api_client, default_api_client
-from k8slease.kube.events import EventRecorder
 from k8slease.kube.identity import default_identity, default_namespace
 from k8slease.kube.options import flag
 from k8slease.kube.options import seconds as check_seconds
@@ -309,9 +309,7 @@ class Jobs:
             self._waker.start()
         api_client = self._api_client or default_api_client()
         transport = LeaseTransport(api_client, self.namespace, request_timeout=self.request_timeout)
-        events = EventRecorder(
-            api_client, self.namespace, identity=self.identity, clock=self._clock
-        )
+        events = job_events(api_client, self.namespace, self.identity, self._clock, self.election)
         observations = Observations(self._clock)
         cache: ClaimCache | None = None
         if any(spec.coordinated for spec in self._specs.values()):

@@ -53,7 +53,7 @@ from k8slease.jobs.spec import (
 from k8slease.jobs.tickhold import TickHold, TickSkipped, claim, finish
 from k8slease.jobs.tickof import check_period, check_tick, resolve_tick
 from k8slease.jobs.triggers import INTERVAL_ANCHOR
-from k8slease.jobs.wiring import job_informer
+from k8slease.jobs.wiring import job_events, job_informer
 from k8slease.kube.apiclient import api_client_if_configured, check_api_client, default_api_client
 from k8slease.kube.events import EventRecorder
 from k8slease.kube.identity import default_identity, default_namespace
@@ -351,9 +351,7 @@ class TickLock:
             self._transport = LeaseTransport(
                 api_client, self.namespace, request_timeout=self.request_timeout
             )
-            self._events = EventRecorder(
-                api_client, self.namespace, identity=self.identity, clock=self._clock
-            )
+            self._events = job_events(api_client, self.namespace, self.identity, self._clock)
         if self.watch and self._informer is None:
             self._informer, self._cache = job_informer(
                 self._transport, self._observations, group=self.group, step=0.0, spread=1

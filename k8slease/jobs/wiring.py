@@ -19,9 +19,12 @@ from datetime import UTC, datetime
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.schedulers.base import STATE_STOPPED, BaseScheduler
+from kubernetes import client
 
 from k8slease.clock import Clock
+from k8slease.election.budget import event_budget
 from k8slease.election.machine import ElectionMachine
+from k8slease.election.timing import ElectionTiming
 from k8slease.jobs.catchup import schedule_catch_up
 from k8slease.jobs.dropped import MASK as DROPPED_MASK
 from k8slease.jobs.dropped import DroppedTicks
@@ -31,6 +34,7 @@ from k8slease.jobs.lockcache import ClaimCache
 from k8slease.jobs.lostticks import leaderless_watch
 from k8slease.jobs.runner import TickRunner
 from k8slease.jobs.spec import JobSpec, Mode
+from k8slease.kube.eventqueue import QueuedEvents
 from k8slease.kube.events import EventRecorder
 from k8slease.lease.informer import LeaseInformer
 from k8slease.lease.observe import Observations
@@ -40,6 +44,27 @@ from k8slease.names import LABEL_GROUP, LABEL_ROLE, ROLE_JOB
 
 #: The alias of the executor ``Jobs`` adds to the scheduler (it passes the tick to the job).
 EXECUTOR_ALIAS = "k8slease"
+
+
+def job_events(
+    api_client: client.ApiClient,
+    namespace: str,
+    identity: str,
+    clock: Clock,
+    timing: ElectionTiming | None = None,
+) -> QueuedEvents:
+    """The Event recorder of a replica's jobs: posts off the scheduler's, the claims' and the
+    runs' threads, each request bounded by what ``timing`` (default 60/20/40) tolerates
+    (:func:`~k8slease.election.budget.event_budget`), each connect by its ``request_timeout``."""
+    timing = timing or ElectionTiming()
+    return QueuedEvents(
+        api_client,
+        namespace,
+        bound=event_budget(timing),
+        connect=timing.timeout,
+        clock=clock,
+        identity=identity,
+    )
 
 
 def job_id(group: str, name: str) -> str:

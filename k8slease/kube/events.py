@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 from urllib.parse import quote
 
+import urllib3
 from kubernetes import client
 
 from k8slease.clock import Clock, SystemClock
@@ -69,11 +70,33 @@ class EventRecorder:
         type_: str = "Normal",
         action: str = "",
     ) -> bool:
-        """Post one Event about ``involved`` (an object body); returns whether it was accepted."""
+        """Post one Event about ``involved`` (an object body) now, waiting for the answer;
+        returns whether it was accepted."""
+        body = self.event_body(involved, reason=reason, message=message, type_=type_, action=action)
+        try:
+            self.send_body(body, timeout=self.request_timeout)
+        except TransportError as exc:
+            log.warning(
+                "event.post_failed", reason=reason, object=_object_name(body), error=str(exc)
+            )
+            return False
+        return True
+
+    def event_body(
+        self,
+        involved: Mapping[str, Any],
+        *,
+        reason: str,
+        message: str,
+        type_: str = "Normal",
+        action: str = "",
+    ) -> dict[str, Any]:
+        """The core/v1 Event about ``involved``, stamped now, with a name of its own (a resend
+        of the same body after a timeout is answered ``AlreadyExists`` if the first landed)."""
         metadata = involved.get("metadata") or {}
         name = str(metadata.get("name", "unknown"))
         now = self._clock.now()
-        body: dict[str, Any] = {
+        return {
             "apiVersion": "v1",
             "kind": "Event",
             "metadata": {
@@ -100,17 +123,14 @@ class EventRecorder:
             "eventTime": format_microtime(now),
             "count": 1,
         }
-        try:
-            send_json(
-                self._api_client,
-                "create",
-                "POST",
-                self._path,
-                kind="Event",
-                body=body,
-                timeout=self.request_timeout,
-            )
-        except TransportError as exc:
-            log.warning("event.post_failed", reason=reason, object=name, error=str(exc))
-            return False
-        return True
+
+    def send_body(self, body: Mapping[str, Any], *, timeout: float | urllib3.Timeout) -> None:
+        """Create the Event ``body``, the request bounded by ``timeout``; raises
+        :class:`~k8slease.errors.TransportError` when it was not created."""
+        send_json(
+            self._api_client, "create", "POST", self._path, kind="Event", body=body, timeout=timeout
+        )
+
+
+def _object_name(body: Mapping[str, Any]) -> str:
+    return str(body["involvedObject"]["name"])

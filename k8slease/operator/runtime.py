@@ -25,8 +25,10 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from k8slease.clock import Clock, SystemClock
+from k8slease.election.budget import event_budget
+from k8slease.election.timing import ElectionTiming
 from k8slease.kube.apiclient import default_api_client
-from k8slease.kube.events import EventRecorder
+from k8slease.kube.eventqueue import QueuedEvents
 from k8slease.kube.supervise import ThreadHealth
 from k8slease.logs import get_logger
 from k8slease.names import CRD_GROUP, CRD_PLURAL, CRD_VERSION
@@ -62,7 +64,7 @@ class OperatorRuntime:
         self._api_client = api_client
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
-        self._recorders: dict[str, EventRecorder] = {}
+        self._recorders: dict[str, QueuedEvents] = {}
         #: Calls made, by kind ("patch", "create", "event") and outcome ("ok", "error").
         self.calls: Counter[str] = Counter()
         #: The write loop and the Lease handler while they fail (kopf's liveness probe reads it).
@@ -248,12 +250,15 @@ class OperatorRuntime:
         namespace = action.key[0]
         recorder = self._recorders.get(namespace)
         if recorder is None:
-            recorder = self._recorders[namespace] = EventRecorder(
+            # queued, so a slow server delays no status write; each post may take what the
+            # default election timings tolerate (the operator does not know the replicas')
+            recorder = self._recorders[namespace] = QueuedEvents(
                 self.api_client,
                 namespace,
                 component=self.settings.event_component,
                 identity=self.settings.event_component,
-                request_timeout=self.settings.request_timeout,
+                bound=max(self.settings.request_timeout, event_budget(ElectionTiming())),
+                connect=self.settings.request_timeout,
                 clock=self.clock,
             )
         involved = {
@@ -267,7 +272,7 @@ class OperatorRuntime:
             message=action.notice.message,
             type_=action.notice.type,
         )
-        self.calls["event.ok" if ok else "event.error"] += 1
+        self.calls["event.queued" if ok else "event.dropped"] += 1
         log.info(
             "operator.event",
             namespace=namespace,

@@ -78,6 +78,11 @@ class Figures:
     first_run_after: dict[str, float] = field(default_factory=dict)  # outage: from the return
     first_tick_after: float = 0.0  # outage: the first tick after the return, from the return
     load: list[float] = field(default_factory=list)  # 1-minute load average: min, mean, max
+    # Events posted by the replicas in the window per reason, their event WARNINGs, and the
+    # Events in the namespace once the replicas stopped (per source component and reason)
+    events_posted: dict[str, int] = field(default_factory=dict)
+    event_failures: dict[str, int] = field(default_factory=dict)
+    events_in_api: dict[str, int] = field(default_factory=dict)
     wall: float = 0.0
 
 
@@ -170,6 +175,12 @@ class Scenario:
 
     def warnings(self) -> list[tuple[str, float, float, str, dict[str, str]]]:
         """(who, mono, wall, event, fields) of every WARNING or ERROR of the replicas."""
+        return self.records(("WARNING", "ERROR"))
+
+    def records(
+        self, levels: tuple[str, ...]
+    ) -> list[tuple[str, float, float, str, dict[str, str]]]:
+        """(who, mono, wall, event, fields) of every log record of the replicas at ``levels``."""
         out = []
         for who in REPLICAS:
             path = self.tmp / f"{who}.log"
@@ -177,7 +188,7 @@ class Scenario:
                 continue
             for line in path.read_text(errors="replace").splitlines():
                 parts = line.split(" ", 4)  # mono wall level logger message
-                if len(parts) < 5 or parts[2] not in ("WARNING", "ERROR"):
+                if len(parts) < 5 or parts[2] not in levels:
                     continue
                 event = parts[4].split(" ", 1)[0]
                 fields = {m.group(1): m.group(3) for m in FIELD.finditer(parts[4])}
@@ -270,8 +281,30 @@ def measure(scenario: Scenario, *, fault: str, delay: float, spell: float, tail:
     for name in REPLICAS:
         s.procs.procs[name].wait(timeout=120)
     times = [began_mono, began_wall, back_mono, back_wall, end_mono, end_wall]
-    (s.tmp / "window.json").write_text(json.dumps({"times": times, "figures": asdict(fig)}))
-    return analysed(s, fig, *times)
+    in_api = _events_in_api(s.server, s.namespace)
+    (s.tmp / "window.json").write_text(
+        json.dumps({"times": times, "figures": asdict(fig), "events_in_api": in_api})
+    )
+    fig = analysed(s, fig, *times)
+    fig.events_in_api = in_api
+    return fig
+
+
+def _events_in_api(server: Any, namespace: str) -> dict[str, int]:
+    """Events in ``namespace`` (straight from the server, not through the proxy), counted by
+    ``<source component>:<reason>``."""
+    from kubernetes import client
+
+    api = server.api_client()
+    try:
+        raw = client.CoreV1Api(api).list_namespaced_event(namespace, _preload_content=False)
+        items = json.loads(raw.data)["items"]
+    finally:
+        api.close()
+    found = Counter(
+        f"{(e.get('source') or {}).get('component', '?')}:{e.get('reason')}" for e in items
+    )
+    return dict(sorted(found.items()))
 
 
 def analysed(s: Scenario, fig: Figures, began_mono: float, began_wall: float, back_mono: float,
@@ -324,6 +357,17 @@ def analysed(s: Scenario, fig: Figures, began_mono: float, began_wall: float, ba
             after = [st for _, j, _, _, st, _, _ in runs if j == job and st > back_mono]
             fig.first_run_after[job] = round(min(after) - back_mono, 1) if after else -1.0
     fig.first_tick_after = round(math.ceil(back_wall / s.every) * s.every - back_wall, 1)
+    failures = ("event.post_failed", "event.given_up", "event.queue_full")
+    posted: Counter[str] = Counter()
+    failed: Counter[str] = Counter()
+    for _, _, wall, event, f in s.records(("INFO", "WARNING")):
+        if not began_wall <= wall <= end_wall:
+            continue
+        if event == "event.posted":
+            posted[f.get("reason", "?")] += 1
+        elif event in failures:
+            failed[event] += 1
+    fig.events_posted, fig.event_failures = dict(sorted(posted.items())), dict(failed)
     if s.load:
         fig.load = [round(min(s.load), 2), round(sum(s.load) / len(s.load), 2),
                     round(max(s.load), 2)]  # fmt: skip
@@ -382,8 +426,10 @@ def reanalyse(directory: Path, printed: dict[str, Any]) -> Figures:
     s = analyse(directory, timing=fig.timing, every=fig.every, run=1.0)
     s.load = []
     saved = directory / "window.json"
+    in_api: dict[str, int] = {}
     if saved.exists():
-        times = json.loads(saved.read_text())["times"]
+        kept = json.loads(saved.read_text())
+        times, in_api = kept["times"], kept.get("events_in_api", {})
     else:
         stops = []
         for who in REPLICAS:
@@ -397,7 +443,7 @@ def reanalyse(directory: Path, printed: dict[str, Any]) -> Figures:
         times = [*began, end_mono - tail, end_wall - tail, end_mono, end_wall]
     load = fig.load
     fig = analysed(s, fig, *times)
-    fig.load = load
+    fig.load, fig.events_in_api = load, in_api
     return fig
 
 

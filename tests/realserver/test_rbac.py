@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import kubernetes.client
+import kubernetes.watch
 import pytest
 import render_manifests as rm
 from accounts import (
@@ -194,6 +195,22 @@ def events_about(cluster: Cluster, name: str) -> list[Any]:
     return list(found.items)
 
 
+def posted_about(cluster: Cluster, name: str, *, within: float = 10.0) -> list[Any]:
+    """The Events about ``name`` once one came (replicas post them from a thread of their own,
+    not before ``fire`` returns), watched for up to ``within`` seconds."""
+    core = kubernetes.client.CoreV1Api(cluster.admin)
+    watch: Any = kubernetes.watch.Watch()  # type: ignore[no-untyped-call]
+    selector = f"involvedObject.name={name}"
+    for _ in watch.stream(
+        core.list_namespaced_event,
+        cluster.namespace,
+        field_selector=selector,
+        timeout_seconds=int(within),
+    ):
+        watch.stop()
+    return events_about(cluster, name)
+
+
 # --- the chart's accounts work -------------------------------------------------------------------
 
 
@@ -224,7 +241,7 @@ def test_jobs_claim_ticks_and_report_failures_as_the_app_account(cluster: Cluste
         assert two.fire("run", TICK) is None, "the tick was claimed once"
         assert ran == [TICK]
         assert broken.fire("run", TICK) == "failed"
-        assert [e.type for e in events_about(cluster, "broken.run")] == ["Warning"]
+        assert [e.type for e in posted_about(cluster, "broken.run")] == ["Warning"]
     finally:
         for jobs in (one, two, broken):
             jobs.stop()

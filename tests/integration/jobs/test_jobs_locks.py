@@ -12,7 +12,9 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
+import kubernetes.watch
 import pytest
 from fakeclock import FakeClock
 from kubernetes import client
@@ -162,7 +164,13 @@ def test_a_failing_run_is_recorded_with_its_error_and_a_warning_event(
     assert state.last_run.outcome == "failed"
     assert state.last_run.error == "RuntimeError: ledger offline"
     assert state.completed_tick == T0 and state.count("failed") == 1
-    events = client.CoreV1Api(k8s_api_client).list_namespaced_event(k8s_namespace).items
+    core = client.CoreV1Api(k8s_api_client)
+    # Events are posted by a thread of their own (off the run's path): watch for it
+    watch: Any = kubernetes.watch.Watch()  # type: ignore[no-untyped-call]
+    for change in watch.stream(core.list_namespaced_event, k8s_namespace, timeout_seconds=10):
+        if change["object"].reason == "JobFailed":
+            watch.stop()
+    events = core.list_namespaced_event(k8s_namespace).items
     failed = [e for e in events if e.reason == "JobFailed"]
     assert len(failed) == 1
     assert failed[0].type == "Warning"

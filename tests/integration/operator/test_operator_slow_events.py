@@ -1,0 +1,55 @@
+"""The operator's Events (``LeaderElected``, ``RunMissing``, ...) under a slow API server (issue
+22): queued, so the write loop does not wait on them, and each post allowed what the default
+election timings tolerate, not its ``request_timeout``. The latency is real time on the embedded
+server; a short ``request_timeout`` stands in for the 10 s one."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from k8slease.operator.history import Notice
+from k8slease.operator.registry import PostEvent
+from k8slease.operator.runtime import OperatorRuntime
+from k8slease.operator.settings import OperatorSettings
+from k8slease.testing.server import APIServer
+
+TIMEOUT = 0.5  # the operator's request_timeout here
+LATENCY = 1.5  # every Event create: above request_timeout, far below what the timings tolerate
+
+
+@pytest.mark.embedded_only  # faults
+@pytest.mark.timeout(60)
+def test_an_operator_event_slower_than_request_timeout_is_posted_without_holding_the_loop(
+    k8s_embedded_apiserver: APIServer,
+) -> None:
+    server = k8s_embedded_apiserver
+    runtime = OperatorRuntime(
+        OperatorSettings(request_timeout=TIMEOUT), api_client=server.api_client()
+    )
+    server.faults.add("create", "events", latency=LATENCY)
+    action = PostEvent(
+        key=("default", "billing"),
+        involved={
+            "apiVersion": "k8slease.io/v1alpha1",
+            "kind": "ScheduledJobGroup",
+            "name": "billing",
+            "uid": "u-1",
+        },
+        notice=Notice("Normal", "LeaderElected", "replica-0 became leader"),
+    )
+    began = time.monotonic()
+    runtime._event(action)
+    assert time.monotonic() - began < TIMEOUT, "the write loop waited on the Event"
+    end = time.monotonic() + LATENCY + 10
+    while not server.store.objects("/events", "default"):
+        assert time.monotonic() < end, "the Event was never created"
+        time.sleep(0.05)  # a real server's answer on real time
+    (event,) = server.store.objects("/events", "default")
+    assert event["reason"] == "LeaderElected"
+    recorder = runtime._recorders["default"]
+    while recorder.pending():
+        assert time.monotonic() < end, "the operator never learnt the Event was created"
+        time.sleep(0.05)
+    assert recorder.posted == 1 and recorder.refused == recorder.given_up == 0
