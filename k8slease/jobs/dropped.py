@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from datetime import datetime
-from typing import Protocol
+from datetime import datetime, timedelta
+from typing import Any, Protocol
 
 from apscheduler.events import (
     EVENT_JOB_ERROR,
@@ -79,6 +79,21 @@ class DroppedTicks:
             return
         ticks = _ticks_of(event)
         why = "max-instances" if event.code == EVENT_JOB_MAX_INSTANCES else "misfired"
+        self._report(name, ticks, why)
+
+    def stopped_while_running(self, due: Mapping[str, list[datetime]]) -> None:
+        """Report the ticks that came due while a stop waited for the job's run to finish.
+
+        A stopping scheduler fires nothing more, so a run that lasts past the job's next tick
+        drops that tick without the ``max-instances`` event a running scheduler would give, and
+        the other replicas skip it as held by this one (at DEBUG): without this report nobody
+        would say that the tick did not run here. ``due`` maps job names to those ticks.
+        """
+        for name, ticks in due.items():
+            if ticks:
+                self._report(name, ticks, "stopping")
+
+    def _report(self, name: str, ticks: list[datetime], why: str) -> None:
         with self._lock:
             before = self._outage.get(name, 0)
             self._outage[name] = before + len(ticks)
@@ -88,7 +103,7 @@ class DroppedTicks:
         if before:
             return
         first = ticks[0].isoformat() if ticks else "?"
-        self._log.warning("job.ticks_dropped", job=name, tick=first, why=why)
+        self._log.warning("job.ticks_dropped", job=name, tick=first, why=why, ticks=len(ticks))
         if self._events is not None:
             lease = job_lease_name(self.group, name)
             self._events.post(
@@ -99,9 +114,23 @@ class DroppedTicks:
                 },
                 reason="TicksDropped",
                 message=f"job {name}: the scheduler dropped tick {first} on this replica ({why}:"
-                " the previous tick was still waiting or running); reported once per outage",
+                " the previous tick was still waiting or running"
+                f"{', and this replica was stopping' if why == 'stopping' else ''});"
+                " reported once per outage",
                 type_="Warning",
             )
+
+
+def due_between(
+    trigger: Any, first: datetime | None, until: datetime, limit: int = 100
+) -> list[datetime]:
+    """``trigger``'s fire times from ``first`` (the job's next run time) up to ``until``."""
+    ticks: list[datetime] = []
+    tick = first
+    while tick is not None and tick <= until and len(ticks) < limit:
+        ticks.append(tick)
+        tick = trigger.get_next_fire_time(tick, tick + timedelta(microseconds=1))
+    return ticks
 
 
 def _ticks_of(event: JobEvent) -> list[datetime]:

@@ -148,6 +148,11 @@ class JobLock(LockHolding):
         return None if observation is None else observation.view
 
     @property
+    def running(self) -> bool:
+        """Whether a grant of this lock is being run (claimed, not yet released)."""
+        return self._active is not None
+
+    @property
     def observations(self) -> Observations:
         """What this replica has seen of the group's job Leases."""
         return self._observations

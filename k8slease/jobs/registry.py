@@ -389,6 +389,7 @@ class Jobs:
                 group=self.group,
                 owned=self._owns_scheduler,
                 dropped=self._dropped,
+                runners=self.runners,
             )
 
     def run(self, *, handle_signals: bool | None = None) -> None:

@@ -15,6 +15,7 @@ import asyncio
 import math
 from collections.abc import Callable, Collection, Iterable, Mapping
 from datetime import UTC, datetime
+from typing import Any
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.schedulers.background import BackgroundScheduler
@@ -27,7 +28,7 @@ from k8slease.election.machine import ElectionMachine
 from k8slease.election.timing import ElectionTiming
 from k8slease.jobs.catchup import schedule_catch_up
 from k8slease.jobs.dropped import MASK as DROPPED_MASK
-from k8slease.jobs.dropped import DroppedTicks
+from k8slease.jobs.dropped import DroppedTicks, due_between
 from k8slease.jobs.executors import TickAsyncIOExecutor, TickThreadPoolExecutor
 from k8slease.jobs.lock import JobLock
 from k8slease.jobs.lockcache import ClaimCache
@@ -239,13 +240,26 @@ def unschedule_jobs(
     group: str,
     owned: bool,
     dropped: DroppedTicks | None,
+    runners: Mapping[str, TickRunner] | None = None,
 ) -> None:
     """Undo :func:`schedule_jobs`: shut an ``owned`` scheduler down (waiting for running jobs,
-    unless it runs on an event loop), else remove what was added to the user's scheduler."""
+    unless it runs on an event loop), else remove what was added to the user's scheduler.
+
+    The ticks that came due while the shutdown waited for a run (its lock held, so no other
+    replica could run them) are reported through ``dropped``."""
     if scheduler.state == STATE_STOPPED:
         return
     if owned:
+        running = _running_jobs(scheduler, specs, group=group, runners=runners or {})
         scheduler.shutdown(wait=not isinstance(scheduler, AsyncIOScheduler))
+        if dropped is not None and running:
+            until = datetime.now(UTC)
+            dropped.stopped_while_running(
+                {
+                    name: due_between(trigger, first, until)
+                    for name, (trigger, first) in running.items()
+                }
+            )
         return
     if dropped is not None:
         scheduler.remove_listener(dropped)
@@ -253,6 +267,24 @@ def unschedule_jobs(
         for entry in (job_id(group, spec.name), leaderless_id(group, spec.name)):
             if scheduler.get_job(entry) is not None:
                 scheduler.remove_job(entry)
+
+
+def _running_jobs(
+    scheduler: BaseScheduler,
+    specs: Iterable[JobSpec],
+    *,
+    group: str,
+    runners: Mapping[str, TickRunner],
+) -> dict[str, tuple[Any, datetime | None]]:
+    """The jobs whose run holds their lock now: each one's trigger and next run time."""
+    running: dict[str, tuple[Any, datetime | None]] = {}
+    for spec in specs:
+        runner = runners.get(spec.name)
+        job = scheduler.get_job(job_id(group, spec.name))
+        if runner is None or runner.lock is None or job is None or not runner.lock.running:
+            continue
+        running[spec.name] = (job.trigger, job.next_run_time)
+    return running
 
 
 def running_loop() -> asyncio.AbstractEventLoop | None:
