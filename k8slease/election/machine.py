@@ -388,7 +388,7 @@ class ElectionMachine(Releasing):
         if self.stopping:
             # Granted while stopping: never start leading, give it straight back.
             self.term += 1
-            give_up_at = leader_deadline(sent_at, self.timing.renew_deadline)
+            give_up_at = sent_at + self.timing.lease_duration
             self._release = ReleaseState(term=self.term, record=record, give_up_at=give_up_at)
             self._after_release = Phase.STOPPED
             self.phase = Phase.RELEASING
@@ -424,7 +424,7 @@ class ElectionMachine(Releasing):
         self._need_read = False
         self._not_before = float("-inf")
         if release:
-            give_up_at = leader_deadline(lead.last_ok_sent, self.timing.renew_deadline)
+            give_up_at = lead.last_ok_sent + self.timing.lease_duration
             self._release = ReleaseState(lead.term, lead.record, give_up_at)
             self._after_release = after
             self.phase = Phase.RELEASING

@@ -2,7 +2,7 @@
 
 A release is a fresh read (is the Lease still ours, by holder and fencing token?) and a write
 conditional on what that read returned. An attempt that fails is tried again, read first, until
-the end of the term's renew deadline (:class:`~k8slease.election.state.ReleaseState`): one lost
+the term's lease would run out (:class:`~k8slease.election.state.ReleaseState`): one lost
 answer, one connection broken mid-answer or one write that crossed ours must not leave the Lease
 naming a stopped process for a whole lease duration. A 409 is read again at once, any other
 failure after ``renew_retry_interval``; a Lease deleted meanwhile needs no release.

@@ -43,8 +43,10 @@ class ReleaseState:
 
     A release is a fresh read and a conditional write. An attempt that fails (a timeout, a 5xx, a
     connection broken mid-answer, a 409 from a write that crossed ours) is tried again, read
-    first, until ``give_up_at``: the end of the term's renew deadline, past which candidates do
-    not need the release to take over soon. The first attempt is always made.
+    first, until ``give_up_at``: one lease duration after the term's last successful renew was
+    sent, when candidates that saw that renew may take over anyway (a release is a write
+    conditional on the fresh read, so a late one cannot undo a takeover: it meets a 409). The
+    first attempt is always made.
     """
 
     term: int
