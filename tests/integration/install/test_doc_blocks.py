@@ -184,6 +184,16 @@ def test_k8slease_command_lines_use_options_that_exist(block: Block, demo_venv: 
                 assert option in done.stdout, f"{' '.join(words)}: no {option} in --help"
 
 
+#: options that take the next word as their value
+VALUED = {"-n", "--namespace", "--kubeconfig", "-f", "-A", "--app", "-S", "-m"}
+
+
+def positional(words: list[str]) -> list[str]:
+    """The words that are neither options nor option values: a command's subcommands."""
+    values = {i + 1 for i, w in enumerate(words) if w in VALUED}
+    return [w for i, w in enumerate(words) if not w.startswith("-") and i not in values]
+
+
 def help_command(words: list[str], venv: Venv) -> tuple[list[str], list[str]] | None:
     """How to ask the command ``words`` for its help, and the words whose ``--options`` must
     be in it; None for a command checked elsewhere (k8slease, pip) or with no help to ask."""
@@ -199,12 +209,11 @@ def help_command(words: list[str], venv: Venv) -> tuple[list[str], list[str]] | 
     if program == "make":
         return ["make", "-n", "-C", str(REPO), *rest], []
     if program == "kubectl":
-        sub = [w for i, w in enumerate(rest) if not w.startswith("-")
-               and not (i and rest[i - 1] in ("-n", "--kubeconfig", "-f"))][:2]  # fmt: skip
+        sub = positional(rest)[:2]
         sub = sub if sub[:1] == ["rollout"] else sub[:1]
         return ["kubectl", *sub, "--help"], rest
     if program in ("kopf", "celery"):
-        sub = [w for w in rest if not w.startswith("-")][:1]
+        sub = positional(rest)[:1]
         return [str(venv.bin / program), *sub, "--help"], rest
     return None
 
