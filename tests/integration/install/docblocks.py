@@ -18,6 +18,9 @@ python     real         a script that needs the real control plane
 bash       pip          each ``pip install`` line run as written in a fresh venv
 bash       shell        run (``bash -euo pipefail``) in the document's shell session
                         (``test_doc_shell.py``): every shell block of one document, in order
+bash       services     each command line is a service, started in the document's session: it
+                        must print a line holding one of ``ready``'s ``|``-separated texts,
+                        then end on SIGTERM (status 0 or -SIGTERM) within 60 s, no traceback
 yaml       file         written as the file ``name`` into that session's directory
 yaml       values       Helm values: applied in the session with ``helm upgrade`` (install.md)
 yaml       apply        a resource: ``kubectl apply``-ed in the session, and accepted
@@ -30,7 +33,8 @@ any        not-run      neither run nor checked (``reason``: a diagram, a fragme
 
 Keys: ``before`` (code run first: a fragment's context, in Python or in the shell),
 ``reason`` (why a block or part of it is not run), ``without`` (``shell``: lines starting with
-this are not run, and ``reason`` says why), ``name`` (``file``: the file's name).
+this are not run, and ``reason`` says why), ``name`` (``file``: the file's name), ``ready``
+(``services``: what a service prints once it runs).
 """
 
 from __future__ import annotations
@@ -48,7 +52,7 @@ DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
 MARKER = re.compile(r"<!-- docs-test: (\S+?)((?:;.*?)?) -->\s*$")
-KEY = re.compile(r";\s*(before|reason|without|name):\s*")
+KEY = re.compile(r";\s*(before|reason|without|name|ready):\s*")
 
 #: (language, mode) pairs a test executes
 EXECUTED = {
@@ -58,6 +62,7 @@ EXECUTED = {
     ("python", "real"),
     ("bash", "pip"),
     ("bash", "shell"),
+    ("bash", "services"),
     ("yaml", "file"),
     ("yaml", "values"),
     ("yaml", "apply"),
@@ -137,6 +142,8 @@ def problems(block: Block) -> list[str]:
         return [f"{where}: lines left out ('without') need a reason"]
     if block.mode == "file" and not block.keys.get("name"):
         return [f"{where}: a file block needs a name"]
+    if block.mode == "services" and not block.keys.get("ready"):
+        return [f"{where}: a services block needs the text that says a service is ready"]
     return []
 
 

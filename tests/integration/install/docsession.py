@@ -17,8 +17,9 @@ session's server. What each document's session runs on is in ``SESSIONS``:
   runs): the chart installed, upgraded with the values blocks, the example groups applied, the
   app's Lease read, the example app's release, the plain manifests, the uninstall.
 - docs/testing.md: ``k8slease apiserver`` started from the wheel, as the document says.
-- docs/operator.md: a real control plane of its own with the CRD (strict field validation:
-  the embedded server serves no OpenAPI document for ``kubectl apply`` to validate with).
+- docs/operator.md: a real control plane of its own with the CRD: the four operator command
+  lines as services, then the resource applied (strict field validation: the embedded server
+  serves no OpenAPI document for ``kubectl apply`` to validate with).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from __future__ import annotations
 import shutil
 import signal
 import subprocess
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -54,7 +56,7 @@ SESSIONS = {
         "kubectl wait --for condition=established crd/scheduledjobgroups.k8slease.io",
     ),
 }
-RUN_IN_SESSION = {"shell", "file", "values", "apply"}
+RUN_IN_SESSION = {"shell", "services", "file", "values", "apply"}
 
 
 def session_blocks(name: str) -> list[Block]:
@@ -192,6 +194,11 @@ def run_session(
                     else f"kubectl apply -f {path}"
                 )
                 run(f"{block.before}\n{command}", block.id)
+            elif block.mode == "services":
+                if block.before:
+                    run(block.before, f"{block.id} (before)")
+                for line in service_lines(block):
+                    run_service(line, block.keys["ready"].split(" | "), session_dir, env)
             elif block.mode == "sigterm":
                 app = start_app(block, demo_venv, env, tmp_path)
             else:
@@ -204,6 +211,37 @@ def run_session(
             app.kill()
             app.communicate()
     assert ran == [b.id for b in blocks]
+
+
+def service_lines(block: Block) -> list[str]:
+    lines = [line.strip() for line in block.code.replace("\\\n", " ").splitlines()]
+    return [line for line in lines if line and not line.startswith("#")]
+
+
+def run_service(line: str, ready: list[str], cwd: Path, env: dict[str, str]) -> None:
+    """``line`` runs until stopped: once it prints one of ``ready``, SIGTERM must end it."""
+    process = subprocess.Popen(
+        ["bash", "-c", f"exec {line}"], cwd=cwd, env=env, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+    )  # fmt: skip
+    assert process.stdout is not None
+    seen: list[str] = []
+    timer = threading.Timer(60, process.kill)
+    timer.start()
+    try:
+        for got in process.stdout:
+            seen.append(got.rstrip("\n"))
+            if any(text in seen[-1] for text in ready):
+                break
+        else:
+            raise AssertionError(f"{line}: ended ({process.wait()}) before {ready}: {seen}")
+    finally:
+        timer.cancel()
+    process.send_signal(signal.SIGTERM)
+    rest, _ = process.communicate(timeout=60)
+    output = "\n".join([*seen, rest])
+    assert process.returncode in (0, -signal.SIGTERM), f"{line}: {process.returncode}\n{output}"
+    assert "Traceback" not in output, f"{line}:\n{output}"
 
 
 def start_app(block: Block, venv: Venv, env: dict[str, str], tmp_path: Path) -> Any:
