@@ -8,7 +8,7 @@ as that file, ``values`` are applied (``helm upgrade k8slease charts/k8slease -n
 --reuse-values -f``), ``apply`` ones are ``kubectl apply``-ed; a ``sigterm`` Python block among
 them (install.md's app) is started as the app's replica and must end with its Lease released.
 Rewritten, and said so here: lines a marker's ``without`` names are not run (its reason says
-why), a ``kubectl ... -w`` watch is stopped after 5 s, and ``--kubeconfig PATH`` names the
+why), a ``kubectl ... -w`` watch is stopped after 2 s, and ``--kubeconfig PATH`` names the
 session's server. What each document's session runs on is in ``SESSIONS``:
 
 - README.md: a fresh copy of the checkout (its files as they are, no ``.venv``): ``make demo``
@@ -79,7 +79,7 @@ def script(block: Block) -> str:
         if without and line.strip().startswith(without):
             lines.append(f": not run: {block.keys['reason']!r}")
         elif line.rstrip().endswith(" -w"):
-            lines.append(f"timeout 5 {line} || test $? -eq 124")
+            lines.append(f"timeout 2 {line} || test $? -eq 124")
         else:
             lines.append(line.replace("--kubeconfig PATH", '--kubeconfig "$KUBECONFIG"'))
     assert not without or any(line.startswith(": not run") for line in lines), without
