@@ -30,7 +30,16 @@ from typing import Any
 import pytest
 import yaml
 from conftest import REPO, Venv, clean_env, download
-from docblocks import BLOCKS, RUNNER, Block, command_lines, parse_marker, problems, wait_line
+from docblocks import (
+    BLOCKS,
+    EXECUTED,
+    RUNNER,
+    Block,
+    command_lines,
+    parse_marker,
+    problems,
+    wait_line,
+)
 from kubernetes import client
 
 # the first block that needs the venv builds the wheel and installs it
@@ -305,3 +314,25 @@ EXTRAS = {
     "metrics": ("prometheus-client",),
     "celery": ("celery",),
 }
+
+
+def test_the_counts_in_docs_testing_md_are_current() -> None:
+    """docs/testing.md says how many blocks run and how many are marked; it stays true."""
+    text = " ".join((REPO / "docs" / "testing.md").read_text().split())
+
+    def count(*languages: str, mode: str | None = None) -> int:
+        return sum(
+            1
+            for b in BLOCKS
+            if (not languages or b.language in languages) and (mode is None or b.mode == mode)
+        )
+
+    run = [b for b in BLOCKS if (b.language, b.mode) in EXECUTED]
+    said = (
+        f"Of the {len(BLOCKS)} blocks (2026-12-01): {len(run)} run ({count('python')} `python`, "
+        f"{count(mode='pip')} `pip`, {count(mode='shell')} `shell`, {count(mode='services')} "
+        f"`services`, {count('yaml') - count('yaml', mode='not-run')} `yaml`), "
+        f"{count(mode='output')} are output, {count(mode='help')} `help` (their options and "
+        f"targets checked), {count(mode='not-run')} `not-run`"
+    )
+    assert said in text, f"docs/testing.md should say: {said}"
