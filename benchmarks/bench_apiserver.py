@@ -15,6 +15,7 @@ provenance (``benchmarks.provenance``) to ``benchmarks/results/apiserver.json``.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import base64
 import json
@@ -180,8 +181,15 @@ def record(out: Path = provenance.RESULTS) -> tuple[Path, dict[str, float]]:
     return provenance.write(out / "apiserver.json", started, figures), figures
 
 
-def main() -> None:
-    """Run, record and print the figures as a table."""
+def main(argv: list[str] | None = None) -> None:
+    """Run, record and print the figures as a table. It takes no option, but answers ``--help``
+    and refuses any other argument, rather than running (and rewriting the published results)
+    whatever it is given."""
+    argparse.ArgumentParser(
+        prog="python -m benchmarks.bench_apiserver",
+        description="Throughput and watch capacity of the embedded API server; writes "
+        "benchmarks/results/apiserver.json (the published figures).",
+    ).parse_args(argv)
     path, figures = record()
     width = max(len(k) for k in figures)
     print(f"{'figure':<{width}}  value")

@@ -91,7 +91,9 @@ def _table_and_targets(part: dict[str, Any], meta: dict[str, Any]) -> list[str]:
     table, _, targets = text.partition("\n\nTargets (k8slease):\n")
     lines = [table, ""]
     if targets:
-        lines += ["Targets (k8slease), as the run reports them:", "", "```text"]
+        # the marker: output, not a command (tests/integration/install/docblocks.py)
+        lines += ["Targets (k8slease), as the run reports them:", ""]
+        lines += ["<!-- docs-test: output -->", "```text"]
         lines += [line.strip() for line in targets.splitlines()]
         lines += ["```", ""]
     ranges = []

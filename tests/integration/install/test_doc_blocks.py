@@ -1,125 +1,84 @@
 """Every code block of README.md and docs/*.md, as a user meets it: from the installed wheel,
 in a fresh venv, in a directory outside the checkout (issue 21).
 
-Each fenced block says what it is by its language: ``text`` and ``console`` are output (shown,
-not run), ``python`` blocks run, ``bash`` blocks of ``pip install`` lines run (marked ``pip``),
-other ``bash`` blocks have their ``k8slease`` command lines checked against the installed
-command's ``--help`` (an option the docs name must exist), ``yaml``
-blocks must parse. A block without a language fails the test: say which it is.
+What each block is, and the marker that says so, is in ``docblocks.py``: a block is run by a
+test (``python`` blocks here, ``pip`` blocks here, ``shell`` blocks and the ``yaml`` files and
+values they use in ``test_doc_shell.py``), or it is marked as output or as not run, with the
+reason. ``test_every_block_is_run_or_marked`` fails on any other block. The blocks marked
+``help`` (and every shell block) have their command lines checked: each ``--option`` must be
+in the command's ``--help``, each ``make`` target must exist.
 
 A ``python`` block runs as a script against a fresh embedded API server (``$KUBECONFIG``
 points at it; top-level ``await`` is allowed, as in an asyncio REPL), and must end with status 0.
-An HTML comment on the line before the fence says otherwise::
-
-    <!-- docs-test: sigterm -->         a service: SIGTERM once it has started (once it leads,
-                                        if it leads) must end it as documented (the Lease
-                                        released, then the default action: -SIGTERM)
-    <!-- docs-test: pytest -->          a test file, run with pytest (the plugin loads itself)
-    <!-- docs-test: real -->            needs the real control plane (skipped when not built)
-    <!-- docs-test: script; before: CODE -->   CODE runs first (a fragment's context)
-    <!-- docs-test: pip -->             a ``bash`` block of ``pip install`` lines: each runs as
-                                        written in a fresh venv, against the wheel just built
+``sigterm``: a service: SIGTERM once it has started (once it leads, if it leads) must end it as
+documented (the Lease released, then the default action: -SIGTERM). ``pytest``: a test file, run
+with pytest (the plugin loads itself). ``real``: needs the real control plane (skipped when not
+built). ``script; before: CODE``: CODE runs first (a fragment's context).
 """
 
 from __future__ import annotations
 
 import os
 import re
-import shlex
 import signal
 import subprocess
 import sys
-import textwrap
-import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from conftest import REPO, Venv, clean_env, download
+from docblocks import (
+    BLOCKS,
+    EXECUTED,
+    RUNNER,
+    Block,
+    command_lines,
+    parse_marker,
+    problems,
+    wait_line,
+)
 from kubernetes import client
 
 # the first block that needs the venv builds the wheel and installs it
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
-DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
-OUTPUT = ("text", "console")
-FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
-MARKER = re.compile(r"<!-- docs-test: (\w+)(?:; before: (.*?))? -->\s*$")
-
-#: names a block leaves to the reader (README's asyncio example calls "your" coroutine), and a
-#: log handler that says on stdout when the service has started and when it leads (k8slease's
-#: INFO events, which the default logging setup does not print)
-RUNNER = textwrap.dedent(
-    """
-    import ast, asyncio, logging, sys
-
-    async def do_some_work(fencing_token):
-        await asyncio.Event().wait()  # runs until cancelled
-
-    class SayStarted(logging.Handler):
-        def emit(self, record):
-            event = getattr(record, "k8slease_event", "")
-            if event in ("jobs.started", "leader.started"):
-                print(f"docs-test: {event}", flush=True)
-
-    logging.getLogger("k8slease").setLevel(logging.INFO)
-    logging.getLogger("k8slease").addHandler(SayStarted())
-
-    print("docs-test: running", flush=True)
-    source = open(sys.argv[1]).read()
-    code = compile(source, sys.argv[1], "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
-    namespace = {"__name__": "__main__", "do_some_work": do_some_work}
-    result = eval(code, namespace)
-    if asyncio.iscoroutine(result):
-        asyncio.run(result)
-    """
-)
-
-
-@dataclass(frozen=True)
-class Block:
-    path: Path
-    line: int
-    language: str
-    code: str
-    mode: str
-    before: str
-
-    @property
-    def id(self) -> str:
-        return f"{self.path.name}:{self.line}"
-
-
-def blocks() -> list[Block]:
-    found: list[Block] = []
-    for path in DOCS:
-        text = path.read_text()
-        for match in FENCE.finditer(text):
-            line = text.count("\n", 0, match.start()) + 1
-            previous = text[: match.start()].rstrip("\n").rsplit("\n", 1)[-1]
-            marker = MARKER.search(previous)
-            found.append(
-                Block(
-                    path, line, match.group(1), match.group(2),
-                    marker.group(1) if marker else "script",
-                    (marker.group(2) or "") if marker else "",
-                )
-            )  # fmt: skip
-    return found
-
-
-BLOCKS = blocks()
 PYTHON = [b for b in BLOCKS if b.language == "python"]
-BASH = [b for b in BLOCKS if b.language in ("bash", "console")]
 
 
-def test_every_block_says_what_it_is() -> None:
-    unlabelled = [b.id for b in BLOCKS if b.language not in ("python", "bash", "yaml", *OUTPUT)]
-    assert unlabelled == [], "label these fences: python, bash, yaml, or text/console (output)"
+def test_every_block_is_run_or_marked() -> None:
+    """A block no test runs must say so, with the reason: nothing can regress into an untested
+    block, and a wrong marker (a mode no test knows, a reason missing) fails here."""
+    found = [problem for block in BLOCKS for problem in problems(block)]
+    assert found == [], "\n".join(found)
     assert len(PYTHON) >= 10
+
+
+def test_the_marker_rules_refuse_what_is_neither_run_nor_explained() -> None:
+    """The check above can fail: each kind of unmarked or half-marked block is refused."""
+
+    def block(language: str, marker: str) -> Block:
+        mode, keys = parse_marker(marker)
+        return Block(REPO / "X.md", 1, language, "true\n", mode or "script", keys)
+
+    assert problems(block("bash", "")), "a bash block with no marker"
+    assert problems(block("text", "")), "a text block with no marker"
+    assert problems(block("", "<!-- docs-test: output -->")), "a fence with no language"
+    assert problems(block("bash", "<!-- docs-test: not-run -->")), "no reason"
+    assert problems(block("bash", "<!-- docs-test: help -->")), "no reason"
+    assert problems(block("bash", "<!-- docs-test: output -->")), "output is text or console"
+    assert problems(block("bash", "<!-- docs-test: shell; without: make -->")), "no reason"
+    assert problems(block("yaml", "<!-- docs-test: file -->")), "a file needs a name"
+    assert problems(block("yaml", "<!-- docs-test: sigterm -->")), "no test runs that"
+    assert problems(block("bash", "<!-- docs-test: shell; because: x -->")), "unknown key"
+    assert not problems(block("python", ""))
+    assert not problems(block("text", "<!-- docs-test: output -->"))
+    assert not problems(block("bash", "<!-- docs-test: help; reason: r -->"))
+    assert not problems(block("bash", "<!-- docs-test: shell; without: x; reason: r -->"))
+    before = parse_marker("<!-- docs-test: script; before: a = 1; b = 2 -->")
+    assert before == ("script", {"before": "a = 1; b = 2", "_marked": "yes"})
 
 
 @pytest.mark.parametrize("block", [b for b in BLOCKS if b.language == "yaml"], ids=lambda b: b.id)
@@ -209,37 +168,18 @@ def test_python_block_runs_from_the_wheel(
             process.communicate()
 
 
-def wait_line(process: subprocess.Popen[str], line: str, timeout: float = 60) -> None:
-    """Read ``process``'s stdout until ``line``; fails if it ends first or after ``timeout``
-    (a timer kills the process, which ends the read)."""
-    assert process.stdout is not None
-    seen: list[str] = []
-    timer = threading.Timer(timeout, process.kill)
-    timer.start()
-    try:
-        for got in process.stdout:
-            seen.append(got.rstrip("\n"))
-            if seen[-1] == line:
-                return
-    finally:
-        timer.cancel()
-    process.kill()
-    _, stderr = process.communicate()
-    raise AssertionError(f"no {line!r} within {timeout}s; stdout: {seen}; stderr: {stderr}")
-
-
 def k8slease_commands(block: Block) -> list[list[str]]:
     """The ``k8slease ...`` / ``python -m k8slease ...`` command lines of a shell block."""
     commands = []
-    for raw in block.code.replace("\\\n", " ").splitlines():
-        line = raw.strip().removeprefix("$ ")
-        for part in re.split(r"\|\||&&|\||;", line.split("#")[0]):
-            words = shlex.split(part, posix=True) if part.strip() else []
-            if words[:3] == ["python", "-m", "k8slease"]:
-                words = ["k8slease", *words[3:]]
-            if words[:1] == ["k8slease"] and len(words) > 1 and not words[1].startswith("-"):
-                commands.append(words)
+    for words in command_lines(block.code):
+        if words[:3] == ["python", "-m", "k8slease"]:
+            words = ["k8slease", *words[3:]]
+        if words[:1] == ["k8slease"] and len(words) > 1 and not words[1].startswith("-"):
+            commands.append(words)
     return commands
+
+
+BASH = [b for b in BLOCKS if b.language in ("bash", "console") or b.mode == "help"]
 
 
 @pytest.mark.parametrize("block", [b for b in BASH if k8slease_commands(b)], ids=lambda b: b.id)
@@ -251,6 +191,71 @@ def test_k8slease_command_lines_use_options_that_exist(block: Block, demo_venv: 
             option = word.split("=")[0]
             if option.startswith("--"):
                 assert option in done.stdout, f"{' '.join(words)}: no {option} in --help"
+
+
+#: options that take the next word as their value
+VALUED = {"-n", "--namespace", "--kubeconfig", "-f", "-A", "--app", "-S", "-m"}
+
+
+def positional(words: list[str]) -> list[str]:
+    """The words that are neither options nor option values: a command's subcommands."""
+    values = {i + 1 for i, w in enumerate(words) if w in VALUED}
+    return [w for i, w in enumerate(words) if not w.startswith("-") and i not in values]
+
+
+def help_command(words: list[str], venv: Venv) -> tuple[list[str], list[str]] | None:
+    """How to ask the command ``words`` for its help, and the words whose ``--options`` must
+    be in it; None for a command checked elsewhere (k8slease, pip) or with no help to ask."""
+    while words[:1] in (["nice"], ["timeout"]):
+        words = words[3:] if words[1:2] == ["-n"] else words[2:]
+    program, rest = words[0], words[1:]
+    if program in ("k8slease", "pip", "docker") or words[:3] == ["python", "-m", "k8slease"]:
+        return None
+    if program == ".venv/bin/python" and rest[:1] == ["-m"]:
+        return [sys.executable, "-m", rest[1], "--help"], rest[2:]
+    if program == ".venv/bin/pytest":
+        return [sys.executable, "-m", "pytest", "--help"], rest
+    if program == "make":
+        return ["make", "-n", "-C", str(REPO), *rest], []
+    if program == "kubectl":
+        sub = positional(rest)[:2]
+        sub = sub if sub[:1] == ["rollout"] else sub[:1]
+        return ["kubectl", *sub, "--help"], rest
+    if program in ("kopf", "celery"):
+        sub = positional(rest)[:1]
+        return [str(venv.bin / program), *sub, "--help"], rest
+    return None
+
+
+HELP = [b for b in BLOCKS if b.mode == "help"]
+
+
+@pytest.mark.parametrize("block", HELP, ids=lambda b: b.id)
+def test_lines_not_run_use_commands_and_options_that_exist(block: Block, demo_venv: Venv) -> None:
+    """A block marked ``help`` is not run (its reason says why), but each command's options are
+    in its ``--help`` and each ``make`` target exists (``make -n``): a renamed option or target
+    fails here."""
+    checked = 0
+    helps: dict[tuple[str, ...], subprocess.CompletedProcess[str]] = {}
+    for words in command_lines(block.code):
+        asked = help_command(words, demo_venv)
+        if asked is None:
+            continue
+        argv, options = asked
+        if tuple(argv) not in helps:  # one --help per command, however many lines use it
+            helps[tuple(argv)] = subprocess.run(
+                argv, cwd=REPO, env=clean_env(), capture_output=True, text=True, timeout=120
+            )
+        done = helps[tuple(argv)]
+        assert done.returncode == 0, f"{' '.join(words)}: {' '.join(argv)}\n{done.stderr}"
+        # help, not a run: a command that ignores --help would do its work here (it happened)
+        assert argv[0] == "make" or "usage" in done.stdout.lower(), f"{argv}: {done.stdout[:300]}"
+        checked += 1
+        for word in options:
+            option = word.split("=")[0]
+            if option.startswith("--"):
+                assert option in done.stdout, f"{' '.join(words)}: no {option} in its --help"
+    assert checked or k8slease_commands(block), f"{block.id}: no command line checked"
 
 
 PIP = [b for b in BASH if b.mode == "pip"]
@@ -309,3 +314,25 @@ EXTRAS = {
     "metrics": ("prometheus-client",),
     "celery": ("celery",),
 }
+
+
+def test_the_counts_in_docs_testing_md_are_current() -> None:
+    """docs/testing.md says how many blocks run and how many are marked; it stays true."""
+    text = " ".join((REPO / "docs" / "testing.md").read_text().split())
+
+    def count(*languages: str, mode: str | None = None) -> int:
+        return sum(
+            1
+            for b in BLOCKS
+            if (not languages or b.language in languages) and (mode is None or b.mode == mode)
+        )
+
+    run = [b for b in BLOCKS if (b.language, b.mode) in EXECUTED]
+    said = (
+        f"Of the {len(BLOCKS)} blocks (2026-12-01): {len(run)} run ({count('python')} `python`, "
+        f"{count(mode='pip')} `pip`, {count(mode='shell')} `shell`, {count(mode='services')} "
+        f"`services`, {count('yaml') - count('yaml', mode='not-run')} `yaml`), "
+        f"{count(mode='output')} are output, {count(mode='help')} `help` (their options and "
+        f"targets checked), {count(mode='not-run')} `not-run`"
+    )
+    assert said in text, f"docs/testing.md should say: {said}"
