@@ -317,6 +317,7 @@ class JobLock(LockHolding):
                 unchanged_for=seen.unchanged_for,
                 keepalive_interval=self.keepalive_interval,
                 request_timeout=self.transport.request_timeout,
+                renewed_ago=_age(record.renew_time, now),
             )
         ):
             silent = state.claimed_tick
@@ -454,3 +455,8 @@ class JobLock(LockHolding):
 
     def _retry_kept_release(self, *, until: float, every: float) -> None:
         retry_kept_release(self, until=until, every=every)
+
+
+def _age(when: datetime | None, now: datetime) -> float | None:
+    """Seconds from ``when`` (a time a holder wrote) to ``now`` on this replica's wall clock."""
+    return None if when is None else (now - when).total_seconds()

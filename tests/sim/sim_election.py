@@ -98,6 +98,8 @@ class ElectionReplica(Replica):
         #: called when this replica's elector handles the end of a term (the real elector's
         #: ``on_stopped_leading``: ``Jobs`` pauses the LEADER entries, settles their claims)
         self.on_term_end: list[Callable[[], None]] = []
+        #: called when a term begins (``on_started_leading``: ``Jobs`` resumes and catches up)
+        self.on_term_start: list[Callable[[], None]] = []
         self._was_leader = False
 
     def _saw(self, lease: dict[str, Any] | None) -> None:
@@ -114,8 +116,8 @@ class ElectionReplica(Replica):
         machine = self.machine
         machine.check(self.mono())
         leader = machine.phase is Phase.LEADER
-        if self._was_leader and not leader:
-            for hook in self.on_term_end:
+        if self._was_leader != leader:
+            for hook in self.on_term_end if self._was_leader else self.on_term_start:
                 hook()
         self._was_leader = leader
         if self._busy:

@@ -20,6 +20,7 @@ outside it is a violation, as is a tick that fired while nobody led and was repo
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 from sim_core import T0
@@ -33,6 +34,7 @@ from k8slease.jobs.leadergate import bind_to_leadership
 from k8slease.jobs.lock import _Judged
 from k8slease.jobs.lockrules import release
 from k8slease.jobs.lostticks import nobody_leads
+from k8slease.jobs.misfire import MisfirePolicy, missed_ticks
 from k8slease.jobs.unsettled import Settled, landed, never_ran, settle_claim
 from k8slease.lease.jobrecord import RunRecord, lease_with_job_state
 from k8slease.lease.record import lease_with_record
@@ -51,6 +53,9 @@ AFTER_TERM_SETTLES = True
 #: whether a missed leaderless watch is warned about (``DroppedTicks(watches=...)``); the tests
 #: set it ``False`` to show the gap it closes
 WATCH_MISSES_WARNED = True
+#: whether a new term catches up its LEADER job's missed ticks (``catch_up``); the tests set it
+#: ``False`` to show the gap it closes
+CATCH_UP = True
 
 
 class LeaderJobReplica(JobReplica):
@@ -65,11 +70,14 @@ class LeaderJobReplica(JobReplica):
         self._due: set[int] = set()
         self.ledger.unsettled[self.me] = self._unsettled
         self._handled = 0
+        #: the newest tick this replica's LEADER entry (or its catch-up) claimed
+        self._claimed_upto = 0
         #: for the checks: LEADER runs started, not started (leadership ended), told lost
         self.counts = self.ledger.claims
         #: whether the after-term settling loop (``termsettle.settle_after_term``) runs
         self._settling = False
         elector.on_term_end.append(self._settle_after_term)
+        elector.on_term_start.append(self._catch_up)
 
     def _leads(self) -> bool:
         return self.elector.believes()
@@ -108,6 +116,7 @@ class LeaderJobReplica(JobReplica):
                 super()._fire(k)
                 newest = int((self.clock.wall(self.world.t) - T0).total_seconds() // self.period)
                 self._handled = max(self._handled, newest)
+                self._claimed_upto = max(self._claimed_upto, self._handled)
                 return
             # its term ended, the entry not yet paused: the runner skips and reports the tick
             # lost (``leadership-ended``, WARNING); the leaderless watch fires too
@@ -156,6 +165,51 @@ class LeaderJobReplica(JobReplica):
         super()._skip(k, why)
         if self.pending is not None and not self._leads():
             self._settle_after_term()
+
+    # -- the catch-up when a term begins (``Jobs._on_started_leading``) ----------------------
+
+    def _catch_up(self) -> None:
+        """``catchup.schedule_catch_up``: read the job's state; the missed ticks after its
+        claimed (or completed) tick, within the job's grace (``missed_ticks``, the default
+        ``coalesce``: the newest), are claimed and run like any tick (``TickRunner.catch_up``).
+        A tick that came due between two terms (the entry paused, a take in flight) runs so."""
+        if not CATCH_UP:
+            return
+
+        def answer(lease: dict[str, Any] | None, error: TransportError | None) -> None:
+            if error is not None and not isinstance(error, NotFound):
+                return  # jobs.catch_up_unavailable (WARNING): the entry's ticks go on
+            self.see(lease)
+            state = None if lease is None else LeaseView.decode(lease).job
+            if state is None or not self._leads():
+                return
+            ticks = missed_ticks(
+                self._next_fire,
+                last_tick=state.claimed_tick or state.completed_tick,
+                now=self.clock.wall(self.world.t),
+                grace=self.period,
+                policy=MisfirePolicy.COALESCE,
+            )
+            for tick in ticks:
+                k = int((tick - T0).total_seconds() // self.period)
+                if k > self._claimed_upto and not self.busy:
+                    self.world.log(f"r{self.index}{self.tag} catches up tick {k}")
+                    self.counts["leader-catch-up"] += 1
+                    self._claimed_upto = k
+                    self._handled = max(self._handled, k)
+                    JobReplica._fire(self, k)
+
+        self.net.request(
+            self.index,
+            self._read_op,
+            lambda r, e: self.later(self.world.t, lambda: answer(r, e)),
+            timeout=self.net.timeout,
+        )
+
+    def _next_fire(self, previous: datetime | None, after: datetime) -> datetime:
+        """The interval trigger's ``get_next_fire_time``: the first tick at or after ``after``."""
+        k = -int(-(after - T0).total_seconds() // self.period)
+        return self._tick(k)
 
     # -- settling after the term (``k8slease.jobs.termsettle``) -------------------------------
 
@@ -223,8 +277,11 @@ class LeaderJobReplica(JobReplica):
         self.world.log(
             f"r{self.index}{self.tag} finds its claim of tick {pk} applied after its term: release"
         )
-        for kk in range(pk + 1, newest + 1):
-            self._fate(kk, "held-late-claim")  # held_from .. held_until (WARNING)
+        # lock.claim_applied_late and lock.tick_lost name the claimed tick and the span the
+        # others skipped for it (held_from .. held_until), at WARNING, whether or not the
+        # release can be written
+        for kk in range(pk, newest + 1):
+            self._fate(kk, "held-late-claim")
         self.counts["late-claim-released-after-term"] += 1
         kept = never_ran(pending, me=self.me, now=now, why="its leadership ended")
         self.lock._unwritten = kept
