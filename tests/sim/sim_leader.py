@@ -179,7 +179,7 @@ class LeaderJobReplica(JobReplica):
         def answer(lease: dict[str, Any] | None, error: TransportError | None) -> None:
             if error is not None and not isinstance(error, NotFound):
                 return  # jobs.catch_up_unavailable (WARNING): the entry's ticks go on
-            self.see(lease)
+            # JobLock.read_state: not seen (the answer may be older than an own release)
             state = None if lease is None else LeaseView.decode(lease).job
             if state is None or not self._leads():
                 return
