@@ -199,7 +199,15 @@ class TickRunner:
         assert self.lock is not None
         leader = self.spec.mode is Mode.LEADER
         why = "leadership ended before the run started" if leader else "lock budget spent"
-        self._log.warning("job.not_started", tick=grant.tick.isoformat(), why=why)
+        self._log.warning(
+            "job.not_started",
+            tick=grant.tick.isoformat(),
+            why=why,
+            # the others skipped their ticks in between for this grant, at DEBUG while it was
+            # fresh (a grant whose answer a pause held back): name the span, as settling does
+            held_from=grant.tick.isoformat(),
+            held_until=self._clock.now().isoformat(),
+        )
         self.losses.lost(grant.tick, "leadership-ended" if leader else "lock-budget-spent")
         self._running = None
         final = self.lock.finish(grant, "lost", error=f"not started: {why}").outcome

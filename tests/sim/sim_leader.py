@@ -365,6 +365,11 @@ class LeaderJobReplica(JobReplica):
         def start() -> None:
             if grant.lost.is_set():
                 self.world.log(f"r{self.index} does not start tick {run.k}: not leading")
+                # job.not_started names the span the others skipped for this grant
+                now = self.clock.wall(self.world.t)
+                newest = int((now - T0).total_seconds() // self.period)
+                for kk in range(run.k + 1, newest + 1):  # a report outranks a quiet fate
+                    self.ledger.fates.setdefault(kk, {})[self.index] = "held-not-started"
                 self.counts["leader-not-started"] += 1
                 run.lost = True
                 self._finish(run)  # recorded lost, released

@@ -49,7 +49,12 @@ REPORTED_SKIPS = {
 #: a LEADER tick is also reported by a replica's leaderless watch, or by its runner when it
 #: fires after the term ended (``job.ticks_being_lost``); ``not-leader`` (someone else leads,
 #: as far as that replica saw) reports nothing
-LEADER_REPORTED = REPORTED_SKIPS | {"no-leader", "leadership-ended", "watch-missed-warned"}
+LEADER_REPORTED = REPORTED_SKIPS | {
+    "no-leader",
+    "leadership-ended",
+    "watch-missed-warned",
+    "held-not-started",
+}
 #: the open gaps: LEADER ticks lost without a report in known ways (``_leader_gap``)
 LEADER_GAPS = {"watch-missed", "held-unsettled-ex-leader", "between-terms", "after-deletion"}
 
