@@ -7,6 +7,15 @@ and reports each outage once per job: one warning, one Warning Event (reason ``T
 on the job's Lease, and the ``dropped`` skip counter for every tick. The outage ends when the job
 runs again: a second warning then gives how many ticks it dropped (``job.ticks_dropped_ended``).
 Whether the tick ran elsewhere is the operator's call (``RunMissing``).
+
+A LEADER job's *leaderless watch* (``watches``: its entry on every replica, see
+:mod:`~k8slease.jobs.lostticks`) missed past its grace means this replica, stalled across the
+tick, could not judge whether anyone led then; if it was the one replica that knew nobody did
+(it had stepped down on seeing a hand edit), the tick was lost and nobody else could say so. So
+that miss is warned about too (``job.leaderless_watch_missed``, once per outage, then
+``job.leaderless_watch_missed_ended`` with the count; the skip counter's reason
+``watch-missed``), without an Event: it says this replica could not tell, not that the tick was
+lost.
 """
 
 from __future__ import annotations
@@ -52,9 +61,12 @@ class DroppedTicks:
         names: Mapping[str, str],
         events: EventPoster | None = None,
         metrics: SkipCounter | None = None,
+        watches: Mapping[str, str] | None = None,
     ) -> None:
         self.group = group
         self._names = dict(names)
+        #: leaderless watch ids -> their LEADER job's name
+        self._watches = dict(watches or {})
         self._events = events
         self._metrics = metrics
         self._lock = threading.Lock()
@@ -68,6 +80,10 @@ class DroppedTicks:
 
     def __call__(self, event: JobEvent) -> None:
         """The scheduler listener (add it with :data:`MASK`)."""
+        watched = self._watches.get(event.job_id)
+        if watched is not None:
+            self._watch(watched, event)
+            return
         name = self._names.get(event.job_id)
         if name is None:
             return
@@ -118,6 +134,33 @@ class DroppedTicks:
                 f"{', and this replica was stopping' if why == 'stopping' else ''});"
                 " reported once per outage",
                 type_="Warning",
+            )
+
+    def _watch(self, name: str, event: JobEvent) -> None:
+        """A leaderless watch's run, or its miss: warned once per outage, then with a count."""
+        key = f"{name}:leaderless"
+        if event.code in (EVENT_JOB_EXECUTED, EVENT_JOB_ERROR):
+            with self._lock:
+                ended = self._outage.pop(key, 0)
+            if ended:
+                self._log.warning("job.leaderless_watch_missed_ended", job=name, missed=ended)
+            return
+        if event.code != EVENT_JOB_MISSED:
+            return
+        ticks = _ticks_of(event)
+        with self._lock:
+            before = self._outage.get(key, 0)
+            self._outage[key] = before + len(ticks)
+        if self._metrics is not None:
+            for _ in ticks:
+                self._metrics.skipped(self.group, name, "watch-missed")
+        if not before:
+            self._log.warning(
+                "job.leaderless_watch_missed",
+                job=name,
+                tick=ticks[0].isoformat() if ticks else "?",
+                hint="this replica was stalled across the tick and could not judge whether "
+                "anyone led: if nobody did, the tick was lost",
             )
 
 

@@ -134,12 +134,17 @@ class JobLock(LockHolding):
     # -- reading ------------------------------------------------------------------------------
 
     def read_state(self) -> JobState | None:
-        """The job's state from its Lease, or ``None`` when the Lease does not exist yet."""
+        """The job's state from its Lease, or ``None`` when the Lease does not exist yet.
+
+        Not fed to what this replica has seen: the read runs outside the claim path (the
+        catch-up when a term begins), so its answer may be older than a write of this lock
+        answered meanwhile (a release); seen last, it would make the Lease look held again by
+        this replica's finished grant, and the next tick would be skipped quietly "held by"
+        itself (soak seeds 8049, 8197: LEADER ticks lost without a report)."""
         try:
             view = LeaseView.decode(self.transport.get(self.name))
         except NotFound:
             return None
-        self._observations.see(self.name, view)
         return view.job
 
     def seen(self) -> LeaseView | None:
@@ -322,6 +327,7 @@ class JobLock(LockHolding):
                 unchanged_for=seen.unchanged_for,
                 keepalive_interval=self.keepalive_interval,
                 request_timeout=self.transport.request_timeout,
+                renewed_ago=_age(record.renew_time, now),
             )
         ):
             silent = state.claimed_tick
@@ -459,3 +465,8 @@ class JobLock(LockHolding):
 
     def _retry_kept_release(self, *, until: float, every: float) -> None:
         retry_kept_release(self, until=until, every=every)
+
+
+def _age(when: datetime | None, now: datetime) -> float | None:
+    """Seconds from ``when`` (a time a holder wrote) to ``now`` on this replica's wall clock."""
+    return None if when is None else (now - when).total_seconds()

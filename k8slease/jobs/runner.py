@@ -25,6 +25,7 @@ from k8slease.jobs.lock import Grant, JobLock
 from k8slease.jobs.lockrules import Verdict
 from k8slease.jobs.lostticks import LostTicks
 from k8slease.jobs.spec import JobSpec, Mode
+from k8slease.jobs.termsettle import settle_after_term
 from k8slease.kube.complaints import hint
 from k8slease.lease.jobrecord import Outcome
 from k8slease.logs import get_logger
@@ -93,6 +94,8 @@ class TickRunner:
         self._unreachable: list[datetime] = []
         #: the grant of the run in progress (a LEADER run is told when leadership ends)
         self._running: Grant | None = None
+        #: the thread settling a LEADER claim left unanswered when the term ended
+        self._settling: threading.Thread | None = None
         #: Why the last claim was refused (``None`` when it was granted or not a lock matter).
         self.last_skip: Verdict | None = None
         #: the last claim was refused because the namespace does not exist (Jobs is not ready)
@@ -123,6 +126,8 @@ class TickRunner:
         try:
             grant = self.lock.try_acquire(tick, reclaim_own=catch_up)
         except TransportError as exc:
+            if self._leadership_ended():
+                self._settle_after_term()  # its claim may land: nobody else would settle it
             missing = isinstance(exc, NotFound)
             if not self._degraded or missing != self.namespace_missing:
                 self._degraded = True
@@ -165,6 +170,7 @@ class TickRunner:
                 # the claim outlasted the term (a pause while it waited its turn): no other
                 # leader fired this tick unless its term began before the tick came due
                 self.losses.lost(tick, "leadership-ended")
+                self._settle_after_term()
             return None
         if self.spec.mode is Mode.LEADER and self._is_leader is not None:
             bind_to_leadership(grant, self._is_leader)
@@ -193,7 +199,15 @@ class TickRunner:
         assert self.lock is not None
         leader = self.spec.mode is Mode.LEADER
         why = "leadership ended before the run started" if leader else "lock budget spent"
-        self._log.warning("job.not_started", tick=grant.tick.isoformat(), why=why)
+        self._log.warning(
+            "job.not_started",
+            tick=grant.tick.isoformat(),
+            why=why,
+            # the others skipped their ticks in between for this grant, at DEBUG while it was
+            # fresh (a grant whose answer a pause held back): name the span, as settling does
+            held_from=grant.tick.isoformat(),
+            held_until=self._clock.now().isoformat(),
+        )
         self.losses.lost(grant.tick, "leadership-ended" if leader else "lock-budget-spent")
         self._running = None
         final = self.lock.finish(grant, "lost", error=f"not started: {why}").outcome
@@ -203,10 +217,25 @@ class TickRunner:
 
     def leadership_ended(self) -> None:
         """This replica stopped leading: a LEADER run in progress reads ``ctx.lost`` at once
-        (a coroutine job is cancelled)."""
+        (a coroutine job is cancelled); a LEADER claim whose answer did not arrive is settled
+        now, never run (:mod:`~k8slease.jobs.termsettle`): no next claim would settle it."""
+        if self.spec.mode is not Mode.LEADER:
+            return
         grant = self._running
-        if grant is not None and self.spec.mode is Mode.LEADER:
+        if grant is not None:
             grant.mark_lost()
+        self._settle_after_term()
+
+    def _settle_after_term(self) -> None:
+        """Settle this LEADER job's unanswered claim in a thread (one at a time): its term
+        ended, or its claim returned unanswered after the term had ended."""
+        lock, leading = self.lock, self._is_leader
+        if lock is None or leading is None or lock._pending is None:
+            return
+        if self._settling is not None and self._settling.is_alive():
+            return
+        every = min(1.0, lock.keepalive_interval / 2)
+        self._settling = settle_after_term(lock, leading=leading, every=every)
 
     def _context(self, attempt: _Attempt) -> JobContext:
         grant = attempt.grant

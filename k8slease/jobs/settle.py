@@ -20,6 +20,7 @@ from k8slease.clock import Clock
 from k8slease.errors import Conflict, NotFound, TransportError
 from k8slease.jobs.lockrules import release
 from k8slease.jobs.unsettled import (
+    Adoption,
     Decision,
     PendingClaim,
     Settled,
@@ -64,8 +65,11 @@ class SettlingLock(Protocol[G_co]):
     def _report_lost(self, tick: datetime, holder: str, lease: LeaseView) -> None: ...
 
 
-def settle(lock: SettlingLock[G]) -> G | None:
+def settle(lock: SettlingLock[G], *, may_run: bool = True) -> G | None:
     """Settle ``lock``'s unanswered writes; the grant of an applied claim to run, else ``None``.
+
+    ``may_run=False`` (a LEADER job's replica whose term ended, :mod:`~k8slease.jobs.termsettle`)
+    releases an applied claim at once whatever its grace: the run may not start there.
 
     Looks at the informer's view when it is usable, and reads the Lease when the view cannot
     tell (the Lease still at the version the claim was conditioned on). Raises
@@ -85,7 +89,7 @@ def settle(lock: SettlingLock[G]) -> G | None:
         elif settled is Settled.APPLIED:
             lock._pending = None
             assert lease is not None
-            grant = _applied(lock, landed(pending, lease), lease)
+            grant = _applied(lock, landed(pending, lease), lease, may_run=may_run)
             if grant is not None:
                 return grant
     if lock._unwritten is not None and lease is not None:
@@ -93,13 +97,17 @@ def settle(lock: SettlingLock[G]) -> G | None:
     return None
 
 
-def _applied(lock: SettlingLock[G], pending: PendingClaim, lease: LeaseView) -> G | None:
+def _applied(
+    lock: SettlingLock[G], pending: PendingClaim, lease: LeaseView, *, may_run: bool
+) -> G | None:
     """This replica's claim was applied after it gave up on it: run it or release at once."""
     clock = lock._clock
     now, mono = clock.now(), clock.monotonic()
     adoption = adopt_or_release(
         pending, now=now, mono=mono, grace=lock.grace, lock_at_most_for=lock.lock_at_most_for
     )
+    if not may_run:
+        adoption = Adoption(Decision.RELEASE, "its leadership ended: a LEADER run may not start")
     lock._log.warning(
         "lock.claim_applied_late",
         tick=pending.tick.isoformat(),

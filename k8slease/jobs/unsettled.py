@@ -223,11 +223,19 @@ def silent_holder(
     unchanged_for: float,
     keepalive_interval: float,
     request_timeout: float,
+    renewed_ago: float | None = None,
 ) -> bool:
     """Whether a held lock's holder has gone silent mid-run: its claimed tick has no run
     recorded, and the Lease has not changed for longer than one keep-alive interval plus one
     request timeout (a live holder would have extended it by then). A lock kept idle by
-    ``lock_at_least_for`` records its run, so it is not silent."""
+    ``lock_at_least_for`` records its run, so it is not silent.
+
+    Also silent at once when the holder's own last write is that old by its ``renewTime``
+    (``renewed_ago``, on this replica's wall clock), with one more keep-alive allowed for clock
+    skew: a claim applied long after it was sent, whose holder gave up on it (a LEADER job's
+    ex-leader cut off from the server: the simulation's residue of ``held-unsettled-ex-leader``)
+    is reported from the first skip, not only once it has also been seen unchanged that long.
+    Only a report rides on the wall clock here; expiry never does."""
     if not record.held or record.holder == me or record.malformed:
         return False
     claimed = state.claimed_tick
@@ -235,4 +243,7 @@ def silent_holder(
         return False
     if state.last_run is not None and state.last_run.tick >= claimed:
         return False
-    return unchanged_for > keepalive_interval + request_timeout
+    silence = keepalive_interval + request_timeout
+    if renewed_ago is not None and renewed_ago > silence + keepalive_interval:
+        return True
+    return unchanged_for > silence

@@ -192,7 +192,9 @@ def schedule_jobs(
                 trigger=spec.trigger,
                 id=leaderless_id(group, spec.name),
                 name=f"{spec.name} (leaderless watch)",
-                coalesce=True,
+                # each tick its own run time: after a stall every tick the watch missed is a
+                # missed event (DroppedTicks warns, issue 26), not folded into the newest
+                coalesce=False,
                 max_instances=1,
                 replace_existing=True,
             )
@@ -201,6 +203,11 @@ def schedule_jobs(
         names={job_id(group, s.name): s.name for s in specs if s.trigger},
         events=events,
         metrics=metrics,
+        watches={
+            leaderless_id(group, s.name): s.name
+            for s in specs
+            if s.trigger and s.mode is Mode.LEADER
+        },
     )
     scheduler.add_listener(dropped, DROPPED_MASK)
     return dropped

@@ -14,7 +14,7 @@ from typing import Any
 from sim_core import Clock, Network, World
 
 from k8slease.election.budget import election_budget
-from k8slease.election.commands import Create, Done, Purpose, Read, Update, Wait
+from k8slease.election.commands import Create, Done, Phase, Purpose, Read, Update, Wait
 from k8slease.election.machine import ElectionMachine
 from k8slease.election.timing import ElectionTiming
 from k8slease.errors import NotFound, TransportError
@@ -95,6 +95,12 @@ class ElectionReplica(Replica):
         #: event that sent it)
         self.seen_at: dict[int, int] = {}
         self.grant: tuple[int, bool, int] | None = None
+        #: called when this replica's elector handles the end of a term (the real elector's
+        #: ``on_stopped_leading``: ``Jobs`` pauses the LEADER entries, settles their claims)
+        self.on_term_end: list[Callable[[], None]] = []
+        #: called when a term begins (``on_started_leading``: ``Jobs`` resumes and catches up)
+        self.on_term_start: list[Callable[[], None]] = []
+        self._was_leader = False
 
     def _saw(self, lease: dict[str, Any] | None) -> None:
         if lease is not None:
@@ -109,6 +115,11 @@ class ElectionReplica(Replica):
     def step(self) -> None:
         machine = self.machine
         machine.check(self.mono())
+        leader = machine.phase is Phase.LEADER
+        if self._was_leader != leader:
+            for hook in self.on_term_end if self._was_leader else self.on_term_start:
+                hook()
+        self._was_leader = leader
         if self._busy:
             return
         command = machine.next_command(self.mono(), self.clock.wall(self.world.t))

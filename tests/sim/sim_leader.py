@@ -20,22 +20,42 @@ outside it is a violation, as is a tick that fired while nobody led and was repo
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
+from typing import Any
 
 from sim_core import T0
 from sim_election import ElectionReplica
 from sim_jobs import JobReplica, _Run
 
 from k8slease.election.commands import Phase
+from k8slease.errors import NotFound, TransportError
 from k8slease.jobs.grant import Grant
 from k8slease.jobs.leadergate import bind_to_leadership
 from k8slease.jobs.lock import _Judged
+from k8slease.jobs.lockrules import release
 from k8slease.jobs.lostticks import nobody_leads
+from k8slease.jobs.misfire import MisfirePolicy, missed_ticks
+from k8slease.jobs.unsettled import Settled, landed, never_ran, settle_claim
+from k8slease.lease.jobrecord import RunRecord, lease_with_job_state
+from k8slease.lease.record import lease_with_record
+from k8slease.lease.view import LeaseView
 
 LEADER_JOB = "leaderjob"
 #: the longest hop from the claim's thread back to the event loop (a pause may fall in it)
 HOP = 0.05
 #: APScheduler's default ``misfire_grace_time``, which the leaderless watch's entry keeps
 LEADERLESS_GRACE = 1.0
+#: how often the after-term settling looks (``min(1, keepalive_interval / 2)``)
+AFTER_TERM_EVERY = 1.0
+#: whether an ex-leader settles its unanswered LEADER claim (``termsettle``); the tests set it
+#: ``False`` to show the gap it closes
+AFTER_TERM_SETTLES = True
+#: whether a missed leaderless watch is warned about (``DroppedTicks(watches=...)``); the tests
+#: set it ``False`` to show the gap it closes
+WATCH_MISSES_WARNED = True
+#: whether a new term catches up its LEADER job's missed ticks (``catch_up``); the tests set it
+#: ``False`` to show the gap it closes
+CATCH_UP = True
 
 
 class LeaderJobReplica(JobReplica):
@@ -50,8 +70,14 @@ class LeaderJobReplica(JobReplica):
         self._due: set[int] = set()
         self.ledger.unsettled[self.me] = self._unsettled
         self._handled = 0
+        #: the newest tick this replica's LEADER entry (or its catch-up) claimed
+        self._claimed_upto = 0
         #: for the checks: LEADER runs started, not started (leadership ended), told lost
         self.counts = self.ledger.claims
+        #: whether the after-term settling loop (``termsettle.settle_after_term``) runs
+        self._settling = False
+        elector.on_term_end.append(self._settle_after_term)
+        elector.on_term_start.append(self._catch_up)
 
     def _leads(self) -> bool:
         return self.elector.believes()
@@ -90,14 +116,15 @@ class LeaderJobReplica(JobReplica):
                 super()._fire(k)
                 newest = int((self.clock.wall(self.world.t) - T0).total_seconds() // self.period)
                 self._handled = max(self._handled, newest)
+                self._claimed_upto = max(self._claimed_upto, self._handled)
                 return
             # its term ended, the entry not yet paused: the runner skips and reports the tick
             # lost (``leadership-ended``, WARNING); the leaderless watch fires too
             self._fate(k, "leadership-ended")
         elif late > LEADERLESS_GRACE:
-            # the leaderless watch missed its time (APScheduler's default grace): not run,
-            # and not reported (DroppedTicks watches the jobs' own entries)
-            self._fate(k, "watch-missed")
+            # the leaderless watch missed its time (APScheduler's default grace): not run;
+            # DroppedTicks warns (``job.leaderless_watch_missed``): this replica could not judge
+            self._fate(k, "watch-missed-warned" if WATCH_MISSES_WARNED else "watch-missed")
             return
         if self._leads():
             # its entry was paused when the tick came due (between terms: a take in flight,
@@ -131,10 +158,166 @@ class LeaderJobReplica(JobReplica):
 
     def _skip(self, k: int, why: str) -> None:
         """``TickRunner._claim``: a claim refused by the lock (any verdict) after this replica
-        stopped leading reports the tick lost (``leadership-ended``, WARNING)."""
+        stopped leading reports the tick lost (``leadership-ended``, WARNING); a claim left
+        unanswered then is settled after the term (``_settle_after_term``)."""
         if why not in {"unavailable", "dropped"} and not self._leads():
             why = "leadership-ended"
         super()._skip(k, why)
+        if self.pending is not None and not self._leads():
+            self._settle_after_term()
+
+    # -- the catch-up when a term begins (``Jobs._on_started_leading``) ----------------------
+
+    def _catch_up(self) -> None:
+        """``catchup.schedule_catch_up``: read the job's state; the missed ticks after its
+        claimed (or completed) tick, within the job's grace (``missed_ticks``, the default
+        ``coalesce``: the newest), are claimed and run like any tick (``TickRunner.catch_up``).
+        A tick that came due between two terms (the entry paused, a take in flight) runs so."""
+        if not CATCH_UP:
+            return
+
+        def answer(lease: dict[str, Any] | None, error: TransportError | None) -> None:
+            if error is not None and not isinstance(error, NotFound):
+                return  # jobs.catch_up_unavailable (WARNING): the entry's ticks go on
+            # JobLock.read_state: not seen (the answer may be older than an own release)
+            state = None if lease is None else LeaseView.decode(lease).job
+            if state is None or not self._leads():
+                return
+            ticks = missed_ticks(
+                self._next_fire,
+                last_tick=state.claimed_tick or state.completed_tick,
+                now=self.clock.wall(self.world.t),
+                grace=self.period,
+                policy=MisfirePolicy.COALESCE,
+            )
+            for tick in ticks:
+                k = int((tick - T0).total_seconds() // self.period)
+                if k > self._claimed_upto and not self.busy:
+                    self.world.log(f"r{self.index}{self.tag} catches up tick {k}")
+                    self.counts["leader-catch-up"] += 1
+                    self._claimed_upto = k
+                    self._handled = max(self._handled, k)
+                    JobReplica._fire(self, k)
+
+        self.net.request(
+            self.index,
+            self._read_op,
+            lambda r, e: self.later(self.world.t, lambda: answer(r, e)),
+            timeout=self.net.timeout,
+        )
+
+    def _next_fire(self, previous: datetime | None, after: datetime) -> datetime:
+        """The interval trigger's ``get_next_fire_time``: the first tick at or after ``after``."""
+        k = -int(-(after - T0).total_seconds() // self.period)
+        return self._tick(k)
+
+    # -- settling after the term (``k8slease.jobs.termsettle``) -------------------------------
+
+    def _settle_after_term(self) -> None:
+        """``TickRunner.leadership_ended``: an unanswered LEADER claim is settled in a thread,
+        never run: looked at every ``AFTER_TERM_EVERY`` s until settled, this replica leads
+        again, or ``lock_at_most_for`` has passed since the claim was sent."""
+        if self.pending is None or self._settling or not AFTER_TERM_SETTLES:
+            return
+        self._settling = True
+        until = self.pending.sent_mono + self.at_most
+        self.later(self.world.t, lambda: self._after_term(until))
+
+    def _after_term(self, until: float) -> None:
+        if self._leads() or self.mono() >= until or self.pending is None:
+            self._settling = False
+            return
+        if self.busy:  # a claim holds the lock's ``_active_lock``: wait for it
+            self._after_term_again(until)
+            return
+        view = self._viewed() if self.cache.usable() else None
+        if self.cache.usable() and settle_claim(self.pending, view, me=self.me) is not (
+            Settled.OPEN
+        ):
+            self._after_term_on(until, view)
+            return
+
+        def answer(lease: dict[str, Any] | None, error: TransportError | None) -> None:
+            if error is not None and not isinstance(error, NotFound):
+                self._after_term_again(until)  # the loop looks again
+                return
+            self.see(lease)
+            self._after_term_on(until, None if lease is None else LeaseView.decode(lease))
+
+        self.net.request(
+            self.index,
+            self._read_op,
+            lambda r, e: self.later(self.world.t, lambda: answer(r, e)),
+            timeout=self.net.timeout,
+        )
+
+    def _after_term_again(self, until: float) -> None:
+        self.later(self.world.t + AFTER_TERM_EVERY, lambda: self._after_term(until))
+
+    def _after_term_on(self, until: float, view: LeaseView | None) -> None:
+        """``settle(lock, may_run=False)`` on ``view``: an applied claim is released at once
+        (``lock.claim_applied_late``, ``decision=release``, naming the ticks skipped for it)."""
+        pending = self.pending
+        if self._leads() or pending is None:
+            self._settling = False
+            return
+        settled = settle_claim(pending, view, me=self.me)
+        if settled is Settled.OPEN:
+            self._after_term_again(until)
+            return
+        self.pending = None
+        if settled is Settled.REFUSED:
+            self._settling = False
+            return
+        assert view is not None
+        pending = landed(pending, view)
+        pk = int((pending.tick - T0).total_seconds() // self.period)
+        now = self.clock.wall(self.world.t)
+        newest = int((now - T0).total_seconds() // self.period)
+        self.world.log(
+            f"r{self.index}{self.tag} finds its claim of tick {pk} applied after its term: release"
+        )
+        # lock.claim_applied_late and lock.tick_lost name the claimed tick and the span the
+        # others skipped for it (held_from .. held_until), at WARNING, whether or not the
+        # release can be written
+        for kk in range(pk, newest + 1):
+            self._fate(kk, "held-late-claim")
+        self.counts["late-claim-released-after-term"] += 1
+        kept = never_ran(pending, me=self.me, now=now, why="its leadership ended")
+        self.lock._unwritten = kept
+        self._write_after_term(until, view, kept)
+
+    def _write_after_term(self, until: float, view: LeaseView, kept: RunRecord) -> None:
+        """``settle._write_kept_release``: the release with the tick recorded ``lost``."""
+        record = view.record
+        if not (record.held and record.holder == self.me) or (
+            record.fencing_token != kept.fencing_token
+        ):
+            self._settling = False
+            return
+        new_record, state = release(
+            record,
+            view.job,
+            kept,
+            ran_for=float("inf"),
+            lock_at_least_for=0,
+            now=self.clock.wall(self.world.t),
+        )
+        body = lease_with_job_state(lease_with_record(view.body, new_record), state)
+
+        def answer(lease: dict[str, Any] | None, error: TransportError | None) -> None:
+            if error is None and lease is not None:
+                self._recorded(kept)
+                self.see(lease)
+            self._settling = False
+
+        self.net.request(
+            self.index,
+            lambda s: s.replace(self.lease, body),
+            lambda r, e: self.later(self.world.t, lambda: answer(r, e)),
+            late_ok=True,
+            timeout=self.net.timeout,
+        )
 
     def _unsettled(self, token: int) -> bool:
         """Whether this replica has an unanswered claim with ``token`` (in flight, or its
@@ -182,6 +365,11 @@ class LeaderJobReplica(JobReplica):
         def start() -> None:
             if grant.lost.is_set():
                 self.world.log(f"r{self.index} does not start tick {run.k}: not leading")
+                # job.not_started names the span the others skipped for this grant
+                now = self.clock.wall(self.world.t)
+                newest = int((now - T0).total_seconds() // self.period)
+                for kk in range(run.k + 1, newest + 1):  # a report outranks a quiet fate
+                    self.ledger.fates.setdefault(kk, {})[self.index] = "held-not-started"
                 self.counts["leader-not-started"] += 1
                 run.lost = True
                 self._finish(run)  # recorded lost, released

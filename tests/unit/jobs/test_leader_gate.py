@@ -72,6 +72,13 @@ def test_a_leader_run_does_not_start_when_leadership_ended_during_the_claim_writ
     assert store.view().record.holder == ""  # released at once
     assert job.last_run is not None and job.last_run.outcome == "lost"
     assert "not started" in (job.last_run.error or "")
+    # the span in which others skipped for this grant is named (soak seed 8054, tick 47)
+    fields = next(
+        getattr(r, "k8slease_fields", {})
+        for r in caplog.records
+        if getattr(r, "k8slease_event", "") == "job.not_started"
+    )
+    assert fields["held_from"] == ran_tick_of(job) and fields["held_until"] >= fields["held_from"]
 
 
 def test_a_leader_run_reads_lost_the_moment_leadership_ends() -> None:
@@ -192,3 +199,9 @@ def test_a_leader_claim_refused_after_the_term_ended_reports_the_tick_lost(
     assert ran == [] and outcome is None
     assert "job.ticks_being_lost" in _events(caplog)
     assert runner.losses.count == 1
+
+
+def ran_tick_of(job: Any) -> str:
+    """The tick of the Lease's last run record, as the warnings spell ticks."""
+    assert job.last_run is not None
+    return str(job.last_run.tick.isoformat())

@@ -140,3 +140,25 @@ def test_a_holder_is_silent_when_its_claim_is_unfinished_and_unrenewed_past_a_ke
     assert not silent(view.job, 200.0)
     assert silent(view.job, 211.0)
     assert not silent(JobState(claimed_tick=T0, last_run=_run(T0)), 500.0)
+
+
+def test_a_holder_whose_own_last_write_is_old_is_silent_from_the_first_look() -> None:
+    """A claim applied long after it was sent (its holder gave up on it, then lost touch):
+    just seen, so not yet unchanged for a keep-alive, but its ``renewTime`` is older than a
+    keep-alive plus a request timeout, plus one more keep-alive for clock skew."""
+    view = _view("r0", 4, T0, "8")
+
+    def silent(renewed_ago: float | None) -> bool:
+        return silent_holder(
+            view.record,
+            view.job,
+            me="r1",
+            unchanged_for=0.0,
+            keepalive_interval=5.0,
+            request_timeout=5.0,
+            renewed_ago=renewed_ago,
+        )
+
+    assert silent(29.0)
+    assert not silent(15.0)  # within the skew allowance: a live holder may have written then
+    assert not silent(None)
