@@ -99,7 +99,7 @@ def await_ticks(
     goes on, and the window then shows it missing."""
 
     def done() -> bool:
-        latest = datetime.now(UTC) - timedelta(seconds=SETTLE_SECONDS if judged else 0)
+        latest = datetime.now(UTC) - timedelta(seconds=SETTLE_SECONDS if judged else 0.0)
         ran = {r.tick for r in history.runs(JOB_LEASE) if after < r.tick <= latest}
         return len(ran) >= count
 
