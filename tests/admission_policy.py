@@ -20,12 +20,12 @@ them. What the suite exercises, and what it cannot:
 
 from __future__ import annotations
 
-import time
 import uuid
 from typing import Any
 
 import kubernetes.client
 import render_manifests as rm
+from polling import poll
 
 from k8slease.testing.controlplane.certs import ADMIN_USER
 
@@ -102,17 +102,18 @@ def install(admin: Any, *, timeout: float = 30.0) -> list[dict[str, Any]]:
     probe_ns = f"policy-probe-{uuid.uuid4().hex[:6]}"
     core.create_namespace({"metadata": {"name": probe_ns}})
     leases = kubernetes.client.CoordinationV1Api(admin)
-    deadline = time.monotonic() + timeout
-    while True:
+
+    def refused() -> bool:
         try:
             leases.create_namespaced_lease(probe_ns, _absurd_lease(probe_ns))
         except kubernetes.client.ApiException as exc:
             if "k8slease rule lease-bounds" in str(exc.body):
-                return objects
+                return True
             raise
-        if time.monotonic() > deadline:
-            raise AssertionError(f"the admission policy did not take effect in {timeout} s")
-        time.sleep(0.2)
+        return False
+
+    poll("the admission policy taking effect", refused, timeout, every=0.2)
+    return objects
 
 
 def uninstall(admin: Any, objects: list[dict[str, Any]]) -> None:

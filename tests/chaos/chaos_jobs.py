@@ -98,7 +98,7 @@ def main() -> int:
                 break
             if time.monotonic() - before < 0.05:
                 write(f"work {stamp} {before:.6f}")
-            time.sleep(0.005)
+            time.sleep(0.005)  # the run is work for a duration: the scenario, not a wait
         write(f"end {stamp} {time.monotonic():.6f} {outcome}")
 
     @jobs.singleton(mode=Mode.LEADER, name="lead")

@@ -12,14 +12,16 @@ import os
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
-T = TypeVar("T")
+if str(HERE.parent) not in sys.path:  # tests/, for a scenario run as a script (slowcp.py)
+    sys.path.insert(0, str(HERE.parent))
+
+from polling import poll as poll  # noqa: E402  (the suite's one poll, for the scenarios)
 
 
 def child_env(**extra: str) -> dict[str, str]:
@@ -31,20 +33,6 @@ def child_env(**extra: str) -> dict[str, str]:
     )
     env.pop("KUBERNETES_SERVICE_HOST", None)
     return env
-
-
-def poll(what: str, probe: Callable[[], T | None], within: float, every: float = 0.05) -> T:
-    """``probe()`` every ``every`` seconds until it returns something truthy; fails with
-    ``what`` after ``within`` seconds (the other side is another process: nothing to wait on)."""
-    deadline = time.monotonic() + within
-    last: T | None = None
-    while True:
-        last = probe()
-        if last:
-            return last
-        if time.monotonic() > deadline:
-            raise AssertionError(f"no {what} within {within:.1f} s; last: {last!r}")
-        time.sleep(every)
 
 
 class Procs:
@@ -143,6 +131,10 @@ def segments_by(
     return segments
 
 
+#: How faulthandler heads each thread's stack.
+STACK = "(most recent call first)"
+
+
 def graceful_stop(procs: Procs, name: str, within: float) -> None:
     """SIGTERM ``name`` and wait for it to end (a release needs one request on a busy machine);
     if it does not, its threads' stacks (SIGUSR1, faulthandler) go into the failure."""
@@ -150,8 +142,10 @@ def graceful_stop(procs: Procs, name: str, within: float) -> None:
     try:
         procs.procs[name].wait(timeout=within)
     except subprocess.TimeoutExpired:
+        dumped = procs.output(name).count(STACK)
         procs.signal(name, signal.SIGUSR1)
-        time.sleep(1)
+        with contextlib.suppress(AssertionError):  # no stacks after all: fail with what it said
+            poll("stacks", lambda: procs.output(name).count(STACK) > dumped, 10)
         raise AssertionError(
             f"{name} still runs {within} s after SIGTERM:\n{procs.output(name)[-6000:]}"
         ) from None

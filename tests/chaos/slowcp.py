@@ -270,11 +270,11 @@ def measure(scenario: Scenario, *, fault: str, delay: float, spell: float, tail:
                 apiserver.send_signal(signal.SIGCONT)
 
         try:
-            time.sleep(spell)
+            time.sleep(spell)  # the pause is the experiment
         finally:
             resume()
         back_mono, back_wall = time.monotonic(), time.time()
-    time.sleep(tail)
+    time.sleep(tail)  # the window measured after the fault: its ticks are the figures
     end_mono, end_wall = time.monotonic(), time.time()
     for name in REPLICAS:
         s.procs.signal(name, signal.SIGTERM)

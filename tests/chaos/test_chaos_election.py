@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from chaoslib import child_env
+from chaoslib import child_env, poll
 
 from k8slease.errors import Conflict
 from k8slease.lease.transport import LeaseTransport
@@ -69,7 +69,8 @@ class Cluster:
         a gap of 0.25 s: a leader's last acts before it saw a hand edit do not count); returns
         it and when that stretch began."""
         start = time.monotonic()
-        while time.monotonic() - start < within + 10:
+
+        def steady() -> tuple[str, float] | None:
             acts = sorted(
                 (when, who)
                 for who, proc in self.procs.items()
@@ -85,8 +86,9 @@ class Cluster:
                 previous = when
                 if when - stretch[0] >= 0.3:
                     return stretch[1], stretch[0] - start
-            time.sleep(0.05)
-        raise AssertionError(f"no leader within {within + 10:.0f}s")
+            return None
+
+        return poll("steady leader", steady, within + 10)
 
     def journal(self, identity: str) -> list[tuple[float, int]]:
         path = self.tmp / f"{identity}.log"
@@ -189,13 +191,13 @@ def test_no_two_leaders_and_a_leader_back_after_every_fault(cluster: Cluster) ->
     def api_pause(_: str) -> None:
         if embedded:
             rule = c.server.faults.add(namespace=c.namespace, latency=2.5)
-            time.sleep(3)
+            time.sleep(3)  # the pause is the fault: the leader must not outlive it unrenewed
             c.server.faults.remove(rule)
             return
         apiserver = _kube_apiserver(c.server)  # the real one, stopped: nothing answers
         apiserver.send_signal(signal.SIGSTOP)
         try:
-            time.sleep(3)
+            time.sleep(3)  # the pause is the fault (well past the renew deadline)
         finally:
             apiserver.send_signal(signal.SIGCONT)
 
@@ -205,7 +207,7 @@ def test_no_two_leaders_and_a_leader_back_after_every_fault(cluster: Cluster) ->
 
         def burst(_: str) -> None:
             rule = c.server.faults.add(namespace=c.namespace, status=503)
-            time.sleep(2)
+            time.sleep(2)  # the burst is the fault: every request refused past the deadline
             c.server.faults.remove(rule)
 
         fault("5xx-burst", burst, any_leader=True)
@@ -213,9 +215,9 @@ def test_no_two_leaders_and_a_leader_back_after_every_fault(cluster: Cluster) ->
         # every watch of the Lease silenced (open, nothing more: candidates are unaware and
         # their view is stale) while the leader is killed; then broken, so they watch again
         live = sum(1 for p in c.procs.values() if p.poll() is None)
-        deadline = time.monotonic() + 20
-        while _watches(c.server) < live and time.monotonic() < deadline:
-            time.sleep(0.05)  # a watch per elector, the one just started too
+        poll(
+            "a watch per elector, the one just started too", lambda: _watches(c.server) >= live, 20
+        )
         assert c.server.faults.stall_watches("leases") >= live
         fault("sigkill-watches-stalled", lambda who: c.procs[who].kill())
         c.server.faults.drop_watches("leases")

@@ -94,7 +94,7 @@ def test_a_tick_across_an_api_server_pause_runs_again_at_once_and_no_skip_is_sil
     paused_at = time.monotonic()
     resume = _pause(c.server)
     try:
-        time.sleep(PAUSE)
+        time.sleep(PAUSE)  # the pause is the fault
     finally:
         resume()
     resumed_at = time.monotonic()
@@ -108,7 +108,8 @@ def test_a_tick_across_an_api_server_pause_runs_again_at_once_and_no_skip_is_sil
     poll("two more runs", lambda: len([r for r in c.runs() if r.start > first.start]) >= 2, 10)
     for who in c.replicas():
         c.procs.signal(who, signal.SIGTERM)
-    time.sleep(1.0)
+    for who in c.replicas():  # stopped: their journals are complete
+        c.procs.procs[who].wait(timeout=30)
     runs = c.runs()
 
     # no overlap, no tick twice

@@ -23,10 +23,14 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from apscheduler.schedulers.background import BackgroundScheduler
 from prometheus_client import REGISTRY
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: this runs as a child
+from polling import poll
 
 from k8slease import AsyncLeaderElector, ElectionTiming, Jobs, LeaderElector, Mode, wrap
 from k8slease.kube.apiclient import default_api_client
@@ -296,12 +300,10 @@ def wait_until(predicate: Callable[[], bool], timeout: float) -> bool:
     """Ask ``predicate`` every 20 ms until it holds or ``timeout`` passes. It asks what the forms
     expose and no one event covers: ``is_leader`` (Jobs create their elector inside ``run()``,
     too late for a listener), the case's records, the threads still alive."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
+    try:
+        return poll("", predicate, timeout, every=0.02)
+    except AssertionError:
+        return False
 
 
 def control(case: Case, done: threading.Event) -> None:

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from polling import poll
 from ticks import GROUP
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -36,13 +37,9 @@ def record(name: str, figures: dict[str, Any]) -> None:
 
 
 def wait_until(probe: Any, timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = probe()
-        if value:
-            return value
-        time.sleep(0.5)  # kubectl against a real cluster: nothing to wait on but its answer
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+    """:func:`polling.poll` every 0.5 s: kubectl against a real cluster, nothing to wait on but
+    its answer."""
+    return poll(what, probe, timeout, every=0.5)
 
 
 def pods(cluster: Any) -> list[dict[str, Any]]:
@@ -92,4 +89,6 @@ def steady(cluster: Any, replicas: int = REPLICAS) -> list[dict[str, Any]]:
 def between_ticks(tick_seconds: float) -> None:
     """Sleep until half-way between two ticks (ticks fall on multiples of ``tick_seconds``):
     a fault injected then finds the job idle, its lock released."""
-    time.sleep((tick_seconds / 2 - time.time() % tick_seconds) % tick_seconds)
+    time.sleep(  # a point in wall time the scenario chooses: nothing to wait on
+        (tick_seconds / 2 - time.time() % tick_seconds) % tick_seconds
+    )

@@ -29,6 +29,9 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: run as a script
+from polling import poll
+
 PTRACE_DETACH = 17
 PTRACE_SEIZE = 0x4206
 PTRACE_INTERRUPT = 0x4207
@@ -55,8 +58,8 @@ def threads(pid: int) -> list[int]:
 
 def health_server_thread(pid: int, timeout: float = 10.0) -> int:
     """The thread blocked in serve_forever's poll (sampled until one is seen there)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+
+    def blocked() -> int | None:
         for tid in threads(pid):
             try:
                 fields = Path(f"/proc/{pid}/task/{tid}/syscall").read_text().split()
@@ -64,8 +67,12 @@ def health_server_thread(pid: int, timeout: float = 10.0) -> int:
                 continue
             if len(fields) > 3 and (fields[0], fields[2], fields[3]) == SERVER_POLL:
                 return tid
-        time.sleep(0.05)  # it is out of poll() only while it serves a request
-    raise SystemExit(f"no thread of {pid} is blocked in the health server's poll()")
+        return None
+
+    try:  # it is out of poll() only while it serves a request
+        return poll("health server thread blocked in poll()", blocked, timeout)
+    except AssertionError:
+        raise SystemExit(f"no thread of {pid} is blocked in the health server's poll()") from None
 
 
 def freeze(pid: int, keep: int) -> list[int]:
@@ -134,15 +141,18 @@ def main() -> int:
         thaw(frozen)  # a stopped thread holds what the health check needs: try another instant
         if attempts == 5:
             raise SystemExit("/healthz never answered with the other threads stopped (5 tries)")
-        time.sleep(1.0)
+        time.sleep(1.0)  # let the threads move on: the next freeze lands at another instant
     say(frozen=frozen, kept=keep, attempts=attempts)
-    while True:  # the first verdict other than 200, or 200 still after 30 s (a failure)
+
+    def verdict() -> tuple[int | None] | None:
         status = healthz(timeout=3.0)
-        after = time.monotonic() - began
-        if status != 200 or after > 30.0:
-            say(healthz=status, after=round(after, 3))
-            break
-        time.sleep(0.2)
+        return None if status == 200 else (status,)
+
+    try:  # the first verdict other than 200, or 200 still after 30 s (a failure)
+        (status,) = poll("an answer other than 200", verdict, 30.0, every=0.2)
+    except AssertionError:
+        status = 200
+    say(healthz=status, after=round(time.monotonic() - began, 3))
     sys.stdin.readline()
     say(thawed=thaw(frozen))
     return 0

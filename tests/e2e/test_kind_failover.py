@@ -8,12 +8,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from collections.abc import Callable
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+from polling import poll
 
 pytestmark = pytest.mark.kind
 
@@ -25,18 +26,17 @@ T = TypeVar("T")
 
 
 def eventually(probe: Callable[[], T | None], timeout: float, what: str) -> T:
-    """Poll ``probe`` until it returns something other than None (or fail after ``timeout``)."""
-    deadline = time.monotonic() + timeout
-    last_error: Exception | None = None
-    while time.monotonic() < deadline:
+    """:func:`polling.poll` ``probe`` every second until it returns something other than None
+    (a failed kubectl, e.g. the Lease does not exist yet, counts as None)."""
+
+    def attempt() -> tuple[T] | None:
         try:
             value = probe()
-        except subprocess.CalledProcessError as error:  # e.g. the Lease does not exist yet
-            last_error, value = error, None
-        if value is not None:
-            return value
-        time.sleep(1.0)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what} ({last_error})")
+        except subprocess.CalledProcessError:
+            return None
+        return None if value is None else (value,)
+
+    return poll(what, attempt, timeout, every=1.0)[0]
 
 
 def kubectl_json(cluster: Any, *args: str) -> dict[str, Any]:
@@ -63,6 +63,11 @@ def leader(cluster: Any) -> str | None:
     return owners[0] if len(owners) == 1 else None
 
 
+def renew_time(cluster: Any) -> datetime:
+    lease = kubectl_json(cluster, "get", "lease", GROUP)
+    return datetime.fromisoformat(lease["spec"]["renewTime"])
+
+
 def test_chart_installs_operator_and_three_replicas(e2e_cluster: Any, helm_release: Any) -> None:
     assert helm_release["namespace"] == NAMESPACE
     for deployment in ("k8slease-operator", APP):
@@ -76,8 +81,14 @@ def test_chart_installs_operator_and_three_replicas(e2e_cluster: Any, helm_relea
 
 def test_one_replica_leads(e2e_cluster: Any, helm_release: Any) -> None:
     first = eventually(lambda: leader(e2e_cluster), 120, "a leader")
-    # It stays the leader: the others see a valid Lease and do not take over.
-    time.sleep(5)
+    # It stays the leader: the others see a valid Lease and do not take over, while it renews
+    # it for 5 s more.
+    renewed = renew_time(e2e_cluster)
+    eventually(
+        lambda: renew_time(e2e_cluster) >= renewed + timedelta(seconds=5) or None,
+        60,
+        "renewals for 5 s",
+    )
     assert leader(e2e_cluster) == first
 
 

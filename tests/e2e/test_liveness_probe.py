@@ -24,7 +24,7 @@ import json
 import subprocess
 import sys
 import time
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +41,7 @@ from app_pods import (
 )
 from leasehistory import LeaseHistory
 from runlog import PodLogs
-from ticks import GROUP, TICK_SECONDS, assert_each_tick_once, window
+from ticks import GROUP, TICK_SECONDS, assert_each_tick_once, await_ticks, window
 
 pytestmark = pytest.mark.kind
 
@@ -79,7 +79,7 @@ def test_wedged_leader_is_restarted_by_its_liveness_probe(
 ) -> None:
     if e2e_cluster.kind != "node":
         pytest.skip("wedges a container's process with ptrace on the node (node cluster only)")
-    time.sleep(TICK_SECONDS * 2)
+    await_ticks(history, after=start, count=2, judged=False)
     pod = wait_until(lambda: leader_pod(e2e_cluster), 60, "a leader")
     name = pod["metadata"]["name"]
     status = pod["status"]["containerStatuses"][0]
@@ -135,7 +135,7 @@ def test_wedged_leader_is_restarted_by_its_liveness_probe(
     wait_until(lambda: restarts(e2e_cluster, name) > before, 90, "the container's restart")
     restarted_after = time.monotonic() - wedged
     steady(e2e_cluster)
-    time.sleep(TICK_SECONDS * 3)
+    await_ticks(history, after=datetime.now(UTC), count=1)
     judged = window(history, logs, start=start)
     assert_each_tick_once(judged, at_least=8)
     # The wedged replica, let go after the kubelet's SIGTERM, stopped on it: its lines after the

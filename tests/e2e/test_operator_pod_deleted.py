@@ -11,7 +11,6 @@ this failover (from the deleted leader to the new holder): neither lost nor reco
 from __future__ import annotations
 
 import json
-import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -106,6 +105,11 @@ def test_operator_deleted_mid_failover_then_status_tells_the_truth(
     assert this_failover[0]["to"] == handover.new, (this_failover, handover)
     table = e2e_cluster.kubectl("get", "scheduledjobgroups", "-n", NAMESPACE)
     assert spec["holderIdentity"] in table, table
-    # It stays true: a few renewals later, the same holder on both sides.
-    time.sleep(3.0)
+    # It stays true: a few renewals later (3 s of them), the same holder on both sides.
+    renewed = parse(spec["renewTime"])
+    wait_until(
+        lambda: parse(lease_spec(e2e_cluster)["renewTime"]) >= renewed + timedelta(seconds=3),
+        30,
+        "renewals for 3 s",
+    )
     assert group_status(e2e_cluster)["leader"] == lease_spec(e2e_cluster)["holderIdentity"]

@@ -6,11 +6,11 @@ deleting them. The next test that needs the release installs it again."""
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 import pytest
 import yaml
+from polling import poll
 
 pytestmark = pytest.mark.kind
 
@@ -41,12 +41,15 @@ def test_helm_uninstall_removes_what_it_installed_and_leaves_the_leases(
     e2e_cluster: Any, helm_release: Any
 ) -> None:
     # A release that has run: the app's replicas have written their Leases.
-    deadline = time.monotonic() + 120
-    while "billing.nightly-invoices" not in e2e_cluster.kubectl(
-        "get", "leases", "-n", NAMESPACE, "-o", "name"
-    ):
-        assert time.monotonic() < deadline, "the app wrote no job Lease in 120 s"
-        time.sleep(1)  # the app's first tick: nothing to wait on but the cluster
+    poll(
+        "job Lease written by the app",
+        lambda: (
+            "billing.nightly-invoices"
+            in e2e_cluster.kubectl("get", "leases", "-n", NAMESPACE, "-o", "name")
+        ),
+        120,
+        every=1,
+    )
     objects = rendered_objects(
         e2e_cluster.helm("get", "manifest", helm_release.name, "-n", NAMESPACE)
     )
@@ -63,10 +66,16 @@ def test_helm_uninstall_removes_what_it_installed_and_leaves_the_leases(
     assert left == [], f"helm uninstall left objects of the release: {left}"
     # The Deployments are gone; their pods go by the garbage collector, each within its
     # termination grace period (30 s).
-    deadline = time.monotonic() + 90
-    while json.loads(e2e_cluster.kubectl("get", "pods", "-n", NAMESPACE, "-o", "json"))["items"]:
-        assert time.monotonic() < deadline, "pods of the release outlived it by 90 s"
-        time.sleep(1)  # the garbage collector and the kubelet: nothing to wait on but them
+    poll(
+        "end of the release's pods",
+        lambda: (
+            not json.loads(e2e_cluster.kubectl("get", "pods", "-n", NAMESPACE, "-o", "json"))[
+                "items"
+            ]
+        ),
+        90,
+        every=1,
+    )
     # What it leaves, as docs/install.md says: the CRD, and the Leases the replicas wrote,
     # which the documented label selector finds (for `kubectl delete lease -l ...`).
     assert exists(e2e_cluster, "customresourcedefinition", CRD, None)

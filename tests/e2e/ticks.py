@@ -8,12 +8,12 @@ must be reported: see :func:`assert_lost_ticks_reported`.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from leasehistory import Claim, LeaseHistory, Run, grid
+from polling import poll
 from runlog import PodLogs
 
 GROUP = "billing"
@@ -71,17 +71,45 @@ class Window:
         return f"{tick.isoformat()}: claims {claims or 'none'}"
 
 
-def window(history: LeaseHistory, logs: PodLogs | None, *, start: datetime) -> Window:
+def window(
+    history: LeaseHistory, logs: PodLogs | None, *, start: datetime, within: float = 15
+) -> Window:
     """The window from ``start`` to now less :data:`SETTLE_SECONDS`, once every tick in it has
-    a record or 15 s have passed (a record still on its way under load)."""
+    a record or ``within`` seconds have passed (a record still on its way under load, or a
+    ``lost`` record a taker writes once the lock expired)."""
     end = datetime.now(UTC) - timedelta(seconds=SETTLE_SECONDS)
     ticks = grid(start, end, every=TICK_SECONDS)
-    deadline = time.monotonic() + 15
-    while True:
+
+    def complete() -> Window | None:
         judged = _window(history, logs, start, end, ticks)
-        if not judged.missing() or time.monotonic() > deadline:
-            return judged
-        time.sleep(0.5)  # a watch event on its way: nothing to wait on but the watch
+        return None if judged.missing() else judged
+
+    try:
+        return poll("a record of every tick", complete, within, every=0.5)
+    except AssertionError:
+        return _window(history, logs, start, end, ticks)  # judged with what is missing
+
+
+def await_ticks(
+    history: LeaseHistory, *, after: datetime, count: int, judged: bool = True
+) -> datetime:
+    """Wait until ``count`` ticks later than ``after`` have a run record on the job Lease (the
+    watch's history), older than :data:`SETTLE_SECONDS` when ``judged`` (ticks a
+    :func:`window` taken now judges); returns now. A tick never run does not count: the wait
+    goes on, and the window then shows it missing."""
+
+    def done() -> bool:
+        latest = datetime.now(UTC) - timedelta(seconds=SETTLE_SECONDS if judged else 0.0)
+        ran = {r.tick for r in history.runs(JOB_LEASE) if after < r.tick <= latest}
+        return len(ran) >= count
+
+    poll(
+        f"{count} ticks run after {after.isoformat()}",
+        done,
+        (count + 2) * TICK_SECONDS + SETTLE_SECONDS + 60,
+        every=0.5,
+    )
+    return datetime.now(UTC)
 
 
 def _window(

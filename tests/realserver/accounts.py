@@ -5,13 +5,13 @@ the server itself through SubjectAccessReview)."""
 from __future__ import annotations
 
 import copy
-import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import kubernetes.client
 import render_manifests as rm
+from polling import poll
 from rest import Rest
 
 RBAC_KINDS = ("ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding")
@@ -80,11 +80,11 @@ def wait_for_access(
     authorizer through its informers a moment after they are written. Asks every 50 ms: nothing
     announces that moment (a watch of the RBAC objects sees the write, not the authorizer's
     cache), only asking tells."""
-    deadline = time.monotonic() + timeout
-    while allowed(admin, user, access) != expected:
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{user} {access} still not allowed={expected} after {timeout} s")
-        time.sleep(0.05)
+    poll(
+        f"{user} {access} allowed={expected}",
+        lambda: allowed(admin, user, access) == expected,
+        timeout,
+    )
 
 
 def service_account_user(namespace: str, name: str) -> str:

@@ -9,7 +9,6 @@ naming the rule, and what the library and the operator write is still allowed.
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ import pytest
 import render_manifests as rm
 from accounts import chart_rbac, create_all, request_token
 from operator_runs import operator_run
+from polling import poll
 from rest import Answer, Rest
 
 from k8slease import Jobs, LeaderElector, Mode
@@ -137,14 +137,16 @@ def guarded(k8s_real_apiserver: Any, tmp_path_factory: pytest.TempPathFactory) -
     )
     # the policy reaches the admission plugin through an informer: wait until it refuses
     assert rest.create(lease(namespace, "reports", "reports")).status == 201  # break-glass admin
-    deadline = time.monotonic() + 30
     as_billing = state.rest_as(BILLING)
-    while True:
-        probe = as_billing.create(lease(namespace, f"probe-{uuid.uuid4().hex[:4]}", "reports"))
-        if probe.status != 201 or time.monotonic() > deadline:
-            break
-        time.sleep(0.2)
-    assert probe.status != 201, "the admission policy never took effect"
+    poll(
+        "refusal by the admission policy",
+        lambda: (
+            as_billing.create(lease(namespace, f"probe-{uuid.uuid4().hex[:4]}", "reports")).status
+            != 201
+        ),
+        30,
+        every=0.2,
+    )
     yield state
     for obj in policies:
         rest.request("DELETE", rest.path(obj, name=True))

@@ -19,6 +19,7 @@ import kubernetes
 import pytest
 from elector_helpers import FAST, LeaseWatcher, server_for_lease
 from fakeclock import FakeClock
+from polling import poll
 
 from k8slease import LeaderElector, LeadershipContext
 from k8slease.metrics import NoopMetrics
@@ -111,10 +112,8 @@ def test_graceful_takeover_is_well_under_a_second(server: APIServer, cleanup: li
         # a graceful takeover is the watch's doing: a candidate that has not opened its watch
         # yet (just started) would take over at its next retry instead. ready() is computed
         # when asked (no event announces it): asked every 10 ms
-        deadline = time.monotonic() + 5
-        while not all(e.ready() for e in group) and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert all(e.ready() for e in group), "every candidate watches the Lease"
+        poll("every candidate watching the Lease", lambda: all(e.ready() for e in group), 5,
+             every=0.01)  # fmt: skip
         token = record.fencing_token
         stopping = time.monotonic()
         leader.stop()

@@ -3,24 +3,13 @@ from the API server, false again when it cannot reach it or has stopped."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-
 from kubernetes import client
+from polling import poll
 
 from k8slease import ElectionTiming, Jobs, LeaderElector
 from k8slease.testing.server import APIServer
 
 FAST = {"lease_duration": 3.0, "renew_interval": 0.5, "renew_deadline": 2.0}
-
-
-def eventually(what: str, probe: Callable[[], bool], timeout: float = 15.0) -> None:
-    """Ask ``probe`` (a ``ready()``) every 50 ms: readiness is computed from the elector's state
-    and its clock when asked, so no event announces it."""
-    deadline = time.monotonic() + timeout
-    while not probe():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
 
 
 def test_ready_follows_the_election_and_the_api_server(
@@ -40,7 +29,7 @@ def test_ready_follows_the_election_and_the_api_server(
             assert server.stats.wait_until(lambda: fault.hits >= 2, 15), "two refused watches"
             assert not candidate.ready(), "a candidate that cannot watch is not ready"
             server.faults.remove(fault)
-            eventually("the candidate's watch", candidate.ready)
+            poll("the candidate's watch", candidate.ready, 15)  # asked: no event announces it
     assert not leader.ready() and not candidate.ready()
     api.close()
 
@@ -51,9 +40,9 @@ def test_jobs_ready_needs_a_start(k8s_embedded_apiserver: APIServer) -> None:
     jobs = Jobs("h", namespace="default", identity="a", api_client=api, election=timing)
 
     @jobs.singleton()
-    def poll(ctx: object) -> None: ...
+    def sweep(ctx: object) -> None: ...
 
     assert not jobs.ready()
     with jobs:
-        eventually("jobs ready", jobs.ready)
+        poll("jobs ready", jobs.ready, 15)
     api.close()

@@ -9,6 +9,7 @@ and the worker run on real clocks, so the test waits for ticks.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -16,13 +17,13 @@ import socket
 import subprocess
 import sys
 import textwrap
-import time
 from collections import Counter
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
+from polling import poll
 
 from k8slease.lease.jobrecord import job_state_from_lease
 from k8slease.lease.transport import LeaseTransport
@@ -98,15 +99,14 @@ def redis_url(tmp_path: Path) -> Iterator[str]:
     url = f"redis://127.0.0.1:{port}/0"
     try:
         client = redis.Redis.from_url(url)
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                if client.ping():
-                    break
-            except redis.exceptions.ConnectionError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise
-                time.sleep(0.1)
+
+        def answers() -> bool:
+            assert proc.poll() is None, "redis-server exited"
+            with contextlib.suppress(redis.exceptions.ConnectionError):
+                return bool(client.ping())
+            return False
+
+        poll("an answer from redis-server", answers, 20, every=0.1)
         client.close()
         yield url
     finally:
@@ -125,12 +125,12 @@ def _runs(path: Path) -> list[tuple[datetime, int]]:
 
 
 def _wait_for_ticks(path: Path, count: int, *, after: datetime | None, timeout: float = 90) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if len({t for t, _ in _runs(path) if after is None or t > after}) >= count:
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"fewer than {count} ticks were sent in {timeout}s: {_runs(path)}")
+    poll(
+        f"{count} ticks sent",
+        lambda: len({t for t, _ in _runs(path) if after is None or t > after}) >= count,
+        timeout,
+        every=0.2,
+    )
 
 
 def _sender(api: Server, namespace: str) -> str:

@@ -12,10 +12,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
 from typing import Any
 
 import pytest
+from polling import poll
 
 from k8slease import ElectionTiming, JobContext, Jobs
 from k8slease.election.budget import event_budget, tolerated_latency
@@ -24,16 +24,6 @@ from k8slease.testing.server import APIServer
 
 TIMING = ElectionTiming(lease_duration=24, renew_interval=8, renew_deadline=16)
 LATENCY = 6.5  # above the 5 s Events had; below the 8 s these timings tolerate
-
-
-def until(done: Callable[[], bool], limit: float) -> bool:
-    """Whether ``done()`` came true within ``limit`` real seconds (a real server's answers)."""
-    end = time.monotonic() + limit
-    while not done():
-        if time.monotonic() > end:
-            return False
-        time.sleep(0.05)
-    return True
 
 
 def fields(caplog: pytest.LogCaptureFixture, name: str) -> list[dict[str, Any]]:
@@ -76,11 +66,12 @@ def test_ticks_dropped_on_a_slow_server_are_posted_as_an_event(
             assert ran.wait(30), "the job never ran on a healthy server"
             server.faults.add(latency=LATENCY)
             # a claim takes LATENCY: the 1 s ticks in between are dropped by the scheduler
-            assert until(lambda: "TicksDropped" in reasons(server), limit=40), reasons(server)
-            assert until(
+            poll("TicksDropped Event", lambda: "TicksDropped" in reasons(server), 40)
+            poll(
+                "event.posted of TicksDropped (the replica learnt its Event was created)",
                 lambda: any(f["reason"] == "TicksDropped" for f in fields(caplog, "event.posted")),
-                limit=10,
-            ), "the replica never learnt its Event was created"
+                10,
+            )
         finally:
             server.faults.clear()
             jobs.stop()
@@ -105,17 +96,18 @@ def test_an_event_held_by_a_hung_server_is_posted_once_within_seconds_of_its_ret
         server.faults.pause()
         try:
             assert queue.post(lease, reason="RunLost", message="lost", type_="Warning")
-            assert until(lambda: bool(fields(caplog, "event.post_failed")), limit=10)
-            time.sleep(3 * bound)  # the outage goes on: a few more attempts time out
+            poll("event.post_failed", lambda: fields(caplog, "event.post_failed"), 10)
+            # the outage goes on: a few more attempts time out, each at its bound
+            poll("three failed attempts", lambda: queue._failed_attempts >= 3, 10 * bound + 10)
         finally:
             server.faults.resume()
         back = time.monotonic()
-        assert until(lambda: queue.posted == 1, limit=bound + RETRY_MOST + 5)
+        poll("the Event posted", lambda: queue.posted == 1, bound + RETRY_MOST + 5)
         took = time.monotonic() - back
     assert took <= bound + RETRY_MOST + 1.0, f"posted {took:.1f}s after the server was back"
     (posted,) = fields(caplog, "event.posted")
     assert posted["attempts"] >= 3  # each hung attempt ended at its bound; none waited forever
-    assert until(lambda: reasons(server) == ["RunLost"], limit=5), "one Event, not one per try"
+    poll("one Event, not one per try", lambda: reasons(server) == ["RunLost"], 5)
 
 
 def _system_clock() -> Any:

@@ -11,12 +11,12 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-import time
 from collections import Counter
 from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
+from polling import poll
 
 from k8slease.lease.jobrecord import job_state_from_lease
 from k8slease.lease.transport import LeaseTransport
@@ -47,13 +47,11 @@ def _runs(path: Path) -> list[tuple[str, datetime, int]]:
 def _wait_for_ticks(path: Path, count: int, *, after: datetime | None, timeout: float = 60) -> None:
     """Wait (real time: the replicas fire on their own clocks) until ``count`` ticks later than
     ``after`` have started."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        ticks = {tick for _, tick, _ in _runs(path) if after is None or tick > after}
-        if len(ticks) >= count:
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"fewer than {count} ticks ran in {timeout}s: {_runs(path)}")
+    poll(
+        f"{count} ticks run",
+        lambda: len({tick for _, tick, _ in _runs(path) if after is None or tick > after}) >= count,
+        timeout,
+    )
 
 
 def _last(path: Path) -> tuple[str, datetime, int]:

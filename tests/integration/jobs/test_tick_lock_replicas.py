@@ -132,7 +132,7 @@ def test_the_async_forms_contending_on_one_loop(
     async def with_block(replica: TickLock, tick: datetime) -> bool:
         try:
             async with replica.hold("sweep", tick=tick, lock_at_most_for=60) as ctx:
-                await asyncio.sleep(0.01)
+                await asyncio.sleep(0.01)  # a run that holds across an await: the scenario
                 ran.append((ctx.identity, tick))
                 return True
         except TickSkipped:
@@ -143,7 +143,7 @@ def test_the_async_forms_contending_on_one_loop(
 
         @replica.once_per_tick("sweep", lock_at_most_for=60)
         async def sweep(ctx: JobContext) -> str:
-            await asyncio.sleep(0.01)
+            await asyncio.sleep(0.01)  # a run that holds across an await: the scenario
             assert ctx.tick is not None
             ran.append((ctx.identity, ctx.tick))
             return "swept"

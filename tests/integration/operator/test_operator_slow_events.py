@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from polling import poll
 
 from k8slease.operator.history import Notice
 from k8slease.operator.registry import PostEvent
@@ -42,14 +43,9 @@ def test_an_operator_event_slower_than_request_timeout_is_posted_without_holding
     began = time.monotonic()
     runtime._event(action)
     assert time.monotonic() - began < TIMEOUT, "the write loop waited on the Event"
-    end = time.monotonic() + LATENCY + 10
-    while not server.store.objects("/events", "default"):
-        assert time.monotonic() < end, "the Event was never created"
-        time.sleep(0.05)  # a real server's answer on real time
-    (event,) = server.store.objects("/events", "default")
+    (event,) = poll("Event created", lambda: server.store.objects("/events", "default"),
+                    LATENCY + 10)  # fmt: skip
     assert event["reason"] == "LeaderElected"
     recorder = runtime._recorders["default"]
-    while recorder.pending():
-        assert time.monotonic() < end, "the operator never learnt the Event was created"
-        time.sleep(0.05)
+    poll("the operator learning the Event was created", lambda: not recorder.pending(), 10)
     assert recorder.posted == 1 and recorder.refused == recorder.given_up == 0

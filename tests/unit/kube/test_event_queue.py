@@ -11,15 +11,15 @@ import logging
 import subprocess
 import sys
 import threading
-import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
 import urllib3
 from fakeclock import FakeClock
 from kubernetes import client
+from polling import poll
 
 from k8slease import ElectionTiming
 from k8slease.election.budget import event_budget, tolerated_latency
@@ -67,16 +67,6 @@ class Queue(QueuedEvents):
         self.server.send(body, timeout)
 
 
-def until(done: Callable[[], bool], limit: float = 5.0) -> bool:
-    """Whether ``done()`` came true within ``limit`` real seconds (the poster thread's work)."""
-    end = time.monotonic() + limit
-    while not done():
-        if time.monotonic() > end:
-            return False
-        time.sleep(0.005)
-    return True
-
-
 def events(caplog: pytest.LogCaptureFixture, name: str) -> list[dict[str, Any]]:
     return [
         {**getattr(r, "k8slease_fields", {}), "level": r.levelno}
@@ -94,7 +84,12 @@ def test_a_post_returns_at_once_while_the_server_holds_the_request() -> None:
     # the caller is back while the request is still out: a slow server delays nothing of its
     assert queue.pending() == 1 and queue.posted == 0
     server.hold.set()
-    assert until(lambda: queue.posted == 1 and queue.pending() == 0)
+    poll(
+        "queue.posted == 1 and queue.pending() == 0",
+        lambda: queue.posted == 1 and queue.pending() == 0,
+        5,
+        every=0.005,
+    )
     ((_, body, _),) = server.sent
     assert body["reason"] == "TicksDropped" and body["involvedObject"]["name"] == "g.tick"
 
@@ -114,7 +109,7 @@ def test_each_post_may_take_longer_than_the_latency_the_timings_tolerate(
     queue = job_events(client.ApiClient(), "default", "pod-1", server.clock, timing)
     queue.send_body = lambda body, *, timeout: server.send(body, timeout)  # type: ignore[method-assign]
     queue.post(LEASE, reason="RunLost", message="lost")
-    assert until(lambda: queue.posted == 1)
+    poll("queue.posted == 1", lambda: queue.posted == 1, 5, every=0.005)
     ((_, _, timeout),) = server.sent
     assert isinstance(timeout, urllib3.Timeout)
     assert timeout.total == pytest.approx(bound)
@@ -172,7 +167,12 @@ def test_a_refused_event_is_not_sent_again(caplog: pytest.LogCaptureFixture) -> 
     queue = Queue(server)
     with caplog.at_level(logging.DEBUG, logger="k8slease"):
         queue.post(LEASE, reason="JobFailed", message="boom", type_="Warning")
-        assert until(lambda: queue.refused == 1 and queue.pending() == 0)
+        poll(
+            "queue.refused == 1 and queue.pending() == 0",
+            lambda: queue.refused == 1 and queue.pending() == 0,
+            5,
+            every=0.005,
+        )
     assert len(server.sent) == 1
     (failed,) = events(caplog, "event.post_failed")
     assert failed["level"] == logging.WARNING and "retrying" not in failed
@@ -182,7 +182,12 @@ def test_an_already_existing_event_counts_as_posted() -> None:
     server = FakeServer(FakeClock(), AlreadyExists("create: HTTP 409"))
     queue = Queue(server)
     queue.post(LEASE, reason="JobFailed", message="boom", type_="Warning")
-    assert until(lambda: queue.posted == 1 and queue.pending() == 0)
+    poll(
+        "queue.posted == 1 and queue.pending() == 0",
+        lambda: queue.posted == 1 and queue.pending() == 0,
+        5,
+        every=0.005,
+    )
 
 
 def test_a_full_queue_drops_counts_and_says_so_at_warning(
@@ -200,7 +205,12 @@ def test_a_full_queue_drops_counts_and_says_so_at_warning(
         assert not queue.post(LEASE, reason="D", message="d")
         assert queue.dropped == 3
         server.hold.set()
-        assert until(lambda: queue.pending() == 0 and queue.posted == 2)
+        poll(
+            "queue.pending() == 0 and queue.posted == 2",
+            lambda: queue.pending() == 0 and queue.posted == 2,
+            5,
+            every=0.005,
+        )
     assert [body["reason"] for _, body, _ in server.sent] == ["A", "B"]
     (full,) = events(caplog, "event.queue_full")  # once per spell, not per Event
     assert full["level"] == logging.WARNING and full["capacity"] == 2
@@ -218,7 +228,12 @@ def test_the_same_event_posted_while_one_waits_is_folded_into_it() -> None:
         assert queue.post(LEASE, reason="RunLost", message="same", type_="Warning")
     assert queue.pending() == 2 and queue.dropped == 0
     server.hold.set()
-    assert until(lambda: queue.pending() == 0 and queue.posted == 2)
+    poll(
+        "queue.pending() == 0 and queue.posted == 2",
+        lambda: queue.pending() == 0 and queue.posted == 2,
+        5,
+        every=0.005,
+    )
     folded = server.sent[-1][1]
     assert folded["reason"] == "RunLost" and folded["count"] == 3
 
@@ -273,5 +288,10 @@ def test_an_unexpected_error_refuses_that_event_and_the_queue_goes_on(
     with caplog.at_level(logging.DEBUG, logger="k8slease"):
         queue.post(broken, reason="RunLost", message="x")
         queue.post(LEASE, reason="TicksDropped", message="y")
-        assert until(lambda: queue.refused == 1 and queue.posted == 1)
+        poll(
+            "queue.refused == 1 and queue.posted == 1",
+            lambda: queue.refused == 1 and queue.posted == 1,
+            5,
+            every=0.005,
+        )
     assert events(caplog, "event.post_crashed")

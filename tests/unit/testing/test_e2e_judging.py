@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "e2e"))
 
+import ticks
 from leasehistory import LeaseVersion, grid, handovers_in, runs_in
 from ticks import Window, assert_each_tick_once, assert_lost_ticks_reported
 
@@ -108,3 +111,53 @@ def test_the_grid_counts_from_2000_and_handovers_measure_the_gap() -> None:
     b = LeaseVersion("MODIFIED", "billing", "3", "b", T0 + timedelta(seconds=6.25), None, {}, 0.0)
     (handover,) = handovers_in([a, released, b])
     assert (handover.old, handover.new, handover.gap_seconds) == ("a", "b", 0.25)
+
+
+class History:
+    """What :func:`ticks.await_ticks` reads of a :class:`leasehistory.LeaseHistory`."""
+
+    def __init__(self, versions: list[LeaseVersion]) -> None:
+        self.versions = versions
+
+    def runs(self, name: str) -> list[Any]:
+        assert name == "billing.nightly-invoices"
+        return runs_in(self.versions)
+
+
+def test_await_ticks_waits_for_run_records_of_judged_ticks_not_for_seconds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    asked: list[Callable[[], object]] = []
+
+    def poll(what: str, probe: Callable[[], object], within: float, every: float = 0.05) -> object:
+        asked.append(probe)
+        return True
+
+    monkeypatch.setattr(ticks, "poll", poll)
+    now = datetime.now(UTC)
+    old = now - timedelta(seconds=ticks.SETTLE_SECONDS + 1)
+    history = History([])
+
+    def ran(*at: datetime) -> list[LeaseVersion]:
+        found = []
+        for when in at:
+            record = {"tick": when.isoformat(), "holder": "a", "outcome": "succeeded"}
+            annotations = {"k8slease.io/last-run": json.dumps(record)}
+            found.append(
+                LeaseVersion(
+                    "MODIFIED", "billing.nightly-invoices", "1", "a", None, None, annotations, 0.0
+                )
+            )
+        return found
+
+    ticks.await_ticks(history, after=old - timedelta(seconds=20), count=2)  # type: ignore[arg-type]
+    (done,) = asked
+    assert not done(), "no run record yet"
+    history.versions = ran(old - timedelta(seconds=8))
+    assert not done(), "one tick run, and a tick with no record does not count"
+    history.versions = ran(old - timedelta(seconds=8), now)
+    assert not done(), "the second tick is too young to be judged"
+    history.versions = ran(old - timedelta(seconds=8), old - timedelta(seconds=4))
+    assert done()
+    history.versions = ran(old - timedelta(seconds=30), old - timedelta(seconds=4))
+    assert not done(), "a tick before `after` does not count"
