@@ -77,8 +77,8 @@ EXCLUDED: list[tuple[str | None, str | None, str | None, str]] = [
 ]
 
 #: The child's timings (contract_child.TIMING): the bounds below follow from them.
-RENEW_INTERVAL = 0.4
-RENEW_DEADLINE = 1.5
+RENEW_INTERVAL = 0.5
+RENEW_DEADLINE = 2.5
 #: slack for a busy 2-core machine on top of each bound
 SLACK = 2.0
 CHILDREN = 8
