@@ -166,6 +166,10 @@ class TickRunner:
         if isinstance(grant, Verdict):
             self.last_skip = grant
             self._skip(tick, "locked")
+            if grant is Verdict.RUNNING:
+                # this replica still runs (or releases) the previous tick: its lock keeps the
+                # others from this one (they skip it as held, at DEBUG), so say it here
+                self._log.warning("job.ticks_dropped", tick=tick.isoformat(), why="running")
             if self._leadership_ended():
                 # the claim outlasted the term (a pause while it waited its turn): no other
                 # leader fired this tick unless its term began before the tick came due

@@ -205,3 +205,34 @@ def ran_tick_of(job: Any) -> str:
     """The tick of the Lease's last run record, as the warnings spell ticks."""
     assert job.last_run is not None
     return str(job.last_run.tick.isoformat())
+
+
+def test_a_tick_fired_while_this_replica_still_runs_the_previous_one_is_named_at_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The jobs chaos scenario at load 8: the next tick fired while the holder still ran (or
+    released) the previous one; the holder skipped it as ``running`` and the others as ``held``,
+    all at DEBUG, and the tick ran nowhere without a word. The holder now says so."""
+    clock = FakeClock()
+    store = Store()
+    inner: list[str | None] = []
+    fired: list[str] = []
+    runner: TickRunner | None = None
+
+    def body(ctx: JobContext) -> None:
+        assert runner is not None
+        fired.append((ctx.tick + timedelta(seconds=2)).isoformat())
+        inner.append(runner.run_tick(ctx.tick + timedelta(seconds=2)))
+
+    spec = JobSpec(
+        name="job", func=body, mode=Mode.ONCE_PER_TICK, trigger=IntervalTrigger(seconds=2)
+    )
+    runner = TickRunner(spec, group="g", identity="r0", lock=_lock(store, clock), clock=clock)
+    with caplog.at_level(logging.DEBUG, logger="k8slease"):
+        assert runner.run_tick(clock.now()) == "succeeded"
+    assert inner == [None], "the next tick did not run inside the first one's run"
+    dropped = [r for r in caplog.records if r.getMessage().startswith("job.ticks_dropped")]
+    assert [r.levelno for r in dropped] == [logging.WARNING]
+    fields = dropped[0].k8slease_fields  # type: ignore[attr-defined]
+    assert fields["why"] == "running"
+    assert fields["tick"] == fired[0]
