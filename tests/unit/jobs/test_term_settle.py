@@ -7,6 +7,7 @@ its ticks at DEBUG."""
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Any
 
 import pytest
@@ -85,14 +86,22 @@ def test_a_claim_left_unanswered_after_the_term_ended_is_settled_too() -> None:
     assert runner.ran == []  # type: ignore[attr-defined]
 
 
-def test_a_claim_that_never_lands_is_looked_at_only_until_the_lock_could_be_taken_over() -> None:
-    clock, store = FakeClock(), Store()
+def _settling_after_the_term(
+    clock: FakeClock, store: Store
+) -> tuple[Leadership, TickRunner, threading.Thread]:
+    """A LEADER claim left unanswered, then the term ended: the settling thread it started."""
     leading = Leadership(clock, clock.monotonic() + 3.0)
     runner = _unanswered_claim(clock, store, leading)
     clock.advance(4)
     runner.leadership_ended()
     thread = runner._settling
     assert thread is not None
+    return leading, runner, thread
+
+
+def test_a_claim_that_never_lands_is_looked_at_only_until_the_lock_could_be_taken_over() -> None:
+    clock, store = FakeClock(), Store()
+    _, _, thread = _settling_after_the_term(clock, store)
 
     clock.run_until(lambda: not thread.is_alive(), limit=40, step=1.0)
 
@@ -103,12 +112,7 @@ def test_a_claim_that_never_lands_is_looked_at_only_until_the_lock_could_be_take
 def test_settling_after_the_term_stops_when_the_replica_leads_again() -> None:
     """Leading again, the claim path settles the claim (and may run it): the thread leaves it."""
     clock, store = FakeClock(), Store()
-    leading = Leadership(clock, clock.monotonic() + 3.0)
-    runner = _unanswered_claim(clock, store, leading)
-    clock.advance(4)
-    runner.leadership_ended()
-    thread = runner._settling
-    assert thread is not None
+    leading, runner, thread = _settling_after_the_term(clock, store)
     leading.until = clock.monotonic() + 600  # a new term
     store.land()
 
