@@ -114,8 +114,13 @@ class OperatorRun:
         all-namespaces operator also sees namespaces other tests deleted, which stay
         Terminating here (no namespace controller), where the server refuses new objects
         with 403 whatever the RBAC."""
-        # key=value logs, the value quoted or not
-        other = re.compile(r"namespace='?(?!" + re.escape(self.namespace) + r"(?:'|\s|$))[^'\s]+")
+        # key=value logs, the value quoted or not; or the server's own words in an error
+        # ("... in namespace k8slease-test-x because it is being terminated")
+        other = re.compile(
+            r"(?:namespace='?|in namespace )(?!"
+            + re.escape(self.namespace)
+            + r"(?:'|\s|$))[^'\s]+"
+        )
         refused = [
             ln for ln in self.text().splitlines() if REFUSED.search(ln) and not other.search(ln)
         ]
