@@ -117,9 +117,7 @@ class OperatorRun:
         # key=value logs, the value quoted or not; or the server's own words in an error
         # ("... in namespace k8slease-test-x because it is being terminated")
         other = re.compile(
-            r"(?:namespace='?|in namespace )(?!"
-            + re.escape(self.namespace)
-            + r"(?:'|\s|$))[^'\s]+"
+            r"(?:namespace='?|in namespace )(?!" + re.escape(self.namespace) + r"(?:'|\s|$))[^'\s]+"
         )
         refused = [
             ln for ln in self.text().splitlines() if REFUSED.search(ln) and not other.search(ln)
