@@ -211,24 +211,10 @@ class ElectionTiming:
         return min(self.retry_interval, max(0.02, spare / 4.0))
 
 
-def one_timing(
-    timing: ElectionTiming | None,
-    *,
-    lease_duration: float | None = None,
-    renew_interval: float | None = None,
-    renew_deadline: float | None = None,
-    retry_interval: float | None = None,
-    request_timeout: float | None = None,
-) -> ElectionTiming:
+def one_timing(timing: ElectionTiming | None, **loose: float | None) -> ElectionTiming:
     """The one timing of an elector: ``timing`` as it is (validated once, where it was built),
-    or an :class:`ElectionTiming` built from the loose keywords; ``ConfigError`` for both."""
-    loose = {
-        "lease_duration": lease_duration,
-        "renew_interval": renew_interval,
-        "renew_deadline": renew_deadline,
-        "retry_interval": retry_interval,
-        "request_timeout": request_timeout,
-    }
+    or an :class:`ElectionTiming` built from the loose keywords (``lease_duration=`` and the
+    others :class:`ElectionTiming` takes, ``None`` when unset); ``ConfigError`` for both."""
     if timing is None:
         return ElectionTiming(**loose)
     if not isinstance(timing, ElectionTiming):
