@@ -98,7 +98,7 @@ def test_seams_are_checked() -> None:
     with pytest.raises(ConfigError, match=r"seams must be a Seams, got \{'clock': None\}"):
         elector_options: dict[str, Any] = {"seams": {"clock": None}}
         LeaderElector("demo", identity="a", metrics=NoopMetrics(), **elector_options)
-    with pytest.raises(ConfigError, match="rng must be a random.Random, got 7"):
+    with pytest.raises(ConfigError, match=r"rng must be a random\.Random, got 7"):
         Seams(rng=7)  # type: ignore[arg-type]
     assert Seams(rng=random.Random(1)).rng is not None
 
