@@ -9,6 +9,7 @@ from __future__ import annotations
 from fakeclock import FakeClock
 
 from k8slease import LeaderElector
+from k8slease.election.seams import Seams
 from k8slease.metrics import NoopMetrics
 from k8slease.testing.server import APIServer
 
@@ -25,7 +26,7 @@ def test_a_missing_namespace_is_retried_at_the_retry_interval(
         namespace="does-not-exist",
         identity="a",
         api_client=server.api_client(),
-        clock=clock,
+        seams=Seams(clock=clock),
         metrics=NoopMetrics(),
         **TIMING,
     )
