@@ -32,6 +32,7 @@ from k8slease.jobs.unsettled import (
 from k8slease.lease.jobrecord import RunRecord, lease_with_job_state
 from k8slease.lease.observe import Observations
 from k8slease.lease.record import lease_with_record
+from k8slease.lease.store import LeaseStore
 from k8slease.lease.transport import LeaseTransport
 from k8slease.lease.view import LeaseView
 
@@ -50,6 +51,7 @@ class SettlingLock(Protocol[G_co]):
     _observations: Observations
     _active_lock: threading.Lock
     transport: LeaseTransport
+    leases: LeaseStore
     identity: str
     name: str
     job: str
@@ -170,7 +172,7 @@ def _write_kept_release(lock: SettlingLock[Any], lease: LeaseView, *, again: boo
     )
     body = lease_with_job_state(lease_with_record(lease.body, new_record), state)
     try:
-        written = lock.transport.replace(lock.name, body)
+        written = lock.leases.replace(lock.name, body)
     except Conflict:
         # the view was stale: one of this replica's own writes may have landed late (an
         # extension); read, and write again while the Lease still names this grant
@@ -181,5 +183,5 @@ def _write_kept_release(lock: SettlingLock[Any], lease: LeaseView, *, again: boo
     except NotFound:
         return
     lock._unwritten = None
-    lock._observations.see(lock.name, LeaseView.decode(written))
+    lock._observations.see(lock.name, written)
     lock._log.warning("lock.release_written_late", tick=run.tick.isoformat(), outcome=run.outcome)
