@@ -43,10 +43,9 @@ from k8slease.lease.budget import request_budget
 from k8slease.lease.jobrecord import (
     JobState,
     RunRecord,
-    lease_with_job_state,
 )
 from k8slease.lease.observe import Observations, Seen
-from k8slease.lease.record import LeaseRecord, lease_with_record, new_lease
+from k8slease.lease.record import LeaseRecord
 from k8slease.lease.store import LeaseStore
 from k8slease.lease.transport import LeaseTransport
 from k8slease.lease.view import LeaseView
@@ -357,18 +356,17 @@ class JobLock(LockHolding):
         sent = self._clock.monotonic()
         try:
             if lease is None:
-                body = new_lease(
+                written = self.leases.create_new(
                     self.name,
-                    self.transport.namespace,
-                    claim.record,
+                    namespace=self.transport.namespace,
+                    record=claim.record,
                     labels={LABEL_GROUP: self.group, LABEL_ROLE: ROLE_JOB, LABEL_JOB: self.job},
+                    state=claim.state,
                 )
-                written = self.leases.create(lease_with_job_state(body, claim.state))
             else:
-                body = lease_with_job_state(
-                    lease_with_record(lease.body, claim.record), claim.state
+                written = self.leases.update(
+                    self.name, lease, record=claim.record, state=claim.state
                 )
-                written = self.leases.replace(self.name, body)
         except NotFound:
             if lease is None:  # a create is refused with 404 only when the namespace is missing
                 raise

@@ -17,9 +17,8 @@ from k8slease.jobs.lockbudget import remaining
 from k8slease.jobs.lockrules import extend, release
 from k8slease.kube.events import EventRecorder
 from k8slease.lease.budget import request_budget
-from k8slease.lease.jobrecord import Outcome, RunRecord, lease_with_job_state
+from k8slease.lease.jobrecord import Outcome, RunRecord
 from k8slease.lease.observe import Observations
-from k8slease.lease.record import lease_with_record
 from k8slease.lease.store import LeaseStore
 from k8slease.lease.transport import LeaseTransport
 from k8slease.lease.view import LeaseView
@@ -113,7 +112,7 @@ class LockHolding:
         assert held is not None
         record = extend(held.record, now=self._clock.now())
         try:
-            grant._view = self.leases.replace(self.name, lease_with_record(held.body, record))
+            grant._view = self.leases.update(self.name, held, record=record)
             return True
         except Conflict:
             fresh = self._fresh_if_still_mine(grant) if retry_on_conflict else None
@@ -182,10 +181,7 @@ class LockHolding:
                     now=run.finished,
                 )
                 try:
-                    written = self.leases.replace(
-                        self.name,
-                        lease_with_job_state(lease_with_record(held.body, record), state),
-                    )
+                    written = self.leases.update(self.name, held, record=record, state=state)
                     self._observations.see(self.name, written)
                     break
                 except Conflict:

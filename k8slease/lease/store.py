@@ -5,9 +5,11 @@ dicts, so that fields k8slease does not know survive) and decodes every Lease th
 once, into a :class:`~k8slease.lease.view.LeaseView`. Each method sends exactly the one request
 the transport method of the same name sends: wrapping changes no request sequence.
 
-Bodies to write are built by the encoders of this package (``lease_with_record``,
-``lease_with_job_state``, ``new_lease``) from a view's ``body``; nothing above ``lease/`` parses
-or assembles a Lease by hand. A Lease body that arrives by another road (the operator's kopf
+:meth:`LeaseStore.update` and :meth:`LeaseStore.create_new` take the edits (a record, a job
+state) and write them into a view's ``body`` with the encoders of this package, so nothing above
+``lease/`` parses or assembles a Lease by hand (the election machine, which is pure, builds the
+bodies of its commands with the same encoders and the runner sends them through :meth:`create`
+and :meth:`replace`). A Lease body that arrives by another road (the operator's kopf
 handlers) is decoded by :func:`~k8slease.lease.view.received_lease`, the one decoder entry point
 outside this class. ``tests/unit/test_lease_decoding_boundary.py`` checks both rules.
 """
@@ -19,6 +21,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from k8slease.errors import NotFound
+from k8slease.lease.jobrecord import JobState, lease_with_job_state
+from k8slease.lease.record import LeaseRecord, lease_with_record, new_lease
 from k8slease.lease.transport import LeaseAPI
 from k8slease.lease.view import LeaseView
 
@@ -68,6 +72,31 @@ class LeaseStore:
     def replace(self, name: str, body: Mapping[str, Any]) -> LeaseView:
         """PUT ``body``, conditional on its resourceVersion; the view of what the server stored."""
         return LeaseView.decode(self.api.replace(name, body))
+
+    def update(
+        self, name: str, view: LeaseView, *, record: LeaseRecord, state: JobState | None = None
+    ) -> LeaseView:
+        """PUT ``view``'s Lease with ``record`` (and ``state``, the job annotations) written in,
+        conditional on the resourceVersion ``view`` was read at; every other field is kept."""
+        body = lease_with_record(view.body, record)
+        if state is not None:
+            body = lease_with_job_state(body, state)
+        return self.replace(name, body)
+
+    def create_new(
+        self,
+        name: str,
+        *,
+        namespace: str,
+        record: LeaseRecord,
+        labels: Mapping[str, str],
+        state: JobState | None = None,
+    ) -> LeaseView:
+        """Create the Lease ``name`` carrying ``record``, ``labels`` and ``state``."""
+        body = new_lease(name, namespace, record, labels=labels)
+        if state is not None:
+            body = lease_with_job_state(body, state)
+        return self.create(body)
 
     def watch(
         self, *, name: str, resource_version: str | None, timeout_seconds: int

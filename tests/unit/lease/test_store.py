@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterator, Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
 from k8slease.errors import Conflict, NotFound
+from k8slease.lease.jobrecord import JobState
 from k8slease.lease.record import LeaseRecord, lease_with_record, new_lease
 from k8slease.lease.store import LeaseStore, list_leases
 from k8slease.lease.transport import WatchEvent
@@ -104,3 +106,37 @@ def test_list_and_watch_decode_every_item_and_event() -> None:
     ]
     assert events[0].view.fencing_token == 7
     assert api.calls == ["create", "list", "watch"]
+
+
+def test_update_writes_the_edits_into_the_view_read_and_keeps_every_other_field() -> None:
+    api = CountingAPI()
+    leases = LeaseStore(api)
+    body = _body()
+    body["metadata"]["labels"] = {"team": "x"}
+    body["spec"]["preferredHolder"] = "c"  # a field k8slease does not know
+    read = leases.create(body)
+    tick = datetime(2026, 1, 2, tzinfo=UTC)
+    record = LeaseRecord(holder="b", duration_seconds=30, fencing_token=2)
+    written = leases.update("l", read, record=record, state=JobState(claimed_tick=tick))
+    assert (written.record.holder, written.fencing_token) == ("b", 2)
+    assert written.job.claimed_tick == tick
+    assert written.body["spec"]["preferredHolder"] == "c"
+    assert written.labels == {"team": "x"}
+    with pytest.raises(Conflict):  # conditional on the version read: a stale view loses
+        leases.update("l", read, record=record)
+    assert api.calls == ["create", "update", "update"]
+
+
+def test_create_new_carries_the_record_labels_and_job_state() -> None:
+    api = CountingAPI()
+    tick = datetime(2026, 1, 2, tzinfo=UTC)
+    created = LeaseStore(api).create_new(
+        "l",
+        namespace="ns",
+        record=LeaseRecord(holder="a", duration_seconds=30, fencing_token=3),
+        labels={"k8slease.io/group": "g"},
+        state=JobState(claimed_tick=tick),
+    )
+    assert (created.name, created.fencing_token, created.job.claimed_tick) == ("l", 3, tick)
+    assert created.labels == {"k8slease.io/group": "g"}
+    assert api.calls == ["create"]
