@@ -20,6 +20,7 @@ from typing import Any
 
 from k8slease.errors import ConfigError, K8sLeaseError, NotFound
 from k8slease.kube.microtime import parse_microtime, shift
+from k8slease.lease.store import list_leases
 from k8slease.lease.transport import LeaseTransport
 from k8slease.lease.view import LeaseView
 from k8slease.names import (
@@ -115,10 +116,10 @@ def render_status(
     """The status report of ``group`` (or every group with Leases) in ``namespace``, as text."""
     transport = LeaseTransport(api_client, namespace)
     selector = f"{LABEL_GROUP}={group}" if group else LABEL_GROUP
-    leases, _ = transport.list(label_selector=selector)
+    leases, _ = list_leases(transport, label_selector=selector)
     now = now or datetime.now(UTC)
     groups: dict[str, list[LeaseView]] = {}
-    for lease in map(LeaseView.decode, leases):
+    for lease in leases:
         groups.setdefault(str(lease.labels.get(LABEL_GROUP, "?")), []).append(lease)
     if not groups:
         _check_namespace(api_client, namespace)

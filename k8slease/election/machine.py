@@ -207,9 +207,8 @@ class ElectionMachine(Releasing):
         if not watching:
             self._poll_at = now + self._jitter(self.timing.retry_interval)
 
-    def on_watch(self, lease: Mapping[str, Any], *, deleted: bool, now: float) -> None:
-        """A watch event arrived at ``now``: ``lease`` is the object (its last state if deleted)."""
-        view = LeaseView.decode(lease)
+    def on_watch(self, view: LeaseView, *, deleted: bool, now: float) -> None:
+        """A watch event arrived at ``now``: ``view`` is the object (its last state if deleted)."""
         self._observe(None if deleted else view, now)
         if self.phase is not Phase.LEADER or self._lead is None:
             return
@@ -224,10 +223,10 @@ class ElectionMachine(Releasing):
         else:
             self._step_down(edited_reason(seen), now, release=False, after=Phase.CANDIDATE)
 
-    def read_done(self, lease: Mapping[str, Any] | None, *, now: float) -> None:
-        """The outstanding :class:`Read` answered ``lease`` (``None``: NotFound) at ``now``."""
+    def read_done(self, view: LeaseView | None, *, now: float) -> None:
+        """The outstanding :class:`Read` answered ``view`` (``None``: NotFound) at ``now``."""
         pending = self._take_pending(Read)
-        view = self._observe(lease, now)
+        self._observe(view, now)
         record = None if view is None else view.record
         purpose = pending.command.purpose
         if purpose is Purpose.OBSERVE:
@@ -239,8 +238,8 @@ class ElectionMachine(Releasing):
             lead = self._lead_of(pending.term)
             if lead is None:
                 return
-            if lease is not None and record is not None and record in lead.written:
-                lead.lease = dict(lease)
+            if view is not None and record is not None and record in lead.written:
+                lead.lease = dict(view.body)
                 lead.needs_reread = False
                 lead.next_attempt_at = now if not lead.retried else now + self._renew_retry()
                 lead.retried = True
@@ -248,7 +247,7 @@ class ElectionMachine(Releasing):
                 reason = "lease deleted" if record is None else edited_reason(record)
                 self._step_down(reason, now, release=False, after=Phase.CANDIDATE)
         elif purpose is Purpose.RELEASE_READ:
-            self._release_read(lease, record, now)
+            self._release_read(view, now)
 
     def read_failed(self, error: TransportError, *, now: float) -> None:
         """The outstanding :class:`Read` failed with ``error`` (anything but NotFound)."""
@@ -264,20 +263,21 @@ class ElectionMachine(Releasing):
         elif purpose is Purpose.RELEASE_READ:
             self._release_failed(now)
 
-    def write_done(self, lease: Mapping[str, Any], *, sent_at: float, now: float) -> None:
-        """The outstanding :class:`Create`/:class:`Update`, sent at ``sent_at``, succeeded."""
+    def write_done(self, view: LeaseView, *, sent_at: float, now: float) -> None:
+        """The outstanding :class:`Create`/:class:`Update`, sent at ``sent_at``, succeeded:
+        ``view`` is what the server stored."""
         pending = self._take_pending(Create, Update)
-        self._observe(lease, now)
+        self._observe(view, now)
         purpose = pending.command.purpose
         written = pending.record
         assert written is not None
         if purpose in (Purpose.CREATE, Purpose.TAKE):
-            self._granted(dict(lease), written, sent_at=sent_at, now=now)
+            self._granted(dict(view.body), written, sent_at=sent_at, now=now)
         elif purpose is Purpose.RENEW:
             lead = self._lead_of(pending.term)
             if lead is None:
                 return  # stepped down meanwhile; the observer has the record
-            lead.lease = dict(lease)
+            lead.lease = dict(view.body)
             lead.record = written
             lead.last_ok_sent = max(lead.last_ok_sent, sent_at)
             lead.next_attempt_at = sent_at + self.timing.renew_interval
@@ -454,15 +454,14 @@ class ElectionMachine(Releasing):
         self._pending = None
         return pending
 
-    def _observe(self, lease: LeaseView | Mapping[str, Any] | None, now: float) -> LeaseView | None:
-        """Decode ``lease`` once, observe it and report a new holder; returns the view."""
-        view = self.observer.observe(lease, now).view
+    def _observe(self, view: LeaseView | None, now: float) -> None:
+        """Observe ``view`` (``None``: absent) and report a new holder."""
+        self.observer.observe(view, now)
         holder = "" if view is None else view.record.holder
         if holder != self._reported_holder:
             self._reported_holder = holder
             token = 0 if view is None else view.fencing_token
             self._events.append(NewLeader(holder=holder, fencing_token=token))
-        return view
 
     def _jitter(self, base: float) -> float:
         return base * (1.0 + 0.5 * self._rng.random())

@@ -10,9 +10,7 @@ failure after ``renew_retry_interval``; a Lease deleted meanwhile needs no relea
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
 
 from k8slease.election.commands import Command, Phase, Purpose, Read, Update, Wait
 from k8slease.election.state import ReleaseState
@@ -20,6 +18,7 @@ from k8slease.election.timing import ElectionTiming
 from k8slease.errors import Conflict, NotFound, TransportError
 from k8slease.lease.record import LeaseRecord, lease_with_record
 from k8slease.lease.rules import is_ours, release_record
+from k8slease.lease.view import LeaseView
 
 
 class Releasing:
@@ -56,18 +55,17 @@ class Releasing:
         self._finish_release(now)
         return None
 
-    def _release_read(
-        self, lease: Mapping[str, Any] | None, record: LeaseRecord | None, now: float
-    ) -> None:
-        """The release's fresh read answered: write the release if the Lease is still ours."""
+    def _release_read(self, view: LeaseView | None, now: float) -> None:
+        """The release's fresh read answered ``view`` (``None``: gone): write the release if the
+        Lease is still ours."""
         release = self._release
         if release is None:
             return
         release.read_done = True
-        if lease is not None and is_ours(
-            record, identity=self.identity, fencing_token=release.record.fencing_token
+        if view is not None and is_ours(
+            view.record, identity=self.identity, fencing_token=release.record.fencing_token
         ):
-            release.fresh = dict(lease)
+            release.fresh = dict(view.body)
         else:
             self._finish_release(now)
 

@@ -26,14 +26,15 @@ from k8slease.election.budget import election_budget
 from k8slease.election.commands import Create, Done, Event, Phase, Purpose, Read, Update, Wait
 from k8slease.election.machine import ElectionMachine
 from k8slease.election.timing import ElectionTiming
-from k8slease.errors import AlreadyExists, Conflict, NotFound, TransportError, Unavailable
+from k8slease.errors import AlreadyExists, Conflict, TransportError, Unavailable
 from k8slease.kube.backoff import backoff_delay
 from k8slease.kube.complaints import RepeatedErrors
 from k8slease.kube.signals import wait_cap
 from k8slease.kube.supervise import ThreadHealth
 from k8slease.lease.budget import request_budget
-from k8slease.lease.meta import resource_version
+from k8slease.lease.store import LeaseStore
 from k8slease.lease.transport import LeaseAPI
+from k8slease.lease.view import LeaseView
 from k8slease.logs import Logger
 from k8slease.metrics import ElectorMetrics
 
@@ -208,22 +209,23 @@ class ElectionRunner:
             # early is harmless (the machine is asked for its next command again)
             self._clock.wait(self._cond, wait_cap(timeout))
 
-    def _request(self, command: Read | Create | Update) -> dict[str, Any] | None:
-        transport = self.transport
-        assert transport is not None
+    def _leases(self) -> LeaseStore:
+        """The transport (set late by the elector) as decoded Leases."""
+        assert self.transport is not None
+        return LeaseStore(self.transport)
+
+    def _request(self, command: Read | Create | Update) -> LeaseView | None:
+        leases = self._leases()
         if isinstance(command, Read):
-            try:
-                return transport.get(self.name)
-            except NotFound:
-                return None
+            return leases.find(self.name)
         if isinstance(command, Create):
-            return transport.create(command.body)
-        return transport.replace(self.name, command.body)
+            return leases.create(command.body)
+        return leases.replace(self.name, command.body)
 
     def _execute(self, command: Read | Create | Update) -> None:
         op = command.purpose.value
         sent = self._clock.monotonic()
-        lease: dict[str, Any] | None = None
+        lease: LeaseView | None = None
         error: TransportError | None = None
         budget = election_budget(
             command.purpose,
@@ -269,12 +271,11 @@ class ElectionRunner:
     # -- watch ---------------------------------------------------------------------------------
 
     def _watch_loop(self) -> None:
-        transport = self.transport
-        assert transport is not None
+        leases = self._leases()
         since: str | None = None
         while not self.stop_requested.is_set():
             try:
-                for event in transport.watch(
+                for event in leases.watch(
                     name=self.name, resource_version=since, timeout_seconds=WATCH_TIMEOUT_SECONDS
                 ):
                     if self.stop_requested.is_set():
@@ -283,9 +284,9 @@ class ElectionRunner:
                         self._watch_failures = 0
                         self.errors.succeeded("watch")
                     self.threads.recovered("watch", log=self._log)
-                    since = resource_version(event.lease) or since
+                    since = event.view.resource_version or since
 
-                    def feed(kind: str = event.type, lease: dict[str, Any] = event.lease) -> None:
+                    def feed(kind: str = event.type, lease: LeaseView = event.view) -> None:
                         now = self._clock.monotonic()
                         self.machine.set_watching(True, now)
                         if kind in ("ADDED", "MODIFIED", "DELETED"):

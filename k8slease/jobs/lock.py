@@ -43,10 +43,10 @@ from k8slease.lease.budget import request_budget
 from k8slease.lease.jobrecord import (
     JobState,
     RunRecord,
-    lease_with_job_state,
 )
 from k8slease.lease.observe import Observations, Seen
-from k8slease.lease.record import LeaseRecord, lease_with_record, new_lease
+from k8slease.lease.record import LeaseRecord
+from k8slease.lease.store import LeaseStore
 from k8slease.lease.transport import LeaseTransport
 from k8slease.lease.view import LeaseView
 from k8slease.logs import get_logger
@@ -104,6 +104,8 @@ class JobLock(LockHolding):
         if not identity:
             raise ConfigError("identity must not be empty")
         self.transport = transport
+        #: the transport's requests answering decoded Leases (each is the one request it wraps)
+        self.leases = LeaseStore(transport)
         self.group = group
         self.job = job
         self.name = job_lease_name(group, job)
@@ -141,11 +143,8 @@ class JobLock(LockHolding):
         answered meanwhile (a release); seen last, it would make the Lease look held again by
         this replica's finished grant, and the next tick would be skipped quietly "held by"
         itself (soak seeds 8049, 8197: LEADER ticks lost without a report)."""
-        try:
-            view = LeaseView.decode(self.transport.get(self.name))
-        except NotFound:
-            return None
-        return view.job
+        view = self.leases.find(self.name)
+        return None if view is None else view.job
 
     def seen(self) -> LeaseView | None:
         """The job's Lease as this replica last saw it (informer or own writes), no request."""
@@ -265,10 +264,7 @@ class JobLock(LockHolding):
     def _read_and_see(self) -> tuple[LeaseView | None, Seen]:
         """The job's Lease, read now (``None`` when it does not exist), recorded as seen (an
         absence too: a Lease seen before and now gone keeps what was seen of it)."""
-        try:
-            lease: LeaseView | None = LeaseView.decode(self.transport.get(self.name))
-        except NotFound:
-            lease = None
+        lease = self.leases.find(self.name)
         self._observations.see(self.name, lease)
         return lease, self._observations.current(self.name)
 
@@ -360,18 +356,17 @@ class JobLock(LockHolding):
         sent = self._clock.monotonic()
         try:
             if lease is None:
-                body = new_lease(
+                written = self.leases.create_new(
                     self.name,
-                    self.transport.namespace,
-                    claim.record,
+                    namespace=self.transport.namespace,
+                    record=claim.record,
                     labels={LABEL_GROUP: self.group, LABEL_ROLE: ROLE_JOB, LABEL_JOB: self.job},
+                    state=claim.state,
                 )
-                written = self.transport.create(lease_with_job_state(body, claim.state))
             else:
-                body = lease_with_job_state(
-                    lease_with_record(lease.body, claim.record), claim.state
+                written = self.leases.update(
+                    self.name, lease, record=claim.record, state=claim.state
                 )
-                written = self.transport.replace(self.name, body)
         except NotFound:
             if lease is None:  # a create is refused with 404 only when the namespace is missing
                 raise
@@ -405,7 +400,7 @@ class JobLock(LockHolding):
         # a write conditioned on the same version (or a create) won: an unanswered claim
         # before it can no longer apply
         self._pending = None
-        view = LeaseView.decode(written)
+        view = written
         self._observations.see(self.name, view)
         grant = self._grant(view, tick, claim.record.fencing_token, now, sent)
         if record is not None and record.malformed:

@@ -17,9 +17,9 @@ from k8slease.jobs.lockbudget import remaining
 from k8slease.jobs.lockrules import extend, release
 from k8slease.kube.events import EventRecorder
 from k8slease.lease.budget import request_budget
-from k8slease.lease.jobrecord import Outcome, RunRecord, lease_with_job_state
+from k8slease.lease.jobrecord import Outcome, RunRecord
 from k8slease.lease.observe import Observations
-from k8slease.lease.record import lease_with_record
+from k8slease.lease.store import LeaseStore
 from k8slease.lease.transport import LeaseTransport
 from k8slease.lease.view import LeaseView
 from k8slease.logs import Logger
@@ -29,6 +29,7 @@ class LockHolding:
     """Keep-alive and release of the grants of one job lock (see the module docstring)."""
 
     transport: LeaseTransport
+    leases: LeaseStore
     job: str
     name: str
     identity: str
@@ -111,8 +112,7 @@ class LockHolding:
         assert held is not None
         record = extend(held.record, now=self._clock.now())
         try:
-            written = self.transport.replace(self.name, lease_with_record(held.body, record))
-            grant._view = LeaseView.decode(written)
+            grant._view = self.leases.update(self.name, held, record=record)
             return True
         except Conflict:
             fresh = self._fresh_if_still_mine(grant) if retry_on_conflict else None
@@ -128,7 +128,7 @@ class LockHolding:
 
     def _fresh_if_still_mine(self, grant: Grant) -> LeaseView | None:
         try:
-            fresh = LeaseView.decode(self.transport.get(self.name))
+            fresh = self.leases.get(self.name)
         except TransportError:
             return None
         if fresh.record.holder == self.identity and fresh.fencing_token == grant.fencing_token:
@@ -181,11 +181,8 @@ class LockHolding:
                     now=run.finished,
                 )
                 try:
-                    written = self.transport.replace(
-                        self.name,
-                        lease_with_job_state(lease_with_record(held.body, record), state),
-                    )
-                    self._observations.see(self.name, LeaseView.decode(written))
+                    written = self.leases.update(self.name, held, record=record, state=state)
+                    self._observations.see(self.name, written)
                     break
                 except Conflict:
                     fresh = self._fresh_if_still_mine(grant) if attempt == 0 else None

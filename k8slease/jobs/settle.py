@@ -29,9 +29,9 @@ from k8slease.jobs.unsettled import (
     never_ran,
     settle_claim,
 )
-from k8slease.lease.jobrecord import RunRecord, lease_with_job_state
+from k8slease.lease.jobrecord import RunRecord
 from k8slease.lease.observe import Observations
-from k8slease.lease.record import lease_with_record
+from k8slease.lease.store import LeaseStore
 from k8slease.lease.transport import LeaseTransport
 from k8slease.lease.view import LeaseView
 
@@ -50,6 +50,7 @@ class SettlingLock(Protocol[G_co]):
     _observations: Observations
     _active_lock: threading.Lock
     transport: LeaseTransport
+    leases: LeaseStore
     identity: str
     name: str
     job: str
@@ -168,9 +169,8 @@ def _write_kept_release(lock: SettlingLock[Any], lease: LeaseView, *, again: boo
     new_record, state = release(
         record, lease.job, run, ran_for=float("inf"), lock_at_least_for=0.0, now=lock._clock.now()
     )
-    body = lease_with_job_state(lease_with_record(lease.body, new_record), state)
     try:
-        written = lock.transport.replace(lock.name, body)
+        written = lock.leases.update(lock.name, lease, record=new_record, state=state)
     except Conflict:
         # the view was stale: one of this replica's own writes may have landed late (an
         # extension); read, and write again while the Lease still names this grant
@@ -181,5 +181,5 @@ def _write_kept_release(lock: SettlingLock[Any], lease: LeaseView, *, again: boo
     except NotFound:
         return
     lock._unwritten = None
-    lock._observations.see(lock.name, LeaseView.decode(written))
+    lock._observations.see(lock.name, written)
     lock._log.warning("lock.release_written_late", tick=run.tick.isoformat(), outcome=run.outcome)

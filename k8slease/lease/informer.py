@@ -19,6 +19,7 @@ from k8slease.kube.supervise import ThreadHealth
 from k8slease.lease.meta import lease_name_of, resource_version
 from k8slease.lease.observe import Observations
 from k8slease.lease.transport import LeaseTransport
+from k8slease.lease.view import LeaseView
 from k8slease.logs import get_logger
 
 log = get_logger("k8slease.informer")
@@ -100,4 +101,4 @@ class LeaseInformer:
     def _see(self, lease: dict[str, object], *, absent: bool = False) -> None:
         name = lease_name_of(lease)
         if name:
-            self.observations.see(name, None if absent else lease)
+            self.observations.see(name, None if absent else LeaseView.decode(lease))

@@ -24,7 +24,7 @@ from typing import Any
 from k8slease.clock import Clock
 from k8slease.lease.meta import annotations_of
 from k8slease.lease.record import LeaseRecord
-from k8slease.lease.view import LeaseView, as_view
+from k8slease.lease.view import LeaseView
 from k8slease.names import ANN_FENCING_TOKEN
 
 #: The problem that marks a released Lease that disappeared: held by someone unknown.
@@ -117,13 +117,13 @@ class LeaseObserver:
         """The latest observation, or ``None`` before the first one."""
         return self._current
 
-    def observe(self, lease: LeaseView | Mapping[str, Any] | None, at: float) -> Observation:
+    def observe(self, lease: LeaseView | None, at: float) -> Observation:
         """Record that ``lease`` (``None``: absent) was seen at monotonic time ``at``.
 
         ``at`` must be read after the answer carrying ``lease`` arrived. Returns the current
         observation, whose ``first_seen_at`` moves only when the content changed.
         """
-        view = None if lease is None else as_view(lease)
+        view = lease
         key = content_key(None if view is None else view.body)
         if view is not None:
             if view.record.held and not view.record.malformed:
@@ -211,7 +211,7 @@ class Observations:
         with self._lock:
             self._listeners.append(listener)
 
-    def see(self, name: str, lease: LeaseView | Mapping[str, Any] | None) -> float:
+    def see(self, name: str, lease: LeaseView | None) -> float:
         """Record ``lease`` (``None``: absent) as seen now; return for how long it is unchanged."""
         with self._lock:
             observer = self._observers.setdefault(name, LeaseObserver())

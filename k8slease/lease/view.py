@@ -1,14 +1,17 @@
 """A Lease decoded once: what every part of k8slease reads from a Lease, typed, in one value.
 
-A Lease body read from or written to the API server is decoded into a :class:`LeaseView` at the
-edge where it arrives (the elector's runner, a job lock, the informer, the operator's handlers)
-and the view travels from there: observation, the lock and election rules, the operator's fold.
-Nothing downstream parses the body again. The body stays attached, untouched, so that the next
-write keeps every field k8slease does not know.
+A Lease body read from or written to the API server is decoded into a :class:`LeaseView` where it
+arrives, and only inside ``lease/``: by :class:`~k8slease.lease.store.LeaseStore` (every request
+of the elector's runner and the job locks), :func:`~k8slease.lease.store.list_leases` and the
+informer, and :func:`received_lease` for a body delivered by another road (the operator's kopf
+handlers). The view travels from there: observation, the lock and election rules, the operator's
+fold. Nothing downstream parses the body again. The body stays attached, untouched, so that the
+next write keeps every field k8slease does not know.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -52,6 +55,11 @@ class LeaseView:
         return self.record.fencing_token
 
 
-def as_view(lease: LeaseView | Mapping[str, Any]) -> LeaseView:
-    """``lease`` decoded (a view passes through as it is)."""
-    return lease if isinstance(lease, LeaseView) else LeaseView.decode(lease)
+def received_lease(body: Mapping[str, Any]) -> LeaseView:
+    """Decode a Lease body that did not come through a :class:`~k8slease.lease.store.LeaseStore`
+    (a kopf handler's ``body``): the one decoder entry point for code above ``lease/``.
+
+    The body is deep-copied first: its sender may keep and change the mapping it passed (kopf
+    reuses its bodies), and a view must never change under its reader.
+    """
+    return LeaseView.decode(copy.deepcopy(dict(body)))

@@ -23,14 +23,13 @@ status up (a 1 MB ``holderIdentity`` becomes 253 characters).
 
 from __future__ import annotations
 
-import copy
 from collections import deque
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
 from k8slease.lease.record import LeaseRecord
-from k8slease.lease.view import LeaseView
+from k8slease.lease.view import LeaseView, received_lease
 from k8slease.names import LABEL_JOB, LABEL_ROLE, ROLE_JOB, ROLE_LEADER
 from k8slease.operator.history import (
     MAX_CANDIDATES,
@@ -302,7 +301,7 @@ class GroupFold(GroupRendering):
         self, lease: Mapping[str, Any], observed_at: datetime, *, deleted: bool = False
     ) -> None:
         """Fold one watch event of one of the group's Leases into the state (decoded here, once)."""
-        view = LeaseView.decode(copy.deepcopy(dict(lease)))
+        view = received_lease(lease)
         name = view.name
         if not name:
             return

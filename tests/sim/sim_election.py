@@ -18,6 +18,7 @@ from k8slease.election.commands import Create, Done, Phase, Purpose, Read, Updat
 from k8slease.election.machine import ElectionMachine
 from k8slease.election.timing import ElectionTiming
 from k8slease.errors import NotFound, TransportError
+from k8slease.lease.view import LeaseView
 
 LEADER_LEASE = "leader"
 
@@ -178,7 +179,8 @@ class ElectionReplica(Replica):
             self._saw(result)
             self._busy = False
             if error is None or isinstance(error, NotFound):
-                self.machine.read_done(result, now=self.mono())
+                view = None if result is None else LeaseView.decode(result)
+                self.machine.read_done(view, now=self.mono())
             else:
                 self.machine.read_failed(error, now=self.mono())
             self.step()
@@ -200,7 +202,7 @@ class ElectionReplica(Replica):
             self._busy = False
             if error is None:
                 assert result is not None
-                self.machine.write_done(result, sent_at=sent, now=self.mono())
+                self.machine.write_done(LeaseView.decode(result), sent_at=sent, now=self.mono())
             else:
                 self.machine.write_failed(error, sent_at=sent, now=self.mono())
             self.step()
@@ -215,7 +217,9 @@ class ElectionReplica(Replica):
         def handle() -> None:
             if self.index in self.net.faults.partitioned:
                 return
-            self.machine.on_watch(lease, deleted=kind == "DELETED", now=self.mono())
+            self.machine.on_watch(
+                LeaseView.decode(lease), deleted=kind == "DELETED", now=self.mono()
+            )
             self._saw(lease)
             self.world.log(f"r{self.index} watch {kind} {_brief(lease, None)}")
             self.step()
@@ -229,7 +233,7 @@ class ElectionReplica(Replica):
         def handle() -> None:
             self.machine.set_watching(watching, self.mono())
             if watching and current is not None:
-                self.machine.on_watch(current, deleted=False, now=self.mono())
+                self.machine.on_watch(LeaseView.decode(current), deleted=False, now=self.mono())
                 self._saw(current)
             self.step()
 

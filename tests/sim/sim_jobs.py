@@ -459,7 +459,7 @@ class JobReplica(Replica):
     # -- claiming ----------------------------------------------------------------------------
 
     def see(self, lease: dict[str, Any] | None) -> None:
-        self.observations.see(self.lease, lease)
+        self.observations.see(self.lease, None if lease is None else LeaseView.decode(lease))
         if lease is not None:  # for the checks: when this replica first saw each write
             self.seen_at.setdefault(int(lease["metadata"]["resourceVersion"]), self.world.events)
         if self.waiting is not None:

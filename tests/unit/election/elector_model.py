@@ -27,6 +27,7 @@ from k8slease.election.commands import (
 from k8slease.election.machine import ElectionMachine
 from k8slease.election.timing import ElectionTiming
 from k8slease.errors import NotFound, TransportError, Unavailable
+from k8slease.lease.view import LeaseView
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 NAME = "demo"
@@ -143,12 +144,14 @@ class Cluster:
         error = Unavailable("timeout") if lose else pending.error
         if isinstance(pending.command, Read):
             if error is None:
-                machine.read_done(pending.result, now=now)
+                result = pending.result
+                machine.read_done(None if result is None else LeaseView.decode(result), now=now)
             else:
                 machine.read_failed(error, now=now)
         elif error is None:
             assert pending.result is not None
-            machine.write_done(pending.result, sent_at=pending.sent_at, now=now)
+            written = LeaseView.decode(pending.result)
+            machine.write_done(written, sent_at=pending.sent_at, now=now)
         else:
             machine.write_failed(error, sent_at=pending.sent_at, now=now)
         self._collect(i)
@@ -167,7 +170,9 @@ class Cluster:
         while delivered < count and replica.cursor < len(self.store.history):
             kind, lease = self.store.history[replica.cursor]
             replica.cursor += 1
-            replica.machine.on_watch(lease, deleted=kind == "DELETED", now=self.mono(i))
+            replica.machine.on_watch(
+                LeaseView.decode(lease), deleted=kind == "DELETED", now=self.mono(i)
+            )
             delivered += 1
         self._collect(i)
         return delivered

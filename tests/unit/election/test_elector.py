@@ -25,6 +25,7 @@ from k8slease.election.commands import Create, Read
 from k8slease.election.seams import Seams
 from k8slease.errors import ConfigError, Unavailable
 from k8slease.lease.record import record_from_lease
+from k8slease.lease.view import LeaseView
 from k8slease.metrics import NoopMetrics, PrometheusMetrics
 
 FAST = {
@@ -330,7 +331,8 @@ def test_healthy_is_false_when_leading_but_stale() -> None:
     machine.read_done(None, now=clock.monotonic())
     create = machine.next_command(clock.monotonic(), clock.now())
     assert isinstance(create, Create)
-    machine.write_done(store.create(create.body), sent_at=clock.monotonic(), now=clock.monotonic())
+    written = LeaseView.decode(store.create(create.body))
+    machine.write_done(written, sent_at=clock.monotonic(), now=clock.monotonic())
     assert elector.is_leader and elector.healthy()
     clock.advance(1.0 + 0.3 - 0.01)  # renew_deadline + margin (renew_interval) not yet passed
     assert elector.healthy() and not elector.is_leader

@@ -430,7 +430,7 @@ def test_an_own_claim_landing_while_the_replica_judges_is_settled_not_skipped() 
             if self.late:
                 self.land()
                 assert self.lease is not None
-                observations.see(NAME, copy.deepcopy(self.lease))
+                observations.see(NAME, LeaseView.decode(copy.deepcopy(self.lease)))
             return before
 
     store = LandsAfterRead()

@@ -13,6 +13,7 @@ from k8slease.jobs.lock import Grant, JobLock
 from k8slease.jobs.lockrules import Verdict
 from k8slease.lease.jobrecord import JobState, lease_with_job_state
 from k8slease.lease.record import LeaseRecord, new_lease
+from k8slease.lease.view import LeaseView
 
 NAME = "g.job"
 
@@ -71,9 +72,10 @@ def test_a_tick_seen_claimed_after_a_far_future_claim_is_not_claimed_again_after
     )
     tick = clock.now() + timedelta(seconds=5)
     far = clock.now() + timedelta(days=20)
-    lock.observations.see(NAME, _lease(clock, "", 4, far, "5"))  # the hand edit
+    lock.observations.see(NAME, LeaseView.decode(_lease(clock, "", 4, far, "5")))  # the hand edit
     clock.advance(1)
-    lock.observations.see(NAME, _lease(clock, "other", 5, tick, "6"))  # other claims T
+    claimed = LeaseView.decode(_lease(clock, "other", 5, tick, "6"))
+    lock.observations.see(NAME, claimed)  # other claims T
     clock.advance(1)
     lock.observations.see(NAME, None)  # deleted by hand
     clock.advance(20)  # the holder seen before the deletion is waited out
@@ -123,7 +125,7 @@ def test_a_tick_seen_claimed_is_not_claimed_again_when_a_far_future_claim_overwr
         lock_at_most_for=15,
         clock=clock,
     )
-    lock.observations.see(NAME, granted)  # other claims T
+    lock.observations.see(NAME, LeaseView.decode(granted))  # other claims T
     clock.advance(20)  # ... and stops renewing: its lock expires
 
     verdict = lock.try_acquire(tick)

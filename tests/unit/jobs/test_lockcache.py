@@ -12,17 +12,18 @@ from k8slease.jobs.lockcache import ClaimCache
 from k8slease.lease.jobrecord import JobState, RunRecord, lease_with_job_state
 from k8slease.lease.observe import Observations
 from k8slease.lease.record import LeaseRecord, new_lease
+from k8slease.lease.view import LeaseView
 
 T0 = datetime(2026, 11, 30, 2, 0, tzinfo=UTC)
 
 
-def _lease(job: str, winner: str, version: int) -> dict[str, object]:
+def _lease(job: str, winner: str, version: int) -> LeaseView:
     run = RunRecord(
         holder=winner, tick=T0, started=T0, finished=T0, outcome="succeeded", fencing_token=version
     )
     body = new_lease(f"g.{job}", "default", LeaseRecord(duration_seconds=60, fencing_token=version))
     body["metadata"]["resourceVersion"] = str(version)  # type: ignore[index]
-    return lease_with_job_state(body, JobState(claimed_tick=T0, last_run=run))
+    return LeaseView.decode(lease_with_job_state(body, JobState(claimed_tick=T0, last_run=run)))
 
 
 def test_a_winner_stays_a_member_after_its_lease_is_overwritten_until_the_window_ends() -> None:

@@ -5,14 +5,21 @@ from __future__ import annotations
 from fakeclock import FakeClock
 
 from k8slease.lease.observe import LeaseObserver, Observations
+from k8slease.lease.view import LeaseView
 from k8slease.names import ANN_FENCING_TOKEN
 
 
-def _lease(renew: str, token: str = "1", rv: str = "1") -> dict[str, object]:
-    return {
-        "metadata": {"name": "x", "resourceVersion": rv, "annotations": {ANN_FENCING_TOKEN: token}},
-        "spec": {"holderIdentity": "a", "leaseDurationSeconds": 10, "renewTime": renew},
-    }
+def _lease(renew: str, token: str = "1", rv: str = "1") -> LeaseView:
+    return LeaseView.decode(
+        {
+            "metadata": {
+                "name": "x",
+                "resourceVersion": rv,
+                "annotations": {ANN_FENCING_TOKEN: token},
+            },
+            "spec": {"holderIdentity": "a", "leaseDurationSeconds": 10, "renewTime": renew},
+        }
+    )
 
 
 def test_observer_restarts_the_timer_only_when_the_record_changes() -> None:

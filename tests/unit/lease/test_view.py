@@ -7,7 +7,7 @@ from typing import Any
 
 from k8slease.lease.jobrecord import JobState, lease_with_job_state
 from k8slease.lease.record import UNREADABLE_HOLDER, LeaseRecord, new_lease
-from k8slease.lease.view import LeaseView, as_view
+from k8slease.lease.view import LeaseView, received_lease
 from k8slease.names import LABEL_GROUP, LABEL_ROLE, ROLE_JOB
 
 T0 = datetime(2026, 1, 2, 3, 4, 5, 600000, tzinfo=UTC)
@@ -32,10 +32,14 @@ def test_decode_reads_every_part_once() -> None:
     assert view.body["spec"]["holderIdentity"] == "a"
 
 
-def test_a_view_passes_through_and_a_body_is_decoded() -> None:
-    view = LeaseView.decode(job_lease())
-    assert as_view(view) is view
-    assert as_view(job_lease()) == view
+def test_a_received_body_is_decoded_from_a_copy_its_sender_may_change() -> None:
+    body = job_lease()
+    view = received_lease(body)
+    assert view == LeaseView.decode(job_lease())
+    body["spec"]["holderIdentity"] = "b"  # kopf reuses and changes the bodies it hands out
+    body["metadata"]["resourceVersion"] = "43"
+    assert view.record.holder == "a" and view.body["spec"]["holderIdentity"] == "a"
+    assert view.resource_version == "42"
 
 
 def test_an_unreadable_holder_is_flagged_not_compared() -> None:
