@@ -8,7 +8,6 @@ acted at the same instant, and polls them (with a deadline) for what it waits on
 from __future__ import annotations
 
 import contextlib
-import os
 import signal
 import subprocess
 import sys
@@ -16,23 +15,11 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from tests.support.polling import poll as poll  # the suite's one poll, for the scenarios
+from tests.support.processes import REPO as REPO
+from tests.support.processes import child_env
+
 HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[1]
-if str(HERE.parent) not in sys.path:  # tests/, for a scenario run as a script (slowcp.py)
-    sys.path.insert(0, str(HERE.parent))
-
-from polling import poll as poll  # noqa: E402  (the suite's one poll, for the scenarios)
-
-
-def child_env(**extra: str) -> dict[str, str]:
-    """The environment of a spawned process: this checkout first on ``PYTHONPATH`` (the venv may
-    be an editable install of another checkout), unbuffered output."""
-    env = dict(os.environ, PYTHONUNBUFFERED="1", **extra)
-    env["PYTHONPATH"] = os.pathsep.join(
-        p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p
-    )
-    env.pop("KUBERNETES_SERVICE_HOST", None)
-    return env
 
 
 class Procs:

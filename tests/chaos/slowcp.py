@@ -41,8 +41,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-from chaoslib import Procs, lines, poll  # noqa: E402
+from tests.chaos.chaoslib import Procs, lines, poll  # noqa: E402  (run as ``python -m tests.chaos.slowcp``)
 
 APP = HERE / "chaos_slow_replica.py"
 GROUP = "slowcp"

@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from chaoslib import child_env, poll
 
 from k8slease.errors import Conflict
 from k8slease.lease.transport import LeaseTransport
 from k8slease.testing.server import APIServer
+from tests.chaos.chaoslib import child_env, poll
 
 pytestmark = [pytest.mark.chaos, pytest.mark.slow]
 

@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from chaoslib import HERE, Procs, graceful_stop, lines, overlaps, poll, segments_by
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
@@ -42,6 +41,7 @@ from k8slease.lease.view import LeaseView
 from k8slease.names import CRD_GROUP, CRD_PLURAL, CRD_VERSION
 from k8slease.operator.crd import install_crd
 from k8slease.testing.server import APIServer
+from tests.chaos.chaoslib import HERE, Procs, graceful_stop, lines, overlaps, poll, segments_by
 
 pytestmark = [pytest.mark.chaos, pytest.mark.slow]
 

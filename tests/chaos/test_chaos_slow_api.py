@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from slowcp import check, scenario_run
 
 from k8slease.election.budget import tolerated_latency
 from k8slease.election.timing import ElectionTiming
+from tests.chaos.slowcp import check, scenario_run
 
 pytestmark = [pytest.mark.chaos, pytest.mark.slow, pytest.mark.timeout(240)]
 

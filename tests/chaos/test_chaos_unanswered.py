@@ -26,12 +26,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from chaoslib import HERE, overlaps, poll, segments_by
-from test_chaos_election import _kube_apiserver
-from test_chaos_jobs import START_WITHIN, JobCluster, Run
 
 from k8slease.operator.crd import install_crd
 from k8slease.testing.server import APIServer
+from tests.chaos.chaoslib import HERE, overlaps, poll, segments_by
+from tests.chaos.test_chaos_election import _kube_apiserver
+from tests.chaos.test_chaos_jobs import START_WITHIN, JobCluster, Run
 
 pytestmark = [pytest.mark.chaos, pytest.mark.slow]
 

@@ -23,17 +23,14 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from apscheduler.schedulers.background import BackgroundScheduler
 from prometheus_client import REGISTRY
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: this runs as a child
-from polling import poll
-
 from k8slease import AsyncLeaderElector, ElectionTiming, Jobs, LeaderElector, Mode, wrap
 from k8slease.kube.apiclient import default_api_client
+from tests.support.polling import poll  # the parent puts the repository root on PYTHONPATH
 
 #: short, but with a request timeout a loaded 2-core machine meets (the derived one, a third of
 #: the renew deadline, timed releases out there) and a renew deadline it meets too (1.5 s was

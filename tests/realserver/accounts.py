@@ -10,9 +10,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import kubernetes.client
-import render_manifests as rm
-from polling import poll
-from rest import Rest
+
+from charts import render_manifests as rm
+from tests.realserver.rest import Rest
+from tests.support.polling import poll
 
 RBAC_KINDS = ("ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding")
 

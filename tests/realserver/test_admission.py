@@ -18,15 +18,15 @@ from typing import Any
 
 import kubernetes.client
 import pytest
-import render_manifests as rm
-from accounts import chart_rbac, create_all, request_token
-from operator_runs import operator_run
-from polling import poll
-from rest import Answer, Rest
 
+from charts import render_manifests as rm
 from k8slease import Jobs, LeaderElector, Mode
 from k8slease.names import CRD_GROUP, CRD_VERSION, LABEL_GROUP, LABEL_ROLE
 from k8slease.testing.pytest_plugin import wait_established
+from tests.realserver.accounts import chart_rbac, create_all, request_token
+from tests.realserver.operator_runs import operator_run
+from tests.realserver.rest import Answer, Rest
+from tests.support.polling import poll
 
 FAST = {"lease_duration": 2, "renew_interval": 0.3, "renew_deadline": 1.2, "retry_interval": 0.3}
 NEVER = "0 0 1 1 *"

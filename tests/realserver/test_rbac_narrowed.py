@@ -18,7 +18,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from accounts import (
+
+from k8slease import Jobs, LeaderElector, Mode
+from k8slease.names import LABEL_GROUP, LABEL_ROLE
+from tests.realserver.accounts import (
     Access,
     chart_rbac,
     create_all,
@@ -26,11 +29,8 @@ from accounts import (
     service_account_user,
     wait_for_access,
 )
-from forbidden import record_forbidden
-from rest import Answer, Rest
-
-from k8slease import Jobs, LeaderElector, Mode
-from k8slease.names import LABEL_GROUP, LABEL_ROLE
+from tests.realserver.forbidden import record_forbidden
+from tests.realserver.rest import Answer, Rest
 
 FAST = {"lease_duration": 2, "renew_interval": 0.3, "renew_deadline": 1.2, "retry_interval": 0.3}
 NEVER = "0 0 1 1 *"  # ticks are fired by the tests, never by the scheduler

@@ -36,9 +36,6 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
-from sim_core import T0, Clock, Network, World
-from sim_election import Replica
-
 from k8slease.errors import AlreadyExists, Conflict, NotFound, TransportError, Unavailable
 from k8slease.jobs.claimorder import claim_delay, claim_rank
 from k8slease.jobs.lock import JobLock, _Judged
@@ -60,6 +57,8 @@ from k8slease.lease.observe import Observations
 from k8slease.lease.record import lease_with_record, new_lease
 from k8slease.lease.view import LeaseView
 from k8slease.names import LABEL_GROUP, LABEL_JOB, LABEL_ROLE, ROLE_JOB, job_lease_name
+from tests.sim.sim_core import T0, Clock, Network, World
+from tests.sim.sim_election import Replica
 
 JOB_LEASE = "g.job"
 JOB = "job"

@@ -22,14 +22,13 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from sim_core import MAX_DRIFT, T0, Clock, Faults, Network, Store, World
-from sim_election import LEADER_LEASE, ElectionReplica
-from sim_jobs import JOB_LEASE, JobReplica, Ledger
-from sim_leader import LEADER_JOB, LeaderJobReplica
-
 from k8slease.election.budget import tolerated_latency
 from k8slease.election.timing import ElectionTiming
 from k8slease.names import ANN_CLAIMED_TICK
+from tests.sim.sim_core import MAX_DRIFT, T0, Clock, Faults, Network, Store, World
+from tests.sim.sim_election import LEADER_LEASE, ElectionReplica
+from tests.sim.sim_jobs import JOB_LEASE, JobReplica, Ledger
+from tests.sim.sim_leader import LEADER_JOB, LeaderJobReplica
 
 TIMING = ElectionTiming(lease_duration=10, renew_interval=2, renew_deadline=7, retry_interval=2)
 PERIOD = 5.0

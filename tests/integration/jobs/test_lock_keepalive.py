@@ -7,13 +7,12 @@ from __future__ import annotations
 import copy
 from datetime import UTC, datetime
 
-from fakeclock import FakeClock
-
 from k8slease.jobs.lock import Grant, JobLock
 from k8slease.lease.jobrecord import job_state_from_lease
 from k8slease.lease.record import record_from_lease
 from k8slease.lease.transport import LeaseTransport
 from k8slease.testing.server import APIServer
+from tests.support.fakeclock import FakeClock
 
 TICK = datetime(2026, 11, 30, 2, 0, tzinfo=UTC)
 LEASES = "coordination.k8s.io/leases"

@@ -16,11 +16,11 @@ from collections.abc import Iterator
 from datetime import datetime
 
 import pytest
-from polling import poll
 
 from k8slease import ElectionTiming, JobContext, Jobs
 from k8slease.jobs.lockbudget import shortest_tick_period, ticks_between_runs
 from k8slease.testing.server import APIServer
+from tests.support.polling import poll
 
 TIMING = ElectionTiming(lease_duration=6, renew_interval=2, renew_deadline=4, retry_interval=1)
 LATENCY, RUN = 0.6, 0.3  # a tick needs 2 * 0.6 + 0.3 = 1.5 s

@@ -17,11 +17,11 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from polling import poll
 
 from k8slease import ElectionTiming, JobContext, Jobs, Mode
 from k8slease.election.budget import tolerated_latency
 from k8slease.testing.server import APIServer
+from tests.support.polling import poll
 
 TIMING = ElectionTiming(lease_duration=5, renew_interval=1, renew_deadline=3.5, retry_interval=1)
 LATENCY = 1.3  # request_timeout: min(10, 3.5 / 3) = 1.17 s; tolerated: 1.75 s

@@ -14,7 +14,13 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from kubernetes import client
-from operator_support import (
+
+from k8slease.lease.record import LeaseRecord, new_lease
+from k8slease.lease.transport import LeaseTransport
+from k8slease.names import LABEL_GROUP, LABEL_ROLE, ROLE_LEADER
+from k8slease.operator.crd import install_crd
+from k8slease.testing.server import APIServer
+from tests.support.operators import (
     condition,
     event_changes,
     group_events,
@@ -22,12 +28,6 @@ from operator_support import (
     wait_for,
     wait_status,
 )
-
-from k8slease.lease.record import LeaseRecord, new_lease
-from k8slease.lease.transport import LeaseTransport
-from k8slease.names import LABEL_GROUP, LABEL_ROLE, ROLE_LEADER
-from k8slease.operator.crd import install_crd
-from k8slease.testing.server import APIServer
 
 NS = "expiry"
 

@@ -13,16 +13,6 @@ from typing import Any
 
 import pytest
 from kubernetes import client
-from operator_support import (
-    condition,
-    create_group,
-    event_changes,
-    get_group,
-    group_events,
-    operator_process,
-    wait_for,
-    wait_status,
-)
 
 from k8slease.election.elector import LeaderElector
 from k8slease.jobs.lock import JobLock
@@ -43,6 +33,16 @@ from k8slease.names import (
 from k8slease.operator.crd import install_crd
 from k8slease.operator.registry import LABEL_AUTO_CREATED
 from k8slease.testing.server import APIServer
+from tests.support.operators import (
+    condition,
+    create_group,
+    event_changes,
+    get_group,
+    group_events,
+    operator_process,
+    wait_for,
+    wait_status,
+)
 
 NS = "ops"
 FAST = {"lease_duration": 2, "renew_interval": 0.3, "renew_deadline": 1.2, "retry_interval": 0.3}

@@ -9,7 +9,6 @@ from datetime import UTC, datetime
 
 import pytest
 from kubernetes import client
-from operator_support import event_changes, group_events, operator_process, wait_for, wait_status
 
 from k8slease.errors import NotFound
 from k8slease.lease.record import LeaseRecord, lease_with_record, new_lease
@@ -17,6 +16,13 @@ from k8slease.lease.transport import LeaseTransport
 from k8slease.names import LABEL_GROUP, LABEL_ROLE, ROLE_LEADER
 from k8slease.operator.crd import install_crd
 from k8slease.testing.server import APIServer
+from tests.support.operators import (
+    event_changes,
+    group_events,
+    operator_process,
+    wait_for,
+    wait_status,
+)
 
 NS = "restart"
 

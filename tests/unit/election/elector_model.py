@@ -13,8 +13,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from elector_memstore import MemoryLeaseStore
-
 from k8slease.election.commands import (
     Command,
     Create,
@@ -27,6 +25,7 @@ from k8slease.election.commands import (
 from k8slease.election.machine import ElectionMachine
 from k8slease.election.timing import ElectionTiming
 from k8slease.errors import NotFound, TransportError, Unavailable
+from tests.unit.election.elector_memstore import MemoryLeaseStore
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 NAME = "demo"

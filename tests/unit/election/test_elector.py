@@ -16,8 +16,6 @@ from functools import partial
 from typing import Any
 
 import pytest
-from elector_memstore import MemoryLeaseStore, MemoryTransport, make_elector
-from fakeclock import FakeClock
 
 from k8slease import LeaderElector, LeadershipContext
 from k8slease.clock import SystemClock
@@ -25,6 +23,8 @@ from k8slease.election.commands import Create, Read
 from k8slease.errors import ConfigError, Unavailable
 from k8slease.lease.record import record_from_lease
 from k8slease.metrics import NoopMetrics, PrometheusMetrics
+from tests.support.fakeclock import FakeClock
+from tests.unit.election.elector_memstore import MemoryLeaseStore, MemoryTransport, make_elector
 
 FAST = {
     "namespace": "default",

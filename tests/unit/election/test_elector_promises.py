@@ -10,13 +10,13 @@ import threading
 from functools import partial
 from typing import Any
 
-from elector_memstore import MemoryLeaseStore, MemoryTransport, make_elector
 from prometheus_client import CollectorRegistry
 
 from k8slease import AsyncLeaderElector, LeaderElector
 from k8slease.clock import SystemClock
 from k8slease.lease.record import record_from_lease
 from k8slease.metrics import NoopMetrics, PrometheusMetrics
+from tests.unit.election.elector_memstore import MemoryLeaseStore, MemoryTransport, make_elector
 
 FAST: dict[str, Any] = dict(
     namespace="default",

@@ -12,9 +12,9 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from elector_model import NAME, Cluster
 
 from k8slease.election.commands import Read, StoppedLeading, Update, Wait
+from tests.unit.election.elector_model import NAME, Cluster
 
 
 def _lead(c: Cluster) -> tuple[int, int]:

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from elector_model import NAME, Cluster
-from hostile import fuzz_settings, lease_json
 from hypothesis import example, given
 from hypothesis import strategies as st
 
 from k8slease.lease.record import INT32_MAX, record_from_lease
+from tests.support.hostile import fuzz_settings, lease_json
+from tests.unit.election.elector_model import NAME, Cluster
 
 N = 3
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from elector_model import NAME, Cluster, alternates
 
 from k8slease.election.commands import (
     Create,
@@ -22,6 +21,7 @@ from k8slease.election.commands import (
 from k8slease.errors import Conflict, Forbidden, NotFound, Unavailable
 from k8slease.lease.record import record_from_lease
 from k8slease.names import ANN_FENCING_TOKEN, LABEL_GROUP, LABEL_ROLE
+from tests.unit.election.elector_model import NAME, Cluster, alternates
 
 
 def lease_record(cluster: Cluster):  # type: ignore[no-untyped-def]

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from elector_model import NAME, Cluster, alternates
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from k8slease.names import ANN_FENCING_TOKEN
+from tests.unit.election.elector_model import NAME, Cluster, alternates
 
 N = 3
 

@@ -12,7 +12,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
-from fakeclock import FakeClock
 
 from k8slease.errors import AlreadyExists, Conflict, NotFound, Unavailable
 from k8slease.jobs.lock import Grant, JobLock
@@ -20,6 +19,7 @@ from k8slease.jobs.lockcache import ClaimCache
 from k8slease.jobs.lockrules import Verdict
 from k8slease.lease.observe import Observations
 from k8slease.lease.view import LeaseView
+from tests.support.fakeclock import FakeClock
 
 NAME = "g.job"
 

@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 from apscheduler.triggers.interval import IntervalTrigger
-from fakeclock import FakeClock
-from test_indeterminate_writes import Store, _events, _lock
 
 from k8slease.jobs.context import JobContext
 from k8slease.jobs.lockrules import Verdict
 from k8slease.jobs.runner import TickRunner
 from k8slease.jobs.spec import JobSpec, Mode
+from tests.support.fakeclock import FakeClock
+from tests.unit.jobs.test_indeterminate_writes import Store, _events, _lock
 
 
 class SlowStore(Store):

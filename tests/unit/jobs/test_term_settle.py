@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 from apscheduler.triggers.interval import IntervalTrigger
-from fakeclock import FakeClock
-from test_indeterminate_writes import Store, _events, _lock
-from test_leader_gate import Leadership, SlowStore
 
 from k8slease.jobs.context import JobContext
 from k8slease.jobs.runner import TickRunner
 from k8slease.jobs.spec import JobSpec, Mode
+from tests.support.fakeclock import FakeClock
+from tests.unit.jobs.test_indeterminate_writes import Store, _events, _lock
+from tests.unit.jobs.test_leader_gate import Leadership, SlowStore
 
 
 def _runner(clock: FakeClock, store: Store, func: Any, leading: Leadership) -> TickRunner:

@@ -15,10 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from hostile import fuzz_settings, lease_json
 from hypothesis import given
 from hypothesis import strategies as st
-from operator_helpers import at, group_object, job_lease, leader_lease
 
 from k8slease.kube.microtime import parse_microtime
 from k8slease.lease.record import FENCING_TOKEN_MAX, lease_with_record, record_from_lease
@@ -27,6 +25,8 @@ from k8slease.names import ANN_CLAIMED_TICK, ANN_FENCING_TOKEN
 from k8slease.operator.fold import GroupFold
 from k8slease.operator.spec import parse_spec
 from k8slease.testing.validation import SchemaValidator
+from tests.support.hostile import fuzz_settings, lease_json
+from tests.unit.operator.operator_helpers import at, group_object, job_lease, leader_lease
 
 CRD = Path(__file__).resolve().parents[3] / "charts/k8slease/crds/scheduledjobgroups.yaml"
 STATUS_SCHEMA: dict[str, Any] = yaml.safe_load(CRD.read_text())["spec"]["versions"][0]["schema"][

@@ -1,4 +1,4 @@
-"""The one shared wait for a condition that nothing announces (tests/ is on ``sys.path``).
+"""The one shared wait for a condition that nothing announces (``tests.support.polling``).
 
 Use it only where the other side is another process, a real server or a real cluster, or a
 thread whose state no event exposes; wait on an Event, a fake clock (tests/fakeclock.py), a
