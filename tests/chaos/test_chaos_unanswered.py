@@ -20,18 +20,20 @@ from __future__ import annotations
 import re
 import signal
 import time
-from collections.abc import Iterator
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from k8slease.operator.crd import install_crd
 from k8slease.testing.server import APIServer
 from tests.chaos.chaoslib import HERE, overlaps, poll, segments_by
 from tests.chaos.test_chaos_election import _kube_apiserver
-from tests.chaos.test_chaos_jobs import START_WITHIN, JobCluster, Run
+from tests.chaos.test_chaos_jobs import (  # noqa: F401 (the fixture)
+    START_WITHIN,
+    JobCluster,
+    Run,
+    jobs_cluster,
+)
 
 pytestmark = [pytest.mark.chaos, pytest.mark.slow]
 
@@ -44,18 +46,8 @@ TICK_FIELD = re.compile(r"tick='?([0-9T:.+\-]+)")
 
 
 @pytest.fixture
-def cluster(k8s_apiserver: Any, k8s_namespace: str, tmp_path: Path) -> Iterator[JobCluster]:
-    api = k8s_apiserver.api_client()
-    install_crd(api)
-    api.close()
-    c = JobCluster(k8s_apiserver, k8s_namespace, tmp_path)
-    try:
-        yield c
-    finally:
-        c.procs.close()
-        c.api.close()
-        if isinstance(k8s_apiserver, APIServer):
-            k8s_apiserver.faults.clear()
+def cluster(jobs_cluster: JobCluster) -> JobCluster:  # noqa: F811
+    return jobs_cluster
 
 
 def _spawn(c: JobCluster, name: str) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -23,9 +23,9 @@ from k8slease import Jobs, LeaderElector, Mode
 from k8slease.names import LABEL_GROUP, LABEL_ROLE
 from tests.realserver.accounts import (
     Access,
+    Accounts,
     chart_rbac,
     create_all,
-    request_token,
     service_account_user,
     wait_for_access,
 )
@@ -47,21 +47,7 @@ VALUES = {
 
 
 @dataclass
-class Narrowed:
-    server: Any
-    admin: Any
-    rest: Rest
-    namespace: str
-    clients: list[Any] = field(default_factory=list)
-
-    def client_as(self, account: str) -> Any:
-        client = self.server.api_client(token=request_token(self.admin, self.namespace, account))
-        self.clients.append(client)
-        return client
-
-    def rest_as(self, account: str) -> Rest:
-        return Rest(self.client_as(account))
-
+class Narrowed(Accounts):
     def lease_path(self, name: str = "") -> str:
         base = f"/apis/coordination.k8s.io/v1/namespaces/{self.namespace}/leases"
         return f"{base}/{name}" if name else base

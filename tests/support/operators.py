@@ -18,6 +18,8 @@ from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
 from k8slease.names import CRD_GROUP, CRD_PLURAL, CRD_VERSION
+from k8slease.operator.crd import install_crd
+from k8slease.testing.server import APIServer
 from tests.support.processes import REPO, child_env
 
 __all__ = ["REPO"]  # re-exported: some tests run the operator from the repository root
@@ -28,6 +30,18 @@ FAST_ENV = {
     "K8SLEASE_OPERATOR_MIN_WRITE_INTERVAL": "0.1",
     "K8SLEASE_OPERATOR_EVALUATE_INTERVAL": "0.5",
 }
+
+
+@contextmanager
+def server_with_crd(namespace: str) -> Iterator[APIServer]:
+    """An embedded API server of its own, with the ScheduledJobGroup CRD installed and
+    ``namespace`` created."""
+    with APIServer() as srv:
+        api = srv.api_client()
+        install_crd(api)
+        client.CoreV1Api(api).create_namespace({"metadata": {"name": namespace}})
+        api.close()
+        yield srv
 
 
 @contextmanager

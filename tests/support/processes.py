@@ -8,7 +8,9 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-from collections.abc import Iterable
+import sys
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -39,3 +41,37 @@ def stop_all(procs: Iterable[subprocess.Popen[Any]], *, timeout: float = 30) -> 
         except subprocess.TimeoutExpired:  # pragma: no cover - a hung process
             proc.kill()
             proc.wait()
+
+
+def run_module(
+    module: str, *args: str, env: dict[str, str] | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    """``python -m MODULE ARGS`` to its end, its output captured as text; ``env`` on top of
+    ``os.environ``, with no in-cluster configuration."""
+    environ = dict(os.environ, **(env or {}))
+    environ.pop("KUBERNETES_SERVICE_HOST", None)
+    return subprocess.run(
+        [sys.executable, "-m", module, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=environ,
+        check=False,
+    )
+
+
+@contextmanager
+def serving(module: str, *args: str, stop_within: float) -> Iterator[str]:
+    """``python -m MODULE ARGS`` (a server: ``k8slease apiserver`` or ``controlplane``) running
+    while the block runs, which gets the first line it prints; afterwards SIGTERMed, and it must
+    exit with status 0 within ``stop_within`` s."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", module, *args],
+        stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )  # fmt: skip
+    try:
+        assert process.stdout is not None
+        yield process.stdout.readline()
+    finally:
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=stop_within) == 0

@@ -13,18 +13,17 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from kubernetes import client
 
 from k8slease.lease.record import LeaseRecord, new_lease
 from k8slease.lease.transport import LeaseTransport
 from k8slease.names import LABEL_GROUP, LABEL_ROLE, ROLE_LEADER
-from k8slease.operator.crd import install_crd
 from k8slease.testing.server import APIServer
 from tests.support.operators import (
     condition,
     event_changes,
     group_events,
     operator_process,
+    server_with_crd,
     wait_for,
     wait_status,
 )
@@ -34,11 +33,7 @@ NS = "expiry"
 
 @pytest.fixture
 def server() -> Iterator[APIServer]:
-    with APIServer() as srv:
-        api = srv.api_client()
-        install_crd(api)
-        client.CoreV1Api(api).create_namespace({"metadata": {"name": NS}})
-        api.close()
+    with server_with_crd(NS) as srv:
         yield srv
 
 
