@@ -184,6 +184,24 @@ class Cluster:
         machine.abdicate(machine.term, self.mono(i), "work ended")
         self._collect(i)
 
+    def step(self, op: str, i: int, dt: float, *, watch_events: int = 1) -> bool:
+        """One step of a generated schedule (the property tests'): ``advance`` by ``dt``, or
+        ``op`` done by replica ``i`` (a watch delivers up to ``watch_events`` events). False for
+        an op this model does not know (the caller's own)."""
+        if op == "advance":
+            self.advance(dt)
+        elif op == "lose":
+            self.respond(i, lose=True)
+        elif op == "watch":
+            self.deliver_watch(i, watch_events)
+        elif op in ("watch_off", "watch_on"):
+            self.replicas[i].machine.set_watching(op == "watch_on", self.mono(i))
+        elif op in ("act", "apply", "respond", "roundtrip", "check", "stop", "abdicate"):
+            getattr(self, op)(i)
+        else:
+            return False
+        return True
+
     # -- observations ----------------------------------------------------------------------------
 
     def believers(self) -> list[int]:

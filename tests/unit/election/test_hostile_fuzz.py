@@ -78,20 +78,11 @@ def test_hostile_leases_never_crash_a_machine_nor_freeze_the_group(
     pending_edits = list(edits)
     assert pending_edits
     for op, i, dt in ops:
-        if op == "advance":
-            cluster.advance(dt)
-        elif op == "roundtrip":
-            cluster.roundtrip(i)
-        elif op == "watch":
-            cluster.deliver_watch(i, 3)
-        elif op == "act":
-            cluster.act(i)
-        elif op == "apply":
-            cluster.apply(i)
-        elif op == "respond":
-            cluster.respond(i)
-        elif op == "hostile" and pending_edits:
-            _overwrite(cluster, pending_edits.pop())
+        if op == "hostile":
+            if pending_edits:
+                _overwrite(cluster, pending_edits.pop())
+        else:
+            assert cluster.step(op, i, dt, watch_events=3), f"unknown op {op!r}"
         assert len(cluster.believers()) <= 1
     if len(pending_edits) == len(edits):  # none landed yet (no Lease): elect, then edit
         cluster.run_until(lambda: NAME in cluster.store.leases, limit=60)
