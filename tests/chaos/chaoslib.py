@@ -22,6 +22,16 @@ from tests.support.processes import child_env
 HERE = Path(__file__).resolve().parent
 
 
+def end_all(procs: Iterable[subprocess.Popen[Any]]) -> None:
+    """SIGKILL every process still running (SIGCONT first: it may be stopped) and reap each."""
+    for proc in procs:
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(signal.SIGCONT)
+            proc.kill()
+        proc.wait(timeout=10)
+
+
 class Procs:
     """Named processes of one scenario, each with a journal and a log in ``tmp``."""
 
@@ -51,12 +61,7 @@ class Procs:
         self.procs[name].send_signal(sig)
 
     def close(self) -> None:
-        for proc in self.procs.values():
-            if proc.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    proc.send_signal(signal.SIGCONT)
-                proc.kill()
-            proc.wait(timeout=10)
+        end_all(self.procs.values())
         for out in self._logs:
             out.close()
 

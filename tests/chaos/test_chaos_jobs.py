@@ -92,12 +92,16 @@ class JobCluster:
 
     # -- processes ------------------------------------------------------------------------------
 
-    def spawn(self, name: str) -> None:
+    def spawn(
+        self, name: str, *, every: float = EVERY, lock: float = LOCK, run: float = RUN
+    ) -> None:
+        """A replica (chaos_jobs.py): a tick job every ``every`` s, ``lock_at_most_for=lock``,
+        each run ``run`` s long."""
         self.procs.spawn(name, [
             str(APP), "--kubeconfig", str(self.server.kubeconfig), "--namespace", self.namespace,
             "--identity", name, "--journal", str(self.tmp / f"{name}.journal"),
             "--log", str(self.tmp / f"{name}.log"),
-            "--every", str(EVERY), "--lock", str(LOCK), "--run", str(RUN),
+            "--every", str(every), "--lock", str(lock), "--run", str(run),
         ])  # fmt: skip
 
     def spawn_operator(self) -> str:

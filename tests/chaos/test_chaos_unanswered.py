@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 
 from k8slease.testing.server import APIServer
-from tests.chaos.chaoslib import HERE, overlaps, poll, segments_by
+from tests.chaos.chaoslib import overlaps, poll, segments_by
 from tests.chaos.test_chaos_election import _kube_apiserver
 from tests.chaos.test_chaos_jobs import (  # noqa: F401 (the fixture)
     START_WITHIN,
@@ -37,7 +37,6 @@ from tests.chaos.test_chaos_jobs import (  # noqa: F401 (the fixture)
 
 pytestmark = [pytest.mark.chaos, pytest.mark.slow]
 
-APP = HERE / "chaos_jobs.py"
 EVERY, LOCK, RUN = 2.0, 600.0, 0.5
 PAUSE = 15.0
 CLAIM_SPREAD = 2 * 0.5
@@ -51,12 +50,7 @@ def cluster(jobs_cluster: JobCluster) -> JobCluster:  # noqa: F811
 
 
 def _spawn(c: JobCluster, name: str) -> None:
-    c.procs.spawn(name, [
-        str(APP), "--kubeconfig", str(c.server.kubeconfig), "--namespace", c.namespace,
-        "--identity", name, "--journal", str(c.tmp / f"{name}.journal"),
-        "--log", str(c.tmp / f"{name}.log"),
-        "--every", str(EVERY), "--lock", str(LOCK), "--run", str(RUN),
-    ])  # fmt: skip
+    c.spawn(name, every=EVERY, lock=LOCK, run=RUN)
 
 
 def _pause(server: Any) -> Any:

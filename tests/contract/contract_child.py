@@ -210,21 +210,31 @@ def form_start_stop(case: Case, client: Any) -> None:
         elector.stop()
 
 
-def form_async_with(case: Case, client: Any) -> None:
+def run_async_with(case: Case, make: Callable[[], Any]) -> None:
+    """``async with make(): case.async_body()`` in a loop of its own (``make`` is called in
+    it); the tasks still pending once the form ended are observed as ``tasks_left``."""
+
     async def main() -> None:
-        elector = AsyncLeaderElector(
-            case.lease, **elector_options(case, client, on_started_leading=case.shape_function())
-        )
-        case.leads = lambda: elector.is_leader
-        case.ready = elector.ready
-        case.healthy = elector.healthy
-        async with elector:
+        async with make():
             await case.async_body()
         await asyncio.sleep(0)
         left = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
         case.observed["tasks_left"] = [repr(t) for t in left]
 
     asyncio.run(main())
+
+
+def form_async_with(case: Case, client: Any) -> None:
+    def make() -> AsyncLeaderElector:
+        elector = AsyncLeaderElector(
+            case.lease, **elector_options(case, client, on_started_leading=case.shape_function())
+        )
+        case.leads = lambda: elector.is_leader
+        case.ready = elector.ready
+        case.healthy = elector.healthy
+        return elector
+
+    run_async_with(case, make)
 
 
 def make_jobs(case: Case, client: Any) -> Jobs:
@@ -255,14 +265,7 @@ def form_with_jobs(case: Case, client: Any) -> None:
 
 
 def form_async_with_jobs(case: Case, client: Any) -> None:
-    async def main() -> None:
-        async with make_jobs(case, client):
-            await case.async_body()
-        await asyncio.sleep(0)
-        left = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-        case.observed["tasks_left"] = [repr(t) for t in left]
-
-    asyncio.run(main())
+    run_async_with(case, lambda: make_jobs(case, client))
 
 
 def form_wrap(case: Case, client: Any) -> None:

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
@@ -42,6 +43,17 @@ def server_with_crd(namespace: str) -> Iterator[APIServer]:
         client.CoreV1Api(api).create_namespace({"metadata": {"name": namespace}})
         api.close()
         yield srv
+
+
+def server_fixture(namespace: str) -> Any:
+    """A pytest fixture ``server``: :func:`server_with_crd` for ``namespace``, per test."""
+
+    @pytest.fixture
+    def server() -> Iterator[APIServer]:
+        with server_with_crd(namespace) as srv:
+            yield srv
+
+    return server
 
 
 @contextmanager

@@ -9,10 +9,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-
-import pytest
 
 from k8slease.lease.record import LeaseRecord, new_lease
 from k8slease.lease.transport import LeaseTransport
@@ -23,18 +20,13 @@ from tests.support.operators import (
     event_changes,
     group_events,
     operator_process,
-    server_with_crd,
+    server_fixture,
     wait_for,
     wait_status,
 )
 
 NS = "expiry"
-
-
-@pytest.fixture
-def server() -> Iterator[APIServer]:
-    with server_with_crd(NS) as srv:
-        yield srv
+server = server_fixture(NS)
 
 
 def test_an_abandoned_lease_shows_no_leader_and_no_became_leader_event(server: APIServer) -> None:

@@ -79,22 +79,32 @@ def elector(server: APIServer, name: str, identity: str, **options: Any) -> Lead
     )
 
 
+def failover(
+    server: APIServer, api: client.ApiClient, group: str, *, takeover_within: float, **a: Any
+) -> dict[str, Any]:
+    """replica-a leads ``group`` (elector options ``a``), replica-b waits; a stops (with
+    ``release_on_stop=False``, as if it crashed), b leads within ``takeover_within`` s; returns
+    the group's status once the operator names b."""
+    first = elector(server, group, "replica-a", **a).start()
+    assert first.wait_until_leading(5)
+    second = elector(server, group, "replica-b").start()
+    try:
+        wait_status(api, NS, group, lambda s: s.get("leader") == "replica-a", "a leads")
+        first.stop(5)
+        assert second.wait_until_leading(takeover_within)
+        status: dict[str, Any] = wait_status(
+            api, NS, group, lambda s: s.get("leader") == "replica-b", "b leads"
+        )
+    finally:
+        first.stop(5)
+        second.stop(5)
+    return status
+
+
 def test_released_failover_is_recorded_with_its_gap(
     server: APIServer, api: client.ApiClient
 ) -> None:
-    a = elector(server, "fo-released", "replica-a").start()
-    assert a.wait_until_leading(5)
-    b = elector(server, "fo-released", "replica-b").start()
-    try:
-        wait_status(api, NS, "fo-released", lambda s: s.get("leader") == "replica-a", "a leads")
-        a.stop(5)  # releases the Lease; b takes over at once
-        assert b.wait_until_leading(5)
-        status = wait_status(
-            api, NS, "fo-released", lambda s: s.get("leader") == "replica-b", "b leads"
-        )
-    finally:
-        a.stop(5)
-        b.stop(5)
+    status = failover(server, api, "fo-released", takeover_within=5)  # b takes over at once
     first, last = status["failovers"][0], status["failovers"][-1]
     assert (first["to"], first["reason"]) == ("replica-a", "first")
     assert (last["from"], last["to"], last["reason"]) == ("replica-a", "replica-b", "released")
@@ -117,19 +127,8 @@ def test_released_failover_is_recorded_with_its_gap(
 def test_expired_failover_is_recorded_with_its_gap(
     server: APIServer, api: client.ApiClient
 ) -> None:
-    a = elector(server, "fo-expired", "replica-a", release_on_stop=False).start()
-    assert a.wait_until_leading(5)
-    b = elector(server, "fo-expired", "replica-b").start()
-    try:
-        wait_status(api, NS, "fo-expired", lambda s: s.get("leader") == "replica-a", "a leads")
-        a.stop(5)  # a crashes: the Lease is not released, b must wait for it to expire
-        assert b.wait_until_leading(10)
-        status = wait_status(
-            api, NS, "fo-expired", lambda s: s.get("leader") == "replica-b", "b leads"
-        )
-    finally:
-        a.stop(5)
-        b.stop(5)
+    # a crashes: the Lease is not released, b must wait for it to expire
+    status = failover(server, api, "fo-expired", takeover_within=10, release_on_stop=False)
     last = status["failovers"][-1]
     assert (last["from"], last["to"], last["reason"]) == ("replica-a", "replica-b", "expired")
     # b waits a whole lease duration (2 s) after a's last renewal before it takes over

@@ -4,10 +4,7 @@ in the Lease (empty holder) is ``released``, and the takeover seen later has no 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime
-
-import pytest
 
 from k8slease.errors import NotFound
 from k8slease.lease.record import LeaseRecord, lease_with_record, new_lease
@@ -18,18 +15,13 @@ from tests.support.operators import (
     event_changes,
     group_events,
     operator_process,
-    server_with_crd,
+    server_fixture,
     wait_for,
     wait_status,
 )
 
 NS = "restart"
-
-
-@pytest.fixture
-def server() -> Iterator[APIServer]:
-    with server_with_crd(NS) as srv:
-        yield srv
+server = server_fixture(NS)
 
 
 def write(leases: LeaseTransport, group: str, holder: str, transitions: int, token: int) -> None:
