@@ -2,7 +2,7 @@
 
 Three real :class:`~k8slease.election.machine.ElectionMachine` replicas (the model of
 test_safety.py) contend while the Lease is overwritten, at any moment, with anything the API
-server would store (tests/hostile.py). Nothing raises, never two leaders, and once the Lease is
+server would store (support/hostile.py). Nothing raises, never two leaders, and once the Lease is
 left alone (the edit "repaired" by the replicas' own writes) a leader emerges within the longer
 of the hostile duration and ours, plus retries: the group never freezes.
 """

@@ -1,6 +1,6 @@
 """Issue 23: every decoder of Lease content is total, and whatever k8slease writes reads back.
 
-For any JSON the API server can store (tests/hostile.py draws it), each codec returns a value and
+For any JSON the API server can store (support/hostile.py draws it), each codec returns a value and
 a list of what was malformed, and raises nothing; every record the rules produce from what was
 decoded (a grant, a renewal, a release, a claim, a run's release) is written, read back equal and
 without problems. Times are zero-padded RFC 3339 for every year the decoder accepts.

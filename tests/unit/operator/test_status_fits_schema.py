@@ -2,7 +2,7 @@
 
 The API server rejects a status patch (422) for a ``format: date-time`` string that is not RFC 3339
 with a four-digit year, and for an integer beyond int64. The operator reads hostile Leases
-(tests/hostile.py), renders the status, and every rendered status must pass: the CRD's schema
+(support/hostile.py), renders the status, and every rendered status must pass: the CRD's schema
 (structure, enums), every date-time field, every integer (``lastRun`` and ``recentRuns`` too,
 whose fields the schema leaves open). A status read back (``seed``, an operator restart) renders
 valid again.
