@@ -135,26 +135,25 @@ class Case:
                 raise RuntimeError("the callback raised")
 
             return raises
+
+        async def until_cancelled() -> None:
+            record("started")
+            try:
+                await asyncio.Event().wait()  # runs until cancelled
+            except asyncio.CancelledError:
+                record("cancelled")
+                raise
+
         if self.shape == "async":
 
             async def coroutine(ctx: Any) -> None:
-                record("started")
-                try:
-                    await asyncio.Event().wait()  # runs until cancelled
-                except asyncio.CancelledError:
-                    record("cancelled")
-                    raise
+                await until_cancelled()
 
             return coroutine
         if self.shape == "async-noarg":
 
             async def coroutine_noarg() -> None:
-                record("started")
-                try:
-                    await asyncio.Event().wait()  # runs until cancelled
-                except asyncio.CancelledError:
-                    record("cancelled")
-                    raise
+                await until_cancelled()
 
             return coroutine_noarg
         raise AssertionError(self.shape)

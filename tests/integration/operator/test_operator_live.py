@@ -308,32 +308,20 @@ def test_kubectl_shows_the_printer_columns(server: APIServer, api: client.ApiCli
     a = elector(server, "kubectl-grp", "replica-a").start()
     try:
         wait_status(api, NS, "kubectl-grp", lambda s: s.get("leader") == "replica-a", "status")
-        kubectl = ["kubectl", "--kubeconfig", str(server.kubeconfig), "-n", NS]
-        out = subprocess.run(
-            [*kubectl, "get", "scheduledjobgroups", "kubectl-grp"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=True,
-        ).stdout
+
+        def kubectl(*args: str) -> str:
+            command = ["kubectl", "--kubeconfig", str(server.kubeconfig), "-n", NS, *args]
+            return subprocess.run(
+                command, capture_output=True, text=True, timeout=30, check=True
+            ).stdout
+
+        out = kubectl("get", "scheduledjobgroups", "kubectl-grp")
         header, row = out.splitlines()[:2]
         assert header.split() == ["NAME", "LEADER", "TRANSITIONS", "LAST", "FAILOVER", "AGE"]
         assert row.split()[:3] == ["kubectl-grp", "replica-a", "0"]
-        wide = subprocess.run(
-            [*kubectl, "get", "sjg", "-o", "wide"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=True,
-        ).stdout
+        wide = kubectl("get", "sjg", "-o", "wide")
         assert "LAST RUN" in wide and "MESSAGE" in wide
-        described = subprocess.run(
-            [*kubectl, "describe", "scheduledjobgroup", "kubectl-grp"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=True,
-        ).stdout
+        described = kubectl("describe", "scheduledjobgroup", "kubectl-grp")
         assert "Failovers:" in described and "LeaderElected" in described
     finally:
         a.stop(5)

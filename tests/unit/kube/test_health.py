@@ -28,16 +28,22 @@ def answer(state: dict[str, bool | None]) -> Callable[[], bool]:
     return check
 
 
+def assert_follows(
+    port: int, path: str, state: dict[str, bool | None], answers: list[tuple[bool | None, int]]
+) -> None:
+    """For each (value, code): with the check answering ``value`` (None: raising), ``path``
+    answers ``code``."""
+    for value, code in answers:
+        state["now"] = value
+        assert status(port, path) == code, (path, value)
+
+
 def test_healthz_follows_the_check_and_a_raising_check_is_unhealthy() -> None:
     state: dict[str, bool | None] = {"now": True}
     check = answer(state)
     server = HealthServer(check, host="127.0.0.1", port=0).start()
     try:
-        assert status(server.port, "/healthz") == 200
-        state["now"] = False
-        assert status(server.port, "/healthz") == 503
-        state["now"] = None
-        assert status(server.port, "/healthz") == 503
+        assert_follows(server.port, "/healthz", state, [(True, 200), (False, 503), (None, 503)])
         assert status(server.port, "/readyz") == 200
         assert status(server.port, "/nope") == 404
     finally:
@@ -49,11 +55,7 @@ def test_readyz_follows_the_ready_callable() -> None:
     ready = answer(state)
     server = HealthServer(lambda: True, ready=ready, host="127.0.0.1", port=0).start()
     try:
-        assert status(server.port, "/readyz") == 503
-        state["now"] = True
-        assert status(server.port, "/readyz") == 200
-        state["now"] = None
-        assert status(server.port, "/readyz") == 503
+        assert_follows(server.port, "/readyz", state, [(False, 503), (True, 200), (None, 503)])
         assert status(server.port, "/healthz") == 200  # liveness is a separate question
     finally:
         server.stop()
