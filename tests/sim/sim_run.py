@@ -107,18 +107,13 @@ def simulate(
     ]
     electors = [ElectionReplica(i, world, net, clocks[i], TIMING) for i in range(replicas)]
     ledger = Ledger()
+    common: dict[str, Any] = {
+        "period": PERIOD,
+        "lock_at_most_for": LOCK_AT_MOST_FOR,
+        "claim_path": claim_path,
+    }
     workers = [
-        JobReplica(
-            i,
-            world,
-            net,
-            clocks[i],
-            ledger,
-            period=PERIOD,
-            lock_at_most_for=LOCK_AT_MOST_FOR,
-            run_time=(0.1, 7.0),
-            claim_path=claim_path,
-        )
+        JobReplica(i, world, net, clocks[i], ledger, run_time=(0.1, 7.0), **common)
         for i in range(replicas)
     ]
     leader_ledger = Ledger()
@@ -126,17 +121,9 @@ def simulate(
     if leader_jobs:
         for i in range(replicas):
             worker = LeaderJobReplica(
-                i,
-                world,
-                net,
-                clocks[i],
-                leader_ledger,
-                period=PERIOD,
-                lock_at_most_for=LOCK_AT_MOST_FOR,
-                run_time=(0.1, 4.0),
-                claim_path=claim_path,
-                job=LEADER_JOB,
-            )
+                i, world, net, clocks[i], leader_ledger, run_time=(0.1, 4.0), job=LEADER_JOB,
+                **common,
+            )  # fmt: skip
             worker.bind(electors[i])
             leader_workers.append(worker)
     out = Outcome(seed=seed, seconds=seconds, events=0)
