@@ -250,11 +250,8 @@ def test_other_replicas_report_each_tick_skipped_for_a_silent_holder(
 ) -> None:
     """r0's claim was applied after r0 gave up (and r0 fires no more ticks): r1 skips while the
     lock runs out, each skip at WARNING once the holder has been silent past a keep-alive."""
-    clock, store = FakeClock(), Store()
-    r0, r1 = _lock(store, clock, "r0", at_most=30), _lock(store, clock, "r1", at_most=30)
-    store.lose = ["applied"]
-    with pytest.raises(Unavailable):
-        r0.try_acquire(_tick(clock))
+    clock, store, _, _ = _unanswered_claim("applied", at_most=30)
+    r1 = _lock(store, clock, "r1", at_most=30)
     clock.advance(2)
     with caplog.at_level(logging.DEBUG, logger="k8slease"):
         assert r1.try_acquire(_tick(clock)) is Verdict.HELD  # just seen: not silent yet
@@ -443,11 +440,8 @@ def test_a_claim_applied_long_after_it_was_sent_is_reported_from_the_first_skip(
     """r0's claim lands 29 s after r0 sent it (and gave up on it): r1 sees it fresh, but the
     holder's own write is older than a keep-alive (10 s) + a request timeout (5 s) + a keep-alive
     of skew allowance: its first skip is at WARNING, not DEBUG (soak seed 8002, tick 151)."""
-    clock, store = FakeClock(), Store()
-    r0, r1 = _lock(store, clock, "r0", at_most=30), _lock(store, clock, "r1", at_most=30)
-    store.lose = ["later"]
-    with pytest.raises(Unavailable):
-        r0.try_acquire(_tick(clock))
+    clock, store, _, _ = _unanswered_claim("later", at_most=30)
+    r1 = _lock(store, clock, "r1", at_most=30)
     clock.advance(29)
     store.land()
 
