@@ -42,13 +42,17 @@ class Leadership:
         return self.clock.monotonic() < self.until
 
 
-def _runner(clock: FakeClock, store: Store, func: Any, leading: Leadership) -> TickRunner:
+def _runner(
+    clock: FakeClock, store: Store, func: Any, leading: Leadership, **lock: float
+) -> TickRunner:
+    """r0's runner of a LEADER-class job every 10 s, its lock (``_lock`` options ``lock``) on
+    ``store``, leading while ``leading()`` says so."""
     spec = JobSpec(name="job", func=func, mode=Mode.LEADER, trigger=IntervalTrigger(seconds=10))
     return TickRunner(
         spec,
         group="g",
         identity="r0",
-        lock=_lock(store, clock),
+        lock=_lock(store, clock, **lock),
         is_leader=leading,
         clock=clock,
     )
