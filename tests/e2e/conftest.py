@@ -13,12 +13,15 @@ Environment: ``K8SLEASE_E2E_IMAGE`` names a prebuilt image to load instead of bu
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import pytest
@@ -74,12 +77,30 @@ def e2e_cluster(request: pytest.FixtureRequest) -> Iterator[E2ECluster]:
         )
     else:
         cluster = NodeCluster()
-    cluster.start()
+    with _sigterm_interrupts():
+        cluster.start()
+        try:
+            yield cluster
+        finally:
+            if chosen == "node" or not request.config.getoption("keep_cluster"):
+                cluster.stop()
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """SIGTERM ends the suite as Ctrl-C does, so the cluster is still stopped: `.ci/run` stops
+    a still-running e2e part with SIGTERM when `make test` fails, and Python's default would end
+    pytest at once, leaving the node's pods (their shims run in sessions of their own), mounts
+    and network namespace behind."""
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
     try:
-        yield cluster
+        yield
     finally:
-        if chosen == "node" or not request.config.getoption("keep_cluster"):
-            cluster.stop()
+        signal.signal(signal.SIGTERM, previous)
 
 
 @pytest.fixture(scope="session")
