@@ -29,15 +29,15 @@ from k8slease.election.context import LeadershipContext
 from k8slease.election.hooks import LeadershipCallback, NewLeaderCallback
 from k8slease.election.machine import ElectionMachine
 from k8slease.election.runner import ElectionRunner
+from k8slease.election.seams import DEFAULT_SEAMS, Seams
 from k8slease.election.terms import TermCallbacks
-from k8slease.election.timing import ElectionTiming
+from k8slease.election.timing import ElectionTiming, one_timing
 from k8slease.errors import ConfigError
 from k8slease.kube.apiclient import api_client_if_configured, check_api_client
-from k8slease.kube.identity import default_identity, default_namespace
+from k8slease.kube.identity import default_namespace, identity_or_default
 from k8slease.kube.options import flag
 from k8slease.kube.signals import GracefulSignals
 from k8slease.kube.validate import validate_label_value, validate_lease_name, validate_namespace
-from k8slease.lease.transport import LeaseAPI
 from k8slease.logs import get_logger
 from k8slease.metrics import ElectorMetrics, default_metrics
 
@@ -83,7 +83,11 @@ class LeaderElector:
       ``renew_deadline``), then the signal goes on to the handler that was there before (the
       default SIGTERM action ends the process; SIGINT raises ``KeyboardInterrupt``); pass
       ``False`` to keep your own handling;
-    * ``clock``, ``metrics``, ``transport``, ``rng`` for tests and custom integrations.
+    * ``metrics`` [Prometheus when prometheus-client is installed, else none] where the
+      transitions and renew latencies are counted (``PrometheusMetrics(registry)`` for a
+      registry of yours);
+    * ``seams`` [none] a :class:`~k8slease.election.seams.Seams` replacing the clock, the
+      transport or the random source, for tests and custom integrations.
 
     Callbacks that take no argument are called without one. Exceptions they raise are logged and
     never stop the elector.
@@ -109,36 +113,23 @@ class LeaderElector:
         group: str | None = None,
         request_timeout: float | None = None,
         handle_signals: bool = True,
-        clock: Clock | None = None,
         metrics: ElectorMetrics | None = None,
-        transport: LeaseAPI | None = None,
-        rng: random.Random | None = None,
+        seams: Seams = DEFAULT_SEAMS,
     ) -> None:
+        if not isinstance(seams, Seams):
+            raise ConfigError(f"seams must be a Seams, got {seams!r}")
         self.name = validate_lease_name(name)
         self.namespace = validate_namespace(namespace or default_namespace())
-        if identity is not None and (not isinstance(identity, str) or not identity.strip()):
-            raise ConfigError(f"identity must be a non-empty string, got {identity!r}")
-        self.identity = identity or default_identity()
-        if len(self.identity) > 253:
-            raise ConfigError("identity must be at most 253 characters")
+        self.identity = identity_or_default(identity)
         self.group = validate_label_value(group or self.name, what="group")
-        loose = {
-            "lease_duration": lease_duration,
-            "renew_interval": renew_interval,
-            "renew_deadline": renew_deadline,
-            "retry_interval": retry_interval,
-            "request_timeout": request_timeout,
-        }
-        if timing is None:
-            self.timing = ElectionTiming(**loose)
-        elif not isinstance(timing, ElectionTiming):
-            raise ConfigError(f"timing must be an ElectionTiming, got {timing!r}")
-        elif given := sorted(key for key, value in loose.items() if value is not None):
-            raise ConfigError(
-                f"pass the timing either as timing= or as {', '.join(given)}=, not both"
-            )
-        else:
-            self.timing = timing  # validated once, where it was built
+        self.timing = one_timing(
+            timing,
+            lease_duration=lease_duration,
+            renew_interval=renew_interval,
+            renew_deadline=renew_deadline,
+            retry_interval=retry_interval,
+            request_timeout=request_timeout,
+        )
         for label, callback in (
             ("on_started_leading", on_started_leading),
             ("on_stopped_leading", on_stopped_leading),
@@ -154,14 +145,14 @@ class LeaderElector:
         self.on_new_leader: NewLeaderCallback | None = on_new_leader
         if api_client is not None:
             check_api_client(api_client)
-        elif transport is None:  # a broken kubeconfig is an error here, not at start()
+        elif seams.transport is None:  # a broken kubeconfig is an error here, not at start()
             api_client = api_client_if_configured()
         self.handle_signals = flag("handle_signals", handle_signals)
         self._api_client = api_client
-        self._clock: Clock = clock or SystemClock()
+        self._clock: Clock = seams.clock or SystemClock()
         metrics = metrics if metrics is not None else default_metrics()
         self._metrics = metrics
-        rng = rng or random.Random()
+        rng = seams.rng or random.Random()
         log = _log.bind(lease=self.name, namespace=self.namespace, identity=self.identity)
         self._log = log
         machine = ElectionMachine(
@@ -189,7 +180,7 @@ class LeaderElector:
             on_events=self._terms.handle,
             may_release=self._terms.work_done,
             own_threads=own_threads,
-            transport=transport,
+            transport=seams.transport,
         )
         self._terms.believes = self._leads_in
         self._running = False

@@ -209,3 +209,44 @@ class ElectionTiming:
         """The pause between failed renewals: short enough for several tries before the deadline."""
         spare = self.renew_deadline - self.renew_interval
         return min(self.retry_interval, max(0.02, spare / 4.0))
+
+
+def one_timing(timing: ElectionTiming | None, **loose: float | None) -> ElectionTiming:
+    """The one timing of an elector: ``timing`` as it is (validated once, where it was built),
+    or an :class:`ElectionTiming` built from the loose keywords (``lease_duration=`` and the
+    others :class:`ElectionTiming` takes, ``None`` when unset); ``ConfigError`` for both."""
+    if timing is None:
+        return ElectionTiming(**loose)
+    if not isinstance(timing, ElectionTiming):
+        raise ConfigError(f"timing must be an ElectionTiming, got {timing!r}")
+    if given := sorted(key for key, value in loose.items() if value is not None):
+        raise ConfigError(
+            f"pass the timing either as timing= or as {', '.join(f'{k}=' for k in given)}, not"
+            " both"
+            " (the keywords build an ElectionTiming)"
+        )
+    return timing
+
+
+def with_request_timeout(
+    timing: ElectionTiming | None, request_timeout: float | None, *, what: str = "election"
+) -> ElectionTiming:
+    """The one timing of a group whose requests all share ``request_timeout``: ``timing`` as it
+    is, or the default timing with ``request_timeout`` when no ``timing`` is given.
+
+    Both given is accepted only when they agree (``ConfigError`` otherwise, naming both): a
+    group has one request timeout, the timing's, so that it cannot be set two ways.
+    """
+    if timing is None:
+        return ElectionTiming(request_timeout=request_timeout)
+    if not isinstance(timing, ElectionTiming):
+        raise ConfigError(f"{what} must be an ElectionTiming, got {timing!r}")
+    if request_timeout is not None:
+        given = _positive("request_timeout", request_timeout)
+        if given != timing.timeout:
+            raise ConfigError(
+                f"request_timeout={given:g} differs from {what}.request_timeout"
+                f" ({timing.timeout:g}s): pass it once, as"
+                f" {what}=ElectionTiming(..., request_timeout={given:g})"
+            )
+    return timing

@@ -37,7 +37,8 @@ from kubernetes import client
 from k8slease.clock import Clock, SystemClock
 from k8slease.election.context import LeadershipContext
 from k8slease.election.elector import LeaderElector
-from k8slease.election.timing import ElectionTiming
+from k8slease.election.seams import Seams
+from k8slease.election.timing import ElectionTiming, with_request_timeout
 from k8slease.errors import ConfigError
 from k8slease.jobs.dropped import DroppedTicks
 from k8slease.jobs.lockcache import (
@@ -62,11 +63,11 @@ from k8slease.jobs.wiring import (
     unschedule_jobs,
 )
 from k8slease.kube.apiclient import api_client_if_configured, check_api_client, default_api_client
-from k8slease.kube.identity import default_identity, default_namespace
+from k8slease.kube.identity import default_namespace, identity_or_default
 from k8slease.kube.options import flag
 from k8slease.kube.options import seconds as check_seconds
 from k8slease.kube.signals import SIGNAL_POLL, GracefulSignals, LoopWaker
-from k8slease.kube.validate import validate_lease_name, validate_namespace
+from k8slease.kube.validate import validate_job_group, validate_namespace
 from k8slease.lease.informer import LeaseInformer
 from k8slease.lease.observe import Observations
 from k8slease.lease.transport import LeaseTransport
@@ -90,9 +91,13 @@ class Jobs:
     jobs`` does, else a ``BackgroundScheduler``; ``async def`` jobs run on the loop, or with a
     thread scheduler in a loop of their own per run). ``api_client`` defaults to the in-cluster
     configuration, else the kubeconfig. ``election`` (an :class:`~k8slease.ElectionTiming`; default
-    60/20/40 s) times the group's leader election, used only when a LEADER job is registered.
-    ``request_timeout`` (seconds, default 10) bounds each connect of a lock call (a claim or an
-    extension may take as long as its result stays usable, :mod:`k8slease.jobs.lockbudget`).
+    60/20/40 s) times the group's leader election (run only when a LEADER job is registered) and
+    holds the group's one request timeout, which bounds each connect of the election's, the
+    locks' and the Events' requests (a claim or an extension may take as long as its result
+    stays usable, :mod:`k8slease.jobs.lockbudget`): ``election.request_timeout``, by default
+    ``min(10, renew_deadline / 3)``, so 10 s with the default timing. ``request_timeout`` sets
+    it without an ``election`` (it must agree with ``election.request_timeout`` when both are
+    given).
     ``metrics`` receives run and
     skip counts (default: Prometheus when prometheus-client is installed). ``clock`` (wall and
     monotonic time) is used by the locks, the runners and the election. ``handle_signals`` (default
@@ -114,7 +119,7 @@ class Jobs:
         scheduler: BaseScheduler | None = None,
         api_client: client.ApiClient | None = None,
         election: ElectionTiming | None = None,
-        request_timeout: float = 10.0,
+        request_timeout: float | None = None,
         restart_delay: float = 5.0,
         clock: Clock | None = None,
         metrics: JobMetrics | None = None,
@@ -122,17 +127,9 @@ class Jobs:
         claim_step: float = DEFAULT_CLAIM_STEP,
         claim_spread: int = DEFAULT_CLAIM_SPREAD,
     ) -> None:
-        self.group = validate_lease_name(group)
-        if "." in group:
-            raise ConfigError(
-                f"group {group!r} must not contain '.' (job Leases are <group>.<job>)"
-            )
+        self.group = validate_job_group(group)
         self.namespace = validate_namespace(namespace or default_namespace())
-        if identity is not None and (not isinstance(identity, str) or not identity.strip()):
-            raise ConfigError(f"identity must be a non-empty string, got {identity!r}")
-        self.identity = identity or default_identity()
-        if len(self.identity) > 253:
-            raise ConfigError("identity must be at most 253 characters")
+        self.identity = identity_or_default(identity)
         if scheduler is not None and not isinstance(scheduler, BaseScheduler):
             raise ConfigError(f"scheduler must be an APScheduler 3 scheduler, got {scheduler!r}")
         self._scheduler = scheduler
@@ -141,10 +138,9 @@ class Jobs:
         self._api_client = (
             api_client_if_configured() if api_client is None else check_api_client(api_client)
         )
-        if election is not None and not isinstance(election, ElectionTiming):
-            raise ConfigError(f"election must be an ElectionTiming, got {election!r}")
-        self.election = election or ElectionTiming()
-        self.request_timeout = check_seconds("request_timeout", request_timeout, above=True)
+        self.election = with_request_timeout(election, request_timeout)
+        #: the one request timeout of the group: its election's, its locks' and its Events'
+        self.request_timeout = self.election.timeout
         self.restart_delay = check_seconds("restart_delay", restart_delay)
         check_claim_spacing(claim_step, claim_spread)
         self.claim_step = float(claim_step)
@@ -467,7 +463,7 @@ class Jobs:
             release_on_return=True,
             handle_signals=False,  # Jobs handles them: its stop stops the elector
             timing=self.election,  # validated once, in ElectionTiming
-            clock=self._clock,
+            seams=Seams(clock=self._clock),
         )
         self._elector.recontend_after_work = True  # the callback ends early only on an error
         self._elector.start()

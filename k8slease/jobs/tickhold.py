@@ -16,7 +16,6 @@ the skip silent.
 from __future__ import annotations
 
 import asyncio
-import types
 from datetime import datetime
 from functools import partial
 from typing import Literal
@@ -124,14 +123,8 @@ class TickHold:
         ctx, self._attempt = claim(self._runner, self._tick, again=self._again)
         return ctx
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: types.TracebackType | None,
-    ) -> Literal[False]:
-        attempt, self._attempt = self._attempt, None
-        finish(self._runner, attempt, exc)
+    def __exit__(self, *exc_info: object) -> Literal[False]:
+        finish(self._runner, self._take_attempt(), _raised(exc_info))
         return False
 
     async def __aenter__(self) -> JobContext:
@@ -141,16 +134,22 @@ class TickHold:
         )
         return ctx
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: types.TracebackType | None,
-    ) -> Literal[False]:
-        attempt, self._attempt = self._attempt, None
+    async def __aexit__(self, *exc_info: object) -> Literal[False]:
+        attempt, exc = self._take_attempt(), _raised(exc_info)
         if isinstance(exc, asyncio.CancelledError):
             # cancelled from outside: release now, without awaiting (the task is going away)
             finish(self._runner, attempt, exc)
             return False
         await asyncio.to_thread(finish, self._runner, attempt, exc)
         return False
+
+    def _take_attempt(self) -> _Attempt | None:
+        """The claim attempt of this ``with``, handed over once (the hold can be used again)."""
+        attempt, self._attempt = self._attempt, None
+        return attempt
+
+
+def _raised(exc_info: tuple[object, ...]) -> BaseException | None:
+    """The exception of an ``__exit__``'s ``(type, value, traceback)``, ``None`` without one."""
+    value = exc_info[1] if len(exc_info) > 1 else None
+    return value if isinstance(value, BaseException) else None

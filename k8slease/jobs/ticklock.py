@@ -56,9 +56,9 @@ from k8slease.jobs.triggers import INTERVAL_ANCHOR
 from k8slease.jobs.wiring import job_events, job_informer
 from k8slease.kube.apiclient import api_client_if_configured, check_api_client, default_api_client
 from k8slease.kube.events import EventRecorder
-from k8slease.kube.identity import default_identity, default_namespace
+from k8slease.kube.identity import default_namespace, identity_or_default
 from k8slease.kube.options import flag, seconds
-from k8slease.kube.validate import is_dns_label, validate_lease_name, validate_namespace
+from k8slease.kube.validate import is_dns_label, validate_job_group, validate_namespace
 from k8slease.lease.informer import LeaseInformer
 from k8slease.lease.observe import Observations
 from k8slease.lease.transport import LeaseTransport
@@ -125,17 +125,9 @@ class TickLock:
         clock: Clock | None = None,
         watch: bool = False,
     ) -> None:
-        self.group = validate_lease_name(group)
-        if "." in group:
-            raise ConfigError(
-                f"group {group!r} must not contain '.' (job Leases are <group>.<job>)"
-            )
+        self.group = validate_job_group(group)
         self.namespace = validate_namespace(namespace or default_namespace())
-        if identity is not None and (not isinstance(identity, str) or not identity.strip()):
-            raise ConfigError(f"identity must be a non-empty string, got {identity!r}")
-        self.identity = identity or default_identity()
-        if len(self.identity) > 253:
-            raise ConfigError("identity must be at most 253 characters")
+        self.identity = identity_or_default(identity)
         self._api_client = (
             api_client_if_configured() if api_client is None else check_api_client(api_client)
         )

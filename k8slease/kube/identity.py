@@ -33,6 +33,17 @@ def default_identity() -> str:
     return f"{base}-{random_suffix()}"
 
 
+def identity_or_default(identity: str | None) -> str:
+    """``identity`` checked (a non-empty string of at most 253 characters, what a Lease's
+    ``holderIdentity`` may be here), or :func:`default_identity` when it is ``None``."""
+    if identity is not None and (not isinstance(identity, str) or not identity.strip()):
+        raise ConfigError(f"identity must be a non-empty string, got {identity!r}")
+    resolved = identity or default_identity()
+    if len(resolved) > 253:
+        raise ConfigError("identity must be at most 253 characters")
+    return resolved
+
+
 def checked_namespace(name: str, *, source: str) -> str:
     """``name`` if it can be a namespace; else ``ConfigError`` naming where it came from."""
     if not is_dns_label(name):

@@ -36,6 +36,15 @@ def validate_lease_name(name: object) -> str:
     return name
 
 
+def validate_job_group(group: object) -> str:
+    """Return ``group`` when it can name a job group (a Lease name without '.', since each job's
+    lock Lease is ``<group>.<job>``), else raise ``ConfigError``."""
+    name = validate_lease_name(group)
+    if "." in name:
+        raise ConfigError(f"group {name!r} must not contain '.' (job Leases are <group>.<job>)")
+    return name
+
+
 def validate_namespace(namespace: object) -> str:
     """Return ``namespace`` when it is a valid namespace name (DNS label), else raise."""
     if not isinstance(namespace, str) or not is_dns_label(namespace):

@@ -44,10 +44,13 @@ def main() -> int:
         namespace=args.namespace,
         identity=args.identity,
         api_client=default_api_client(kubeconfig=args.kubeconfig),
-        election=ElectionTiming(
-            lease_duration=2, renew_interval=0.4, renew_deadline=1.4, retry_interval=0.5
+        election=ElectionTiming(  # one request timeout: the election's, the locks', Events'
+            lease_duration=2,
+            renew_interval=0.4,
+            renew_deadline=1.4,
+            retry_interval=0.5,
+            request_timeout=1.0,
         ),
-        request_timeout=2.0,
         restart_delay=0.1,
     )
 

@@ -7,6 +7,7 @@ those of a fixed span of (fake) time, whatever the machine's speed.
 from __future__ import annotations
 
 from k8slease import LeaderElector
+from k8slease.election.seams import Seams
 from k8slease.metrics import NoopMetrics
 from k8slease.testing.server import APIServer
 from tests.support.fakeclock import FakeClock
@@ -24,7 +25,7 @@ def test_a_missing_namespace_is_retried_at_the_retry_interval(
         namespace="does-not-exist",
         identity="a",
         api_client=server.api_client(),
-        clock=clock,
+        seams=Seams(clock=clock),
         metrics=NoopMetrics(),
         **TIMING,
     )

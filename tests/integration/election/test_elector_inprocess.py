@@ -19,6 +19,7 @@ import kubernetes
 import pytest
 
 from k8slease import LeaderElector, LeadershipContext
+from k8slease.election.seams import Seams
 from k8slease.metrics import NoopMetrics
 from k8slease.names import ANN_FENCING_TOKEN, LABEL_GROUP, LABEL_ROLE
 from k8slease.testing.server import APIServer
@@ -52,7 +53,8 @@ def elector(server: APIServer, cleanup: list[Any], identity: str, **kwargs: Any)
     client = server.api_client()
     cleanup.append(client)
     options: dict[str, Any] = {"namespace": NS, "metrics": NoopMetrics(), **FAST, **kwargs}
-    made = LeaderElector("demo", identity=identity, api_client=client, **options)
+    seams = Seams(clock=options.pop("clock", None))
+    made = LeaderElector("demo", identity=identity, api_client=client, seams=seams, **options)
     cleanup.append(made)
     return made
 

@@ -51,8 +51,7 @@ def test_ticks_dropped_on_a_slow_server_are_posted_as_an_event(
         namespace="default",
         identity="r0",
         api_client=server.api_client(),
-        election=TIMING,
-        request_timeout=TIMING.timeout,
+        election=TIMING,  # its request_timeout is the one of the locks and Events too
         handle_signals=False,
     )
 

@@ -50,8 +50,7 @@ def replicas(k8s_embedded_apiserver: APIServer) -> Iterator[tuple[list[Jobs], li
             namespace="default",
             identity=f"r{i}",
             api_client=k8s_embedded_apiserver.api_client(),
-            election=TIMING,
-            request_timeout=TIMING.timeout,
+            election=TIMING,  # its request_timeout is the one of the locks and Events too
             handle_signals=False,
         )
         jobs.interval(seconds=EVERY, lock_at_most_for=12, grace=EVERY, name="tick")(

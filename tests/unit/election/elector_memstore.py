@@ -13,6 +13,7 @@ from functools import partial
 from typing import Any
 
 from k8slease import LeaderElector
+from k8slease.election.seams import Seams
 from k8slease.errors import AlreadyExists, Conflict, NotFound, TransportError, Unavailable
 from k8slease.lease.meta import resource_version
 from k8slease.lease.transport import WatchEvent
@@ -177,10 +178,14 @@ def make_elector(
     **kwargs: Any,
 ) -> LeaderElector:
     """A LeaderElector of the Lease "demo" on ``store`` (or on ``transport=``), with
-    ``NoopMetrics`` unless ``metrics=`` is given: ``defaults``, then ``kwargs``. Appended to
-    ``made`` (the ``electors`` fixture), which stops it after the test."""
+    ``NoopMetrics`` unless ``metrics=`` is given: ``defaults``, then ``kwargs``; ``clock=`` and
+    ``transport=`` go into its ``Seams``. Appended to ``made`` (the ``electors`` fixture), which
+    stops it after the test."""
     options: dict[str, Any] = {"metrics": NoopMetrics(), **defaults, **kwargs}
-    transport = options.pop("transport", None) or MemoryTransport(store)
-    elector = LeaderElector("demo", identity=identity, transport=transport, **options)
+    seams = Seams(
+        clock=options.pop("clock", None),
+        transport=options.pop("transport", None) or MemoryTransport(store),
+    )
+    elector = LeaderElector("demo", identity=identity, seams=seams, **options)
     made.append(elector)
     return elector

@@ -19,6 +19,7 @@ import pytest
 
 from k8slease import LeaderElector, LeadershipContext
 from k8slease.election.commands import Create, Read
+from k8slease.election.seams import Seams
 from k8slease.errors import ConfigError, Unavailable
 from k8slease.lease.record import record_from_lease
 from k8slease.metrics import NoopMetrics, PrometheusMetrics
@@ -48,7 +49,7 @@ def test_defaults_come_from_the_pod_environment(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setenv("POD_NAMESPACE", "payments")
     monkeypatch.setenv("POD_NAME", "web-0")
     elector = LeaderElector(
-        "billing", metrics=NoopMetrics(), transport=MemoryTransport(MemoryLeaseStore())
+        "billing", metrics=NoopMetrics(), seams=Seams(transport=MemoryTransport(MemoryLeaseStore()))
     )
     assert elector.namespace == "payments"
     assert elector.identity.startswith("web-0-") and len(elector.identity) == len("web-0-") + 5
@@ -308,8 +309,7 @@ def test_healthy_is_false_when_leading_but_stale() -> None:
     elector = LeaderElector(
         "demo",
         identity="a",
-        clock=clock,
-        transport=MemoryTransport(store),
+        seams=Seams(clock=clock, transport=MemoryTransport(store)),
         metrics=NoopMetrics(),
         **FAST,
     )
@@ -407,7 +407,7 @@ def test_asyncio_integration_runs_coroutines_on_the_loop_and_cancels_them(
         async with AsyncLeaderElector(
             "demo",
             identity="a",
-            transport=MemoryTransport(store),
+            seams=Seams(transport=MemoryTransport(store)),
             metrics=NoopMetrics(),
             on_started_leading=lead,
             on_stopped_leading=stopped,

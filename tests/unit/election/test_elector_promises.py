@@ -13,6 +13,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from k8slease import AsyncLeaderElector, LeaderElector
+from k8slease.election.seams import Seams
 from k8slease.lease.record import record_from_lease
 from k8slease.metrics import NoopMetrics, PrometheusMetrics
 from tests.support.fakeclock import JumpingClock
@@ -74,7 +75,8 @@ def test_async_wait_until_leading_takes_a_timeout_and_returns_a_bool(
 
     async def main() -> tuple[bool, bool, bool]:
         elector = AsyncLeaderElector(
-            "demo", identity="b", transport=MemoryTransport(store), metrics=NoopMetrics(),
+            "demo", identity="b", seams=Seams(transport=MemoryTransport(store)),
+            metrics=NoopMetrics(),
             handle_signals=False, **FAST,
         )  # fmt: skip
         async with elector:

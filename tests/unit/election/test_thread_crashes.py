@@ -17,6 +17,7 @@ import pytest
 
 from k8slease import LeaderElector
 from k8slease.clock import SystemClock
+from k8slease.election.seams import Seams
 from k8slease.errors import Unavailable
 from k8slease.jobs.lock import JobLock
 from k8slease.lease.informer import LeaseInformer
@@ -40,7 +41,7 @@ class Injected(RuntimeError):
 
 def make(transport: MemoryTransport, made: list[LeaderElector]) -> LeaderElector:
     elector = LeaderElector(
-        "demo", identity="r0", transport=transport, metrics=NoopMetrics(), **FAST
+        "demo", identity="r0", seams=Seams(transport=transport), metrics=NoopMetrics(), **FAST
     )
     made.append(elector)
     return elector
