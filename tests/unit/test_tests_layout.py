@@ -1,7 +1,7 @@
 """The test tree is one package (issue 24): every directory of Python files under tests/ has an
 ``__init__.py``, helpers are imported as ``tests.<dir>.<module>`` from the repository root (never
-by bare name), and no file edits ``sys.path`` (a helper found by bare name through a path edit hides which of two
-same-named modules runs, and breaks when a file moves)."""
+by bare name), and no file edits ``sys.path`` (a helper found by bare name through a path edit
+hides which of two same-named modules runs, and breaks when a file moves)."""
 
 from __future__ import annotations
 
