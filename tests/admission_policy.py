@@ -24,10 +24,10 @@ import uuid
 from typing import Any
 
 import kubernetes.client
-import render_manifests as rm
-from polling import poll
 
+from charts import render_manifests as rm
 from k8slease.testing.controlplane.certs import ADMIN_USER
+from tests.support.polling import poll
 
 OPTION = "--admission-policy"
 RELEASE_NAMESPACE = "k8slease-policy"

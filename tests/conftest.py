@@ -1,26 +1,17 @@
-"""Shared set-up: the chart's render script (``render_manifests``) and the peers' helpers
-(``peerproc``, tests/peers) are importable; ``--admission-policy`` installs the chart's
-admission policy on the real control plane (tests/admission_policy.py)."""
+"""Shared set-up: ``--admission-policy`` installs the chart's admission policy on the real control
+plane (tests/admission_policy.py); xdist's scheduler (tests/xdist_order.py). Every helper is
+imported as a package module from the repository root (``tests.support.polling``,
+``charts.render_manifests``): nothing here or elsewhere under tests/ edits ``sys.path``."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-CHARTS = Path(__file__).resolve().parents[1] / "charts"
-PEERS = Path(__file__).resolve().parent / "peers"
-for _path in (CHARTS, PEERS):
-    if str(_path) not in sys.path:
-        sys.path.insert(0, str(_path))
-
-import admission_policy  # noqa: E402  (tests/ is on sys.path: pytest's rootdir conftest)
-import xdist_order  # noqa: E402
-
-from k8slease.testing import tiers  # noqa: E402
+from k8slease.testing import tiers
+from tests import admission_policy, xdist_order
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

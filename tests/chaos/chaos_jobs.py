@@ -18,56 +18,26 @@ default action.
 
 from __future__ import annotations
 
-import argparse
-import faulthandler
 import logging
-import signal
 import sys
-import threading
 import time
-from typing import IO
 
 from k8slease.election.timing import ElectionTiming
 from k8slease.jobs.context import JobContext
 from k8slease.jobs.registry import Jobs
 from k8slease.jobs.spec import Mode
 from k8slease.kube.apiclient import default_api_client
-
-
-class _Mono(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        record.mono = f"{time.monotonic():.6f}"
-        return True
+from tests.chaos.replica import journal_writer, log_to, replica_args
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--kubeconfig", required=True)
-    parser.add_argument("--namespace", required=True)
-    parser.add_argument("--identity", required=True)
-    parser.add_argument("--journal", required=True)
-    parser.add_argument("--log", required=True)
-    parser.add_argument("--every", type=float, default=2.0)
-    parser.add_argument("--lock", type=float, default=3.0)
-    parser.add_argument("--run", type=float, default=1.5)
-    args = parser.parse_args()
-    faulthandler.register(signal.SIGUSR1, all_threads=True)  # the suite's look at a stuck one
-
-    handler = logging.FileHandler(args.log)
-    handler.addFilter(_Mono())
-    handler.setFormatter(logging.Formatter("%(mono)s %(levelname)s %(name)s %(message)s"))
-    root = logging.getLogger("k8slease")
-    root.addHandler(handler)
-    root.setLevel(logging.INFO)
+    args = replica_args(
+        every=2.0, run=1.5, more=lambda p: p.add_argument("--lock", type=float, default=3.0)
+    )
+    log_to(args.log)
     logging.getLogger("k8slease.locks").setLevel(logging.DEBUG)
     logging.getLogger("k8slease.jobs").setLevel(logging.DEBUG)  # every skip, with its tick
-
-    journal: IO[str] = open(args.journal, "a", buffering=1)  # noqa: SIM115 (lives as long as we)
-    write_lock = threading.Lock()
-
-    def write(line: str) -> None:
-        with write_lock:
-            journal.write(line + "\n")
+    write = journal_writer(args.journal)
 
     jobs = Jobs(
         "chaosjobs",

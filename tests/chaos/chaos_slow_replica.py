@@ -15,56 +15,29 @@ the scenario can match every lost tick with the warning that reports it. SIGTERM
 
 from __future__ import annotations
 
-import argparse
-import faulthandler
-import logging
-import signal
 import sys
 import threading
 import time
-from typing import IO
 
 from k8slease.election.timing import ElectionTiming
 from k8slease.jobs.context import JobContext
 from k8slease.jobs.registry import Jobs
 from k8slease.jobs.spec import Mode
 from k8slease.kube.apiclient import default_api_client
-
-
-class _Clocks(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        record.mono = f"{time.monotonic():.6f}"
-        record.wall = f"{time.time():.3f}"
-        return True
+from tests.chaos.replica import journal_writer, log_to, replica_args
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--kubeconfig", required=True)
-    parser.add_argument("--namespace", required=True)
-    parser.add_argument("--identity", required=True)
-    parser.add_argument("--journal", required=True)
-    parser.add_argument("--log", required=True)
-    parser.add_argument("--timing", default="60/20/40", help="lease/renew interval/deadline")
-    parser.add_argument("--every", type=float, default=10.0)
-    parser.add_argument("--run", type=float, default=1.0)
-    args = parser.parse_args()
-    faulthandler.register(signal.SIGUSR1, all_threads=True)
+    args = replica_args(
+        every=10.0,
+        run=1.0,
+        more=lambda p: p.add_argument(
+            "--timing", default="60/20/40", help="lease/renew interval/deadline"
+        ),
+    )
     lease, renew, deadline = (float(x) for x in args.timing.split("/"))
-
-    handler = logging.FileHandler(args.log)
-    handler.addFilter(_Clocks())
-    handler.setFormatter(logging.Formatter("%(mono)s %(wall)s %(levelname)s %(name)s %(message)s"))
-    root = logging.getLogger("k8slease")
-    root.addHandler(handler)
-    root.setLevel(logging.INFO)
-
-    journal: IO[str] = open(args.journal, "a", buffering=1)  # noqa: SIM115 (lives as long as we)
-    write_lock = threading.Lock()
-
-    def write(line: str) -> None:
-        with write_lock:
-            journal.write(line + "\n")
+    log_to(args.log, wall=True)
+    write = journal_writer(args.journal)
 
     jobs = Jobs(
         "slowcp",

@@ -8,7 +8,6 @@ acted at the same instant, and polls them (with a deadline) for what it waits on
 from __future__ import annotations
 
 import contextlib
-import os
 import signal
 import subprocess
 import sys
@@ -16,23 +15,21 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from tests.support.polling import poll as poll  # the suite's one poll, for the scenarios
+from tests.support.processes import REPO as REPO
+from tests.support.processes import child_env
+
 HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[1]
-if str(HERE.parent) not in sys.path:  # tests/, for a scenario run as a script (slowcp.py)
-    sys.path.insert(0, str(HERE.parent))
-
-from polling import poll as poll  # noqa: E402  (the suite's one poll, for the scenarios)
 
 
-def child_env(**extra: str) -> dict[str, str]:
-    """The environment of a spawned process: this checkout first on ``PYTHONPATH`` (the venv may
-    be an editable install of another checkout), unbuffered output."""
-    env = dict(os.environ, PYTHONUNBUFFERED="1", **extra)
-    env["PYTHONPATH"] = os.pathsep.join(
-        p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p
-    )
-    env.pop("KUBERNETES_SERVICE_HOST", None)
-    return env
+def end_all(procs: Iterable[subprocess.Popen[Any]]) -> None:
+    """SIGKILL every process still running (SIGCONT first: it may be stopped) and reap each."""
+    for proc in procs:
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(signal.SIGCONT)
+            proc.kill()
+        proc.wait(timeout=10)
 
 
 class Procs:
@@ -64,12 +61,7 @@ class Procs:
         self.procs[name].send_signal(sig)
 
     def close(self) -> None:
-        for proc in self.procs.values():
-            if proc.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    proc.send_signal(signal.SIGCONT)
-                proc.kill()
-            proc.wait(timeout=10)
+        end_all(self.procs.values())
         for out in self._logs:
             out.close()
 

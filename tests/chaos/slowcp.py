@@ -15,10 +15,10 @@ leadership changes and abdications, seconds nobody led, overlapping leaders, tic
 run, run twice, lost and reported at WARNING or not, the first run after an outage, and the load
 average. :func:`check` holds them to the issue's done-when.
 
-Run a full spell by hand (one at a time: the machine is small)::
+Run a full spell by hand, from the repository root (one at a time: the machine is small)::
 
-    .venv/bin/python tests/chaos/slowcp.py --timing 60/20/40 --delay 10 --spell 300
-    .venv/bin/python tests/chaos/slowcp.py --timing 15/5/10 --fault outage --spell 60
+    .venv/bin/python -m tests.chaos.slowcp --timing 60/20/40 --delay 10 --spell 300
+    .venv/bin/python -m tests.chaos.slowcp --timing 15/5/10 --fault outage --spell 60
 
 ``tests/chaos/test_chaos_slow_api.py`` runs a short one in the suite.
 """
@@ -40,10 +40,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-from chaoslib import Procs, lines, poll  # noqa: E402
+from tests.chaos.chaoslib import Procs, lines, poll
 
+HERE = Path(__file__).resolve().parent
 APP = HERE / "chaos_slow_replica.py"
 GROUP = "slowcp"
 JOBS = ("tick", "lead")

@@ -12,7 +12,6 @@ to the next, and a leader is back within lease + renew deadline (+ margin) after
 
 from __future__ import annotations
 
-import contextlib
 import signal
 import subprocess
 import sys
@@ -22,11 +21,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from chaoslib import child_env, poll
 
 from k8slease.errors import Conflict
 from k8slease.lease.transport import LeaseTransport
 from k8slease.testing.server import APIServer
+from tests.chaos.chaoslib import child_env, end_all, poll
 
 pytestmark = [pytest.mark.chaos, pytest.mark.slow]
 
@@ -116,12 +115,7 @@ class Cluster:
 def cluster(k8s_apiserver: Any, k8s_namespace: str, tmp_path: Path) -> Iterator[Cluster]:
     c = Cluster(k8s_apiserver, k8s_namespace, tmp_path)
     yield c
-    for proc in c.procs.values():
-        if proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                proc.send_signal(signal.SIGCONT)
-            proc.kill()
-        proc.wait(timeout=10)
+    end_all(c.procs.values())
     c.api.close()
     if isinstance(k8s_apiserver, APIServer):
         k8s_apiserver.faults.clear()

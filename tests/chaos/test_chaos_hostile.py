@@ -26,15 +26,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from chaoslib import overlaps, poll, segments_by
-from test_chaos_jobs import (  # noqa: F401 (the fixture)
-    GROUP,
-    JOB,
-    LEADER_WITHIN,
-    START_WITHIN,
-    JobCluster,
-    jobs_cluster,
-)
 
 from k8slease.errors import Conflict
 from k8slease.lease.meta import lease_name_of
@@ -45,6 +36,15 @@ from k8slease.names import (
     LABEL_GROUP,
     LABEL_ROLE,
     ROLE_LEADER,
+)
+from tests.chaos.chaoslib import overlaps, poll, segments_by
+from tests.chaos.test_chaos_jobs import (  # noqa: F401 (the fixture)
+    GROUP,
+    JOB,
+    LEADER_WITHIN,
+    START_WITHIN,
+    JobCluster,
+    jobs_cluster,
 )
 
 # ten edits, each judged twice (edit, repair) over OBSERVE seconds: about 150 s per server

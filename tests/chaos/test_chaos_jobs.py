@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from chaoslib import HERE, Procs, graceful_stop, lines, overlaps, poll, segments_by
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
@@ -42,6 +41,7 @@ from k8slease.lease.view import LeaseView
 from k8slease.names import CRD_GROUP, CRD_PLURAL, CRD_VERSION
 from k8slease.operator.crd import install_crd
 from k8slease.testing.server import APIServer
+from tests.chaos.chaoslib import HERE, Procs, graceful_stop, lines, overlaps, poll, segments_by
 
 pytestmark = [pytest.mark.chaos, pytest.mark.slow]
 
@@ -92,12 +92,16 @@ class JobCluster:
 
     # -- processes ------------------------------------------------------------------------------
 
-    def spawn(self, name: str) -> None:
+    def spawn(
+        self, name: str, *, every: float = EVERY, lock: float = LOCK, run: float = RUN
+    ) -> None:
+        """A replica (chaos_jobs.py): a tick job every ``every`` s, ``lock_at_most_for=lock``,
+        each run ``run`` s long."""
         self.procs.spawn(name, [
             str(APP), "--kubeconfig", str(self.server.kubeconfig), "--namespace", self.namespace,
             "--identity", name, "--journal", str(self.tmp / f"{name}.journal"),
             "--log", str(self.tmp / f"{name}.log"),
-            "--every", str(EVERY), "--lock", str(LOCK), "--run", str(RUN),
+            "--every", str(every), "--lock", str(lock), "--run", str(run),
         ])  # fmt: skip
 
     def spawn_operator(self) -> str:
@@ -220,6 +224,19 @@ class JobCluster:
     def took(self, what: str, seconds: float) -> None:
         self.times.setdefault(what, []).append(round(seconds, 2))
 
+    def signal_holder_mid_run(
+        self, sig: signal.Signals, took: str, *, within: float = TAKEOVER_WITHIN
+    ) -> tuple[Run, float]:
+        """``sig`` to the holder of a run in progress; returns that run and when the signal was
+        sent, once another replica has started a run (within ``within`` s; the takeover time
+        recorded as ``took``)."""
+        victim = self.wait_mid_run()
+        sent_at = time.monotonic()
+        self.procs.signal(victim.who, sig)
+        taker = self.wait_start(after=victim, within=within)
+        self.took(took, taker.start - sent_at)
+        return victim, sent_at
+
 
 @pytest.fixture
 def jobs_cluster(k8s_apiserver: Any, k8s_namespace: str, tmp_path: Path) -> Iterator[JobCluster]:
@@ -257,11 +274,7 @@ def test_job_holders_and_the_operator_under_chaos(jobs_cluster: JobCluster) -> N
 
     # 1. SIGSTOP the holder mid-run until another replica has taken the lock over, then SIGCONT
     c.faults.append("sigstop-holder")
-    victim = c.wait_mid_run()
-    stopped_at = time.monotonic()
-    c.procs.signal(victim.who, signal.SIGSTOP)
-    taker = c.wait_start(after=victim)
-    c.took("takeover after sigstop", taker.start - stopped_at)
+    victim, stopped_at = c.signal_holder_mid_run(signal.SIGSTOP, "takeover after sigstop")
     resumed_at = time.monotonic()
     c.procs.signal(victim.who, signal.SIGCONT)
     assert resumed_at - stopped_at > LOCK, "stopped past lock_at_most_for"
@@ -279,11 +292,7 @@ def test_job_holders_and_the_operator_under_chaos(jobs_cluster: JobCluster) -> N
 
     # 2. SIGKILL the holder mid-run; a new replica joins
     c.faults.append("sigkill-holder")
-    victim = c.wait_mid_run()
-    killed_at = time.monotonic()
-    c.procs.signal(victim.who, signal.SIGKILL)
-    taker = c.wait_start(after=victim)
-    c.took("takeover after sigkill", taker.start - killed_at)
+    c.signal_holder_mid_run(signal.SIGKILL, "takeover after sigkill")
     c.spawn("d")
 
     # 3. the operator and the group's leader SIGKILLed together; the operator restarted once
@@ -297,7 +306,6 @@ def test_job_holders_and_the_operator_under_chaos(jobs_cluster: JobCluster) -> N
     leader = before["leader"]
     c.procs.signal(operator, signal.SIGKILL)
     c.procs.signal(leader, signal.SIGKILL)
-    killed_at = time.monotonic()
     new_leader, back = c.wait_leader(not_=leader)
     c.took("leader back after sigkill", back)
     c.spawn("e")
@@ -333,11 +341,10 @@ def test_job_holders_and_the_operator_under_chaos(jobs_cluster: JobCluster) -> N
         poll("an informer's and an elector's watch per replica",
              lambda: _watches(server) >= 2 * len(live), START_WITHIN)  # fmt: skip
         stalled_watches = server.faults.stall_watches("leases")
-        victim = c.wait_mid_run()
-        killed_at = time.monotonic()
-        c.procs.signal(victim.who, signal.SIGKILL)
-        taker = c.wait_start(after=victim, within=STALLED_TAKEOVER_WITHIN)
-        c.took("takeover after sigkill, watches stalled", taker.start - killed_at)
+        c.signal_holder_mid_run(
+            signal.SIGKILL, "takeover after sigkill, watches stalled",
+            within=STALLED_TAKEOVER_WITHIN,
+        )  # fmt: skip
         server.faults.drop_watches("leases")  # the stalled streams break: they watch again
         assert stalled_watches >= 2 * len(live), stalled_watches
         c.spawn("g")
@@ -345,11 +352,7 @@ def test_job_holders_and_the_operator_under_chaos(jobs_cluster: JobCluster) -> N
         c.faults.append("watches-dropped")
         rule = server.faults.add("watch", "leases", namespace=c.namespace, drop_after=0.3)
         server.faults.drop_watches("leases")
-        victim = c.wait_mid_run()
-        killed_at = time.monotonic()
-        c.procs.signal(victim.who, signal.SIGKILL)
-        taker = c.wait_start(after=victim)
-        c.took("takeover after sigkill, watches dropped", taker.start - killed_at)
+        c.signal_holder_mid_run(signal.SIGKILL, "takeover after sigkill, watches dropped")
         server.faults.remove(rule)
         assert rule.hits > 3, rule
         c.spawn("h")

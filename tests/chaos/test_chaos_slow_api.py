@@ -6,7 +6,7 @@ request is delayed 1.5 s (timings 6/2/4: more than the old bound of every reques
 ``min(10, renew_deadline / 3)`` = 1.33 s, less than the tolerated latency, 2 s) for ``SPELL``
 seconds (``K8SLEASE_SLOWCP_SECONDS``, default 24). The issue's full configurations (5-minute
 spells at default timings, an outage) run by hand, one at a time:
-``python tests/chaos/slowcp.py --help``; their figures are in docs/reliability.md.
+``python -m tests.chaos.slowcp --help``; their figures are in docs/reliability.md.
 
 Checked (:func:`slowcp.check`): no abdication below the tolerated latency, no overlapping
 leaders, no tick run twice, every tick of both jobs run, or lost and named at WARNING.
@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from slowcp import check, scenario_run
 
 from k8slease.election.budget import tolerated_latency
 from k8slease.election.timing import ElectionTiming
+from tests.chaos.slowcp import check, scenario_run
 
 pytestmark = [pytest.mark.chaos, pytest.mark.slow, pytest.mark.timeout(240)]
 

@@ -20,22 +20,23 @@ from __future__ import annotations
 import re
 import signal
 import time
-from collections.abc import Iterator
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
-from chaoslib import HERE, overlaps, poll, segments_by
-from test_chaos_election import _kube_apiserver
-from test_chaos_jobs import START_WITHIN, JobCluster, Run
 
-from k8slease.operator.crd import install_crd
 from k8slease.testing.server import APIServer
+from tests.chaos.chaoslib import overlaps, poll, segments_by
+from tests.chaos.test_chaos_election import _kube_apiserver
+from tests.chaos.test_chaos_jobs import (  # noqa: F401 (the fixture)
+    START_WITHIN,
+    JobCluster,
+    Run,
+    jobs_cluster,
+)
 
 pytestmark = [pytest.mark.chaos, pytest.mark.slow]
 
-APP = HERE / "chaos_jobs.py"
 EVERY, LOCK, RUN = 2.0, 600.0, 0.5
 PAUSE = 15.0
 CLAIM_SPREAD = 2 * 0.5
@@ -44,27 +45,12 @@ TICK_FIELD = re.compile(r"tick='?([0-9T:.+\-]+)")
 
 
 @pytest.fixture
-def cluster(k8s_apiserver: Any, k8s_namespace: str, tmp_path: Path) -> Iterator[JobCluster]:
-    api = k8s_apiserver.api_client()
-    install_crd(api)
-    api.close()
-    c = JobCluster(k8s_apiserver, k8s_namespace, tmp_path)
-    try:
-        yield c
-    finally:
-        c.procs.close()
-        c.api.close()
-        if isinstance(k8s_apiserver, APIServer):
-            k8s_apiserver.faults.clear()
+def cluster(jobs_cluster: JobCluster) -> JobCluster:  # noqa: F811
+    return jobs_cluster
 
 
 def _spawn(c: JobCluster, name: str) -> None:
-    c.procs.spawn(name, [
-        str(APP), "--kubeconfig", str(c.server.kubeconfig), "--namespace", c.namespace,
-        "--identity", name, "--journal", str(c.tmp / f"{name}.journal"),
-        "--log", str(c.tmp / f"{name}.log"),
-        "--every", str(EVERY), "--lock", str(LOCK), "--run", str(RUN),
-    ])  # fmt: skip
+    c.spawn(name, every=EVERY, lock=LOCK, run=RUN)
 
 
 def _pause(server: Any) -> Any:

@@ -3,7 +3,7 @@ ceiling across two terms of one process is not mistaken for one (a warm CI run's
 
 from __future__ import annotations
 
-from chaoslib import overlaps, segments_by
+from tests.chaos.chaoslib import overlaps, segments_by
 
 MAX = str(2**63 - 1)
 

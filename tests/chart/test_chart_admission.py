@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import render_manifests as rm
+from charts import render_manifests as rm
 
 GROUPS = {
     "admissionPolicy": {
@@ -95,7 +95,7 @@ def test_operator_only_rule_names_the_operator_account() -> None:
 def test_the_suites_policy_holds_the_admin_to_every_rule_in_every_test_namespace() -> None:
     """--admission-policy (tests/admission_policy.py): no break glass, the admin declared the
     ScheduledJobGroup writer, and the bindings match every namespace but the system ones."""
-    import admission_policy
+    from tests import admission_policy
 
     objects = admission_policy.policy_objects("1.37")
     bindings = [o for o in objects if o["kind"] == "ValidatingAdmissionPolicyBinding"]

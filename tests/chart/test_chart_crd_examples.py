@@ -6,7 +6,8 @@ import copy
 from typing import Any
 
 import pytest
-import render_manifests as rm
+
+from charts import render_manifests as rm
 
 EXAMPLES_FILE = rm.MANIFESTS_DIR / "examples" / "scheduledjobgroups.yaml"
 

@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import render_manifests as rm
 import yaml
+
+from charts import render_manifests as rm
 
 ROOT: Path = rm.REPO_ROOT
 DOCKERFILE = ROOT / "Dockerfile"

@@ -8,7 +8,8 @@ from typing import Any
 
 import helm_python
 import pytest
-import render_manifests as rm
+
+from charts import render_manifests as rm
 
 WITH_APP: dict[str, Any] = {"exampleApp": {"enabled": True}}
 HOOK_KINDS = ["Pod", "Role", "RoleBinding", "ServiceAccount"]

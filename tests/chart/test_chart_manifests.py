@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import render_manifests as rm
+
+from charts import render_manifests as rm
 
 
 def test_manifests_match_the_chart() -> None:

@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-import render_manifests as rm
+
+from charts import render_manifests as rm
 
 ROLE_KINDS = {"Role", "ClusterRole"}
 BINDING_KINDS = {"RoleBinding", "ClusterRoleBinding"}

@@ -8,7 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-import render_manifests as rm
+
+from charts import render_manifests as rm
 
 NARROWED = {
     "elector": {

@@ -7,7 +7,8 @@ from typing import Any
 
 import helm_python
 import pytest
-import render_manifests as rm
+
+from charts import render_manifests as rm
 
 #: Value sets that switch on every template branch.
 VALUE_SETS: dict[str, dict[str, Any]] = {

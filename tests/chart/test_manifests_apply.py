@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import render_manifests as rm
 
+from charts import render_manifests as rm
 from k8slease.operator.crd import wait_established
 
 GROUP_VERSION = "k8slease.io/v1alpha1"

@@ -23,17 +23,14 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from apscheduler.schedulers.background import BackgroundScheduler
 from prometheus_client import REGISTRY
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: this runs as a child
-from polling import poll
-
 from k8slease import AsyncLeaderElector, ElectionTiming, Jobs, LeaderElector, Mode, wrap
 from k8slease.kube.apiclient import default_api_client
+from tests.support.polling import poll  # the parent puts the repository root on PYTHONPATH
 
 #: short, but with a request timeout a loaded 2-core machine meets (the derived one, a third of
 #: the renew deadline, timed releases out there) and a renew deadline it meets too (1.5 s was
@@ -138,26 +135,25 @@ class Case:
                 raise RuntimeError("the callback raised")
 
             return raises
+
+        async def until_cancelled() -> None:
+            record("started")
+            try:
+                await asyncio.Event().wait()  # runs until cancelled
+            except asyncio.CancelledError:
+                record("cancelled")
+                raise
+
         if self.shape == "async":
 
             async def coroutine(ctx: Any) -> None:
-                record("started")
-                try:
-                    await asyncio.Event().wait()  # runs until cancelled
-                except asyncio.CancelledError:
-                    record("cancelled")
-                    raise
+                await until_cancelled()
 
             return coroutine
         if self.shape == "async-noarg":
 
             async def coroutine_noarg() -> None:
-                record("started")
-                try:
-                    await asyncio.Event().wait()  # runs until cancelled
-                except asyncio.CancelledError:
-                    record("cancelled")
-                    raise
+                await until_cancelled()
 
             return coroutine_noarg
         raise AssertionError(self.shape)
@@ -213,21 +209,31 @@ def form_start_stop(case: Case, client: Any) -> None:
         elector.stop()
 
 
-def form_async_with(case: Case, client: Any) -> None:
+def run_async_with(case: Case, make: Callable[[], Any]) -> None:
+    """``async with make(): case.async_body()`` in a loop of its own (``make`` is called in
+    it); the tasks still pending once the form ended are observed as ``tasks_left``."""
+
     async def main() -> None:
-        elector = AsyncLeaderElector(
-            case.lease, **elector_options(case, client, on_started_leading=case.shape_function())
-        )
-        case.leads = lambda: elector.is_leader
-        case.ready = elector.ready
-        case.healthy = elector.healthy
-        async with elector:
+        async with make():
             await case.async_body()
         await asyncio.sleep(0)
         left = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
         case.observed["tasks_left"] = [repr(t) for t in left]
 
     asyncio.run(main())
+
+
+def form_async_with(case: Case, client: Any) -> None:
+    def make() -> AsyncLeaderElector:
+        elector = AsyncLeaderElector(
+            case.lease, **elector_options(case, client, on_started_leading=case.shape_function())
+        )
+        case.leads = lambda: elector.is_leader
+        case.ready = elector.ready
+        case.healthy = elector.healthy
+        return elector
+
+    run_async_with(case, make)
 
 
 def make_jobs(case: Case, client: Any) -> Jobs:
@@ -258,14 +264,7 @@ def form_with_jobs(case: Case, client: Any) -> None:
 
 
 def form_async_with_jobs(case: Case, client: Any) -> None:
-    async def main() -> None:
-        async with make_jobs(case, client):
-            await case.async_body()
-        await asyncio.sleep(0)
-        left = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-        case.observed["tasks_left"] = [repr(t) for t in left]
-
-    asyncio.run(main())
+    run_async_with(case, lambda: make_jobs(case, client))
 
 
 def form_wrap(case: Case, client: Any) -> None:

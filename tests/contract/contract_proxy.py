@@ -17,6 +17,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import yaml
 
+from tests.support.relay import relay
+
 
 class CuttableProxy:
     """Forwards ``127.0.0.1:<port>`` to ``target_port``; :meth:`cut` and :meth:`restore`."""
@@ -93,10 +95,7 @@ def server_port(kubeconfig: Path) -> int:
 
 def _pump(source: socket.socket, sink: socket.socket) -> None:
     try:
-        while data := source.recv(65536):
-            sink.sendall(data)
-    except OSError:
-        pass
+        relay(source, sink)
     finally:
         _close(source)
         _close(sink)

@@ -50,10 +50,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from contract_proxy import CuttableProxy, server_port
 from kubernetes import client
 
 from k8slease.kube.microtime import format_microtime
+from tests.contract.contract_proxy import CuttableProxy, server_port
+from tests.support.processes import child_env
 
 # the first case of each server waits for all of them (the module fixture runs them at once)
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
@@ -193,7 +194,7 @@ class Child:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env=child_env(),
         )
         self.stderr = ""
         self.thread = threading.Thread(target=self._talk, daemon=True)

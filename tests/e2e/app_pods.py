@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from polling import poll
-from ticks import GROUP
+from tests.e2e.ticks import GROUP
+from tests.support.polling import poll
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 FIGURES = REPO_ROOT / "build" / "e2e-figures.json"

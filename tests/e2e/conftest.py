@@ -25,10 +25,11 @@ from types import FrameType
 from typing import Any
 
 import pytest
-from app_pods import APP, REPLICAS, kubectl_path, steady, wait_until
-from e2e_clusters import E2ECluster, KindCluster, NodeCluster, choose, required
-from leasehistory import LeaseHistory
-from runlog import PodLogs
+
+from tests.e2e.app_pods import APP, REPLICAS, kubectl_path, steady, wait_until
+from tests.e2e.e2e_clusters import E2ECluster, KindCluster, NodeCluster, choose, required
+from tests.e2e.leasehistory import LeaseHistory
+from tests.e2e.runlog import PodLogs
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CHART_DIR = REPO_ROOT / "charts" / "k8slease"

@@ -29,8 +29,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: run as a script
-from polling import poll
+from tests.support.polling import poll  # run with the repository root on PYTHONPATH
 
 PTRACE_DETACH = 17
 PTRACE_SEIZE = 0x4206

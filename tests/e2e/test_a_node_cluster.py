@@ -7,11 +7,11 @@ from __future__ import annotations
 import subprocess
 
 import pytest
-from e2e_clusters import choose, required
 
 from k8slease.testing.cluster import Cluster
 from k8slease.testing.cluster.node import leftovers
 from k8slease.testing.cluster.versions import PAUSE_IMAGE
+from tests.e2e.e2e_clusters import choose, required
 
 pytestmark = pytest.mark.kind
 

@@ -9,8 +9,9 @@ import subprocess
 from typing import Any
 
 import pytest
-from app_pods import APP, NAMESPACE, REPLICAS, steady, wait_until
-from ticks import GROUP
+
+from tests.e2e.app_pods import APP, NAMESPACE, REPLICAS, steady, wait_until
+from tests.e2e.ticks import GROUP
 
 pytestmark = pytest.mark.kind
 

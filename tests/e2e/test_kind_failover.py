@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-from polling import poll
+
+from tests.support.polling import poll
 
 pytestmark = pytest.mark.kind
 

@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from app_pods import (
+
+from tests.e2e.app_pods import (
     LEASE_SECONDS,
     NAMESPACE,
     between_ticks,
@@ -39,9 +40,10 @@ from app_pods import (
     steady,
     wait_until,
 )
-from leasehistory import LeaseHistory
-from runlog import PodLogs
-from ticks import GROUP, TICK_SECONDS, assert_each_tick_once, await_ticks, window
+from tests.e2e.leasehistory import LeaseHistory
+from tests.e2e.runlog import PodLogs
+from tests.e2e.ticks import GROUP, TICK_SECONDS, assert_each_tick_once, await_ticks, window
+from tests.support.processes import child_env
 
 pytestmark = pytest.mark.kind
 
@@ -92,6 +94,7 @@ def test_wedged_leader_is_restarted_by_its_liveness_probe(
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
+        env=child_env(),
     )
     assert freezer.stdin is not None and freezer.stdout is not None
     try:

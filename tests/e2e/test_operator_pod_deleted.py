@@ -15,9 +15,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from app_pods import NAMESPACE, leader_pod, steady, wait_until
-from leasehistory import LeaseHistory
-from ticks import GROUP
+
+from tests.e2e.app_pods import NAMESPACE, leader_pod, steady, wait_until
+from tests.e2e.leasehistory import LeaseHistory
+from tests.e2e.ticks import GROUP
 
 pytestmark = pytest.mark.kind
 

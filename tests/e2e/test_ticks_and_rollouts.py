@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from app_pods import (
+
+from tests.e2e.app_pods import (
     APP,
     LEASE_SECONDS,
     NAMESPACE,
@@ -32,9 +33,9 @@ from app_pods import (
     steady,
     wait_until,
 )
-from leasehistory import LeaseHistory
-from runlog import PodLogs
-from ticks import (
+from tests.e2e.leasehistory import LeaseHistory
+from tests.e2e.runlog import PodLogs
+from tests.e2e.ticks import (
     GROUP,
     TICK_SECONDS,
     assert_each_tick_once,

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 import yaml
-from polling import poll
+
+from tests.support.polling import poll
 
 pytestmark = pytest.mark.kind
 

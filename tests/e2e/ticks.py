@@ -12,9 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from leasehistory import Claim, LeaseHistory, Run, grid
-from polling import poll
-from runlog import PodLogs
+from tests.e2e.leasehistory import Claim, LeaseHistory, Run, grid
+from tests.e2e.runlog import PodLogs
+from tests.support.polling import poll
 
 GROUP = "billing"
 JOB_LEASE = "billing.nightly-invoices"

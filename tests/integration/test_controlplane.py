@@ -7,12 +7,9 @@ off, and error where it is required but cannot start.
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
 import ssl
 import subprocess
-import sys
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -22,19 +19,16 @@ from kubernetes import client
 
 from k8slease.testing import ControlPlane
 from k8slease.testing.controlplane import metrics
+from tests.support.processes import serving
 
 
 def test_cli_writes_the_kubeconfig_when_ready_and_removes_everything_on_sigterm(
     k8s_real_apiserver: ControlPlane, tmp_path: Path
 ) -> None:
     kubeconfig = tmp_path / "admin.kubeconfig"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "k8slease", "controlplane", "--kubeconfig", str(kubeconfig)],
-        stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )  # fmt: skip
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
+    with serving(
+        "k8slease", "controlplane", "--kubeconfig", str(kubeconfig), stop_within=30
+    ) as line:
         match = re.match(
             r"serving (https://127\.0\.0\.1:\d+) \(kubeconfig: (.+); data: (.+);", line
         )
@@ -47,9 +41,6 @@ def test_cli_writes_the_kubeconfig_when_ready_and_removes_everything_on_sigterm(
             capture_output=True, text=True, timeout=30, check=True,
         )  # fmt: skip
         assert json.loads(version.stdout)["gitVersion"] == "v1.37.2"
-    finally:
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=30) == 0
     assert not data.exists() and not kubeconfig.exists()
 
 

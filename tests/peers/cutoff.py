@@ -16,6 +16,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import yaml
 
+from tests.support.relay import relay
+
 
 class CutoffRelay:
     """Relays 127.0.0.1:``port`` to ``host``:``target_port`` until :meth:`cut`."""
@@ -52,10 +54,7 @@ class CutoffRelay:
 
     def _pump(self, source: socket.socket, sink: socket.socket) -> None:
         try:
-            while data := source.recv(65536):
-                sink.sendall(data)
-        except OSError:
-            pass
+            relay(source, sink)
         finally:
             for sock in (source, sink):
                 with contextlib.suppress(OSError):

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import kubernetes.client
-import render_manifests as rm
-from polling import poll
-from rest import Rest
+
+from charts import render_manifests as rm
+from tests.realserver.rest import Rest
+from tests.support.polling import poll
 
 RBAC_KINDS = ("ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding")
 
@@ -39,6 +40,27 @@ def request_token(admin: Any, namespace: str, service_account: str) -> str:
     token: str = answer.status.token
     assert token, "the TokenRequest API returned no token"
     return token
+
+
+@dataclass
+class Accounts:
+    """The cluster as the tests' service accounts see it: ``server``, its ``admin`` client (and
+    ``rest`` over it), the test ``namespace``; every client made is kept in ``clients`` to be
+    closed."""
+
+    server: Any
+    admin: Any
+    rest: Rest
+    namespace: str
+    clients: list[Any] = field(default_factory=list, init=False)
+
+    def client_as(self, account: str) -> Any:
+        client = self.server.api_client(token=request_token(self.admin, self.namespace, account))
+        self.clients.append(client)
+        return client
+
+    def rest_as(self, account: str) -> Rest:
+        return Rest(self.client_as(account))
 
 
 @dataclass(frozen=True)

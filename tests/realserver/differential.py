@@ -23,10 +23,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 JSON = dict[str, Any]
-TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io"
-MERGE = "application/merge-patch+json"
-JSON_PATCH = "application/json-patch+json"
-STRATEGIC = "application/strategic-merge-patch+json"
 
 #: metadata fields whose value differs between servers; their presence is still compared.
 VOLATILE_METADATA = frozenset(

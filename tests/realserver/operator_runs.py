@@ -1,15 +1,12 @@
-"""``python -m k8slease operator`` as a subprocess with a given kubeconfig (an account's token),
-and what the tests wait for: a log line (read from the operator's output as it comes), a status
+"""The operator (tests/support/operators.py) with a given kubeconfig (an account's token), and
+what the tests wait for: a log line (read from the operator's output as it comes), a status
 field, an Event (each re-checked on every change a watch reports)."""
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
-import sys
 import threading
-import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,13 +17,8 @@ from kubernetes import watch
 from kubernetes.client.exceptions import ApiException
 
 from k8slease.names import CRD_GROUP, CRD_PLURAL, CRD_VERSION
+from tests.support.operators import start_operator, stop_process, wait_for
 
-REPO = Path(__file__).resolve().parents[2]
-FAST_ENV = {
-    "K8SLEASE_OPERATOR_FLUSH_INTERVAL": "0.05",
-    "K8SLEASE_OPERATOR_MIN_WRITE_INTERVAL": "0.1",
-    "K8SLEASE_OPERATOR_EVALUATE_INTERVAL": "0.5",
-}
 #: How an operator log shows a request the API server refused.
 REFUSED = re.compile(r"403|[Ff]orbidden")
 
@@ -38,22 +30,9 @@ WATCH_WINDOW = 2
 def wait_changes(
     what: str, probe: Callable[[], Any], changes: Callable[[int], Iterable[Any]], timeout: float
 ) -> Any:
-    """``probe()`` now and after each change ``changes(seconds)`` streams (a watch of what the
-    probe reads, reopened every :data:`WATCH_WINDOW` s) until it is truthy; fails with ``what``
-    after ``timeout``. A watch opened without a resourceVersion starts with every existing object,
-    so nothing changed between the probe and the watch's start is missed."""
-    deadline = time.monotonic() + timeout
-    last = probe()
-    while not last:
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}; last: {last!r}")
-        for _ in changes(WATCH_WINDOW):
-            last = probe()
-            if last:
-                break
-        else:
-            last = probe()  # the window ended: asks again, and whether the operator still runs
-    return last
+    """:func:`~tests.support.operators.wait_for` with watches reopened every
+    :data:`WATCH_WINDOW` s, so that a probe checking the operator still runs notices its exit."""
+    return wait_for(what, probe, changes=changes, timeout=timeout, window=WATCH_WINDOW)
 
 
 class OperatorRun:
@@ -174,34 +153,17 @@ def operator_run(
 ) -> Iterator[OperatorRun]:
     """The operator watching ``namespace`` (or, with ``all_namespaces``, every namespace; the
     tests then look at ``namespace``) as ``kubeconfig``'s identity; stopped afterwards."""
-    env = dict(os.environ, **FAST_ENV)
-    env.pop("KUBERNETES_SERVICE_HOST", None)
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "k8slease",
-            "operator",
-            "--kubeconfig",
-            str(kubeconfig),
-            *(["--all-namespaces"] if all_namespaces else ["--namespace", namespace]),
-            # the tests' groups are auto-created (the RBAC tests need the create): declared
-            "--auto-create-group",
-            f"{namespace}/*",
-        ],
-        cwd=REPO,
-        env=env,
+    process = start_operator(
+        kubeconfig,
+        *(["--all-namespaces"] if all_namespaces else ["--namespace", namespace]),
+        # the tests' groups are auto-created (the RBAC tests need the create): declared
+        "--auto-create-group",
+        f"{namespace}/*",
         stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
     )
     run = OperatorRun(process, log, namespace)
     try:
         yield run
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=5)
+        stop_process(process)
         run.close()

@@ -11,22 +11,22 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import kubernetes.client
 import pytest
-import render_manifests as rm
-from accounts import chart_rbac, create_all, request_token
-from operator_runs import operator_run
-from polling import poll
-from rest import Answer, Rest
 
+from charts import render_manifests as rm
 from k8slease import Jobs, LeaderElector, Mode
 from k8slease.names import CRD_GROUP, CRD_VERSION, LABEL_GROUP, LABEL_ROLE
 from k8slease.testing.pytest_plugin import wait_established
+from tests.realserver.accounts import Accounts, chart_rbac, create_all, request_token
+from tests.realserver.operator_runs import operator_run
+from tests.realserver.rest import Answer, Rest
+from tests.support.polling import poll
 
 FAST = {"lease_duration": 2, "renew_interval": 0.3, "renew_deadline": 1.2, "retry_interval": 0.3}
 NEVER = "0 0 1 1 *"
@@ -35,22 +35,9 @@ BILLING, REPORTS, SJG_WRITER = "billing-app", "reports-app", "gitops"
 
 
 @dataclass
-class Guarded:
-    server: Any
-    admin: Any
-    rest: Rest
-    namespace: str
+class Guarded(Accounts):
     fullname: str
     tmp: Path
-    clients: list[Any] = field(default_factory=list)
-
-    def client_as(self, account: str) -> Any:
-        client = self.server.api_client(token=request_token(self.admin, self.namespace, account))
-        self.clients.append(client)
-        return client
-
-    def rest_as(self, account: str) -> Rest:
-        return Rest(self.client_as(account))
 
     def kubeconfig_as(self, account: str) -> Path:
         token = request_token(self.admin, self.namespace, account)

@@ -16,11 +16,11 @@ from typing import Any
 import kubernetes.client
 import kubernetes.watch
 import pytest
-import render_manifests as rm
-from rest import Rest
 
+from charts import render_manifests as rm
 from k8slease.testing import ControlPlane
 from k8slease.testing.pytest_plugin import wait_established
+from tests.realserver.rest import Rest
 
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 MANIFEST_FILES = sorted(rm.manifest_files())

@@ -13,11 +13,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from differential import Response, Session, differences
-from sequences import SEQUENCES, widget_crd
 
 from k8slease.testing import APIServer
 from k8slease.testing.pytest_plugin import wait_established
+from tests.realserver.differential import Response, Session, differences
+from tests.support.sequences import SEQUENCES, widget_crd
 
 #: The embedded server's watch window in this module: small, so that the ``gone`` sequence's
 #: 25 writes push resourceVersion 1 out of it (see KNOWN["gone"]).

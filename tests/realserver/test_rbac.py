@@ -16,8 +16,15 @@ from typing import Any
 import kubernetes.client
 import kubernetes.watch
 import pytest
-import render_manifests as rm
-from accounts import (
+from kubernetes.client.exceptions import ApiException
+
+from charts import render_manifests as rm
+from k8slease import Jobs, LeaderElector, Mode
+from k8slease.errors import Forbidden
+from k8slease.lease.transport import LeaseTransport
+from k8slease.names import CRD_GROUP, CRD_PLURAL, CRD_VERSION
+from k8slease.testing.pytest_plugin import wait_established
+from tests.realserver.accounts import (
     Access,
     chart_rbac,
     create_all,
@@ -27,16 +34,9 @@ from accounts import (
     wait_for_access,
     without,
 )
-from forbidden import ForbiddenCalls, record_forbidden
-from kubernetes.client.exceptions import ApiException
-from operator_runs import OperatorRun, operator_run
-from rest import Rest
-
-from k8slease import Jobs, LeaderElector, Mode
-from k8slease.errors import Forbidden
-from k8slease.lease.transport import LeaseTransport
-from k8slease.names import CRD_GROUP, CRD_PLURAL, CRD_VERSION
-from k8slease.testing.pytest_plugin import wait_established
+from tests.realserver.forbidden import ForbiddenCalls, record_forbidden
+from tests.realserver.operator_runs import OperatorRun, operator_run
+from tests.realserver.rest import Rest
 
 FAST = {"lease_duration": 2, "renew_interval": 0.3, "renew_deadline": 1.2, "retry_interval": 0.3}
 NEVER = "0 0 1 1 *"  # ticks are fired by the tests, never by the scheduler

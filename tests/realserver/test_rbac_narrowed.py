@@ -13,24 +13,24 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from accounts import (
-    Access,
-    chart_rbac,
-    create_all,
-    request_token,
-    service_account_user,
-    wait_for_access,
-)
-from forbidden import record_forbidden
-from rest import Answer, Rest
 
 from k8slease import Jobs, LeaderElector, Mode
 from k8slease.names import LABEL_GROUP, LABEL_ROLE
+from tests.realserver.accounts import (
+    Access,
+    Accounts,
+    chart_rbac,
+    create_all,
+    service_account_user,
+    wait_for_access,
+)
+from tests.realserver.forbidden import record_forbidden
+from tests.realserver.rest import Answer, Rest
 
 FAST = {"lease_duration": 2, "renew_interval": 0.3, "renew_deadline": 1.2, "retry_interval": 0.3}
 NEVER = "0 0 1 1 *"  # ticks are fired by the tests, never by the scheduler
@@ -47,21 +47,7 @@ VALUES = {
 
 
 @dataclass
-class Narrowed:
-    server: Any
-    admin: Any
-    rest: Rest
-    namespace: str
-    clients: list[Any] = field(default_factory=list)
-
-    def client_as(self, account: str) -> Any:
-        client = self.server.api_client(token=request_token(self.admin, self.namespace, account))
-        self.clients.append(client)
-        return client
-
-    def rest_as(self, account: str) -> Rest:
-        return Rest(self.client_as(account))
-
+class Narrowed(Accounts):
     def lease_path(self, name: str = "") -> str:
         base = f"/apis/coordination.k8s.io/v1/namespaces/{self.namespace}/leases"
         return f"{base}/{name}" if name else base

@@ -11,14 +11,13 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from sim_core import Clock, Network, World
-
 from k8slease.election.budget import election_budget
 from k8slease.election.commands import Create, Done, Phase, Purpose, Read, Update, Wait
 from k8slease.election.machine import ElectionMachine
 from k8slease.election.timing import ElectionTiming
 from k8slease.errors import NotFound, TransportError
 from k8slease.lease.view import LeaseView
+from tests.sim.sim_core import Clock, Network, World
 
 LEADER_LEASE = "leader"
 

@@ -36,9 +36,6 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
-from sim_core import T0, Clock, Network, World
-from sim_election import Replica
-
 from k8slease.errors import AlreadyExists, Conflict, NotFound, TransportError, Unavailable
 from k8slease.jobs.claimorder import claim_delay, claim_rank
 from k8slease.jobs.lock import JobLock, _Judged
@@ -60,6 +57,8 @@ from k8slease.lease.observe import Observations
 from k8slease.lease.record import lease_with_record, new_lease
 from k8slease.lease.view import LeaseView
 from k8slease.names import LABEL_GROUP, LABEL_JOB, LABEL_ROLE, ROLE_JOB, job_lease_name
+from tests.sim.sim_core import T0, Clock, Network, Store, World
+from tests.sim.sim_election import Replica
 
 JOB_LEASE = "g.job"
 JOB = "job"
@@ -161,6 +160,24 @@ class _Waiting:
 
 
 class JobReplica(Replica):
+    def _ask(
+        self,
+        op: Callable[[Store], dict[str, Any] | None],
+        answer: Callable[[dict[str, Any] | None, TransportError | None], None],
+        *,
+        timeout: float | None = None,
+        late_ok: bool = False,
+    ) -> None:
+        """``op`` on the store over the network; ``answer(result, error)`` is this replica's
+        next step, at the time the answer arrives."""
+        self.net.request(
+            self.index,
+            op,
+            lambda r, e: self.later(self.world.t, lambda: answer(r, e)),
+            timeout=timeout,
+            late_ok=late_ok,
+        )
+
     def __init__(
         self,
         index: int,
@@ -307,10 +324,9 @@ class JobReplica(Replica):
             not self.cache.usable()
             or (pending is not None and settle_claim(pending, view, me=self.me) is Settled.OPEN)
         ):
-            self.net.request(
-                self.index,
+            self._ask(
                 self._read_op,
-                lambda r, e: self.later(self.world.t, lambda: self._settle_read(k, r, e)),
+                lambda r, e: self._settle_read(k, r, e),
                 timeout=self.claim_timeout,
             )
             return
@@ -392,19 +408,17 @@ class JobReplica(Replica):
                 return
             if isinstance(error, Conflict) and again:
                 # the view was stale (an own write landed late): read, settle again once
-                self.net.request(
-                    self.index,
+                self._ask(
                     self._read_op,
-                    lambda r, e: self.later(self.world.t, lambda: self._kept_read(k, r, e)),
+                    lambda r, e: self._kept_read(k, r, e),
                     timeout=self.claim_timeout,
                 )
                 return
             self._claim(k)
 
-        self.net.request(
-            self.index,
+        self._ask(
             lambda s: s.replace(self.lease, body),
-            lambda r, e: self.later(self.world.t, lambda: answer(r, e)),
+            answer,
             late_ok=True,
             timeout=self.claim_timeout,
         )
@@ -442,10 +456,9 @@ class JobReplica(Replica):
         else:
             self.world.log(f"r{self.index}{self.tag} reads to claim tick {k} (informer not synced)")
             self.ledger.claims["read-first"] += 1
-            self.net.request(
-                self.index,
+            self._ask(
                 self._read_op,
-                lambda r, e: self.later(self.world.t, lambda: self._read_then_claim(k, r, e, 0)),
+                lambda r, e: self._read_then_claim(k, r, e, 0),
                 timeout=self.claim_timeout,
             )
 
@@ -538,10 +551,9 @@ class JobReplica(Replica):
     def _read_after_409(self, k: int) -> None:
         """A lost conditional write from the view: read once, judge again on what is there."""
         self.ledger.claims["read-after-409"] += 1
-        self.net.request(
-            self.index,
+        self._ask(
             self._read_op,
-            lambda r, e: self.later(self.world.t, lambda: self._read_then_claim(k, r, e, 1)),
+            lambda r, e: self._read_then_claim(k, r, e, 1),
             timeout=self.claim_timeout,
         )
 
@@ -650,10 +662,9 @@ class JobReplica(Replica):
                 self.ledger.claims["granted-after-409" if after_409 else "granted"] += 1
                 self._granted(k, result, sent, lost_tick, created, sent_event)
 
-        self.net.request(
-            self.index,
+        self._ask(
             op,
-            lambda r, e: self.later(self.world.t, lambda: answer(r, e)),
+            answer,
             late_ok=True,
             timeout=self.claim_timeout,
         )
@@ -749,10 +760,9 @@ class JobReplica(Replica):
             else:
                 done(False)
 
-        self.net.request(
-            self.index,
+        self._ask(
             lambda s: s.replace(self.lease, body),
-            lambda r, e: self.later(self.world.t, lambda: answer(r, e)),
+            answer,
             late_ok=True,
             timeout=self._left(run),
         )
@@ -768,10 +778,9 @@ class JobReplica(Replica):
             mine = fresh.record.holder == self.me and fresh.fencing_token == run.view.fencing_token
             then(fresh if mine else None)
 
-        self.net.request(
-            self.index,
+        self._ask(
             self._read_op,
-            lambda r, e: self.later(self.world.t, lambda: answer(r, e)),
+            answer,
             timeout=self._left(run),
         )
 
@@ -814,10 +823,9 @@ class JobReplica(Replica):
                     return
                 self._idle()
 
-            self.net.request(
-                self.index,
+            self._ask(
                 lambda s: s.replace(self.lease, body),
-                lambda r, e: self.later(self.world.t, lambda: answer(r, e)),
+                answer,
                 late_ok=True,
                 timeout=self._left(run),
             )
@@ -890,9 +898,7 @@ class JobReplica(Replica):
             for kind, event in held:
                 self.see(None if kind == "DELETED" else event)
 
-        self.net.request(
-            self.index, op, lambda r, e: self.later(self.world.t, lambda: answer(r, e))
-        )
+        self._ask(op, answer)
 
 
 class _Run:

@@ -23,10 +23,6 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from sim_core import T0
-from sim_election import ElectionReplica
-from sim_jobs import JobReplica, _Run
-
 from k8slease.election.commands import Phase
 from k8slease.errors import NotFound, TransportError
 from k8slease.jobs.grant import Grant
@@ -39,6 +35,9 @@ from k8slease.jobs.unsettled import Settled, landed, never_ran, settle_claim
 from k8slease.lease.jobrecord import RunRecord, lease_with_job_state
 from k8slease.lease.record import lease_with_record
 from k8slease.lease.view import LeaseView
+from tests.sim.sim_core import T0
+from tests.sim.sim_election import ElectionReplica
+from tests.sim.sim_jobs import JobReplica, _Run
 
 LEADER_JOB = "leaderjob"
 #: the longest hop from the claim's thread back to the event loop (a pause may fall in it)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from sim_run import Outcome
+from tests.sim.sim_run import Outcome
 
 
 @dataclass

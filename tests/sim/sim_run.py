@@ -22,14 +22,13 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from sim_core import MAX_DRIFT, T0, Clock, Faults, Network, Store, World
-from sim_election import LEADER_LEASE, ElectionReplica
-from sim_jobs import JOB_LEASE, JobReplica, Ledger
-from sim_leader import LEADER_JOB, LeaderJobReplica
-
 from k8slease.election.budget import tolerated_latency
 from k8slease.election.timing import ElectionTiming
 from k8slease.names import ANN_CLAIMED_TICK
+from tests.sim.sim_core import MAX_DRIFT, T0, Clock, Faults, Network, Store, World
+from tests.sim.sim_election import LEADER_LEASE, ElectionReplica
+from tests.sim.sim_jobs import JOB_LEASE, JobReplica, Ledger
+from tests.sim.sim_leader import LEADER_JOB, LeaderJobReplica
 
 TIMING = ElectionTiming(lease_duration=10, renew_interval=2, renew_deadline=7, retry_interval=2)
 PERIOD = 5.0
@@ -108,18 +107,13 @@ def simulate(
     ]
     electors = [ElectionReplica(i, world, net, clocks[i], TIMING) for i in range(replicas)]
     ledger = Ledger()
+    common: dict[str, Any] = {
+        "period": PERIOD,
+        "lock_at_most_for": LOCK_AT_MOST_FOR,
+        "claim_path": claim_path,
+    }
     workers = [
-        JobReplica(
-            i,
-            world,
-            net,
-            clocks[i],
-            ledger,
-            period=PERIOD,
-            lock_at_most_for=LOCK_AT_MOST_FOR,
-            run_time=(0.1, 7.0),
-            claim_path=claim_path,
-        )
+        JobReplica(i, world, net, clocks[i], ledger, run_time=(0.1, 7.0), **common)
         for i in range(replicas)
     ]
     leader_ledger = Ledger()
@@ -127,17 +121,9 @@ def simulate(
     if leader_jobs:
         for i in range(replicas):
             worker = LeaderJobReplica(
-                i,
-                world,
-                net,
-                clocks[i],
-                leader_ledger,
-                period=PERIOD,
-                lock_at_most_for=LOCK_AT_MOST_FOR,
-                run_time=(0.1, 4.0),
-                claim_path=claim_path,
-                job=LEADER_JOB,
-            )
+                i, world, net, clocks[i], leader_ledger, run_time=(0.1, 4.0), job=LEADER_JOB,
+                **common,
+            )  # fmt: skip
             worker.bind(electors[i])
             leader_workers.append(worker)
     out = Outcome(seed=seed, seconds=seconds, events=0)

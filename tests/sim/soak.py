@@ -14,8 +14,8 @@ import time
 from collections.abc import Iterator
 from multiprocessing import Pool
 
-from sim_report import Coverage, replay_text
-from sim_run import Outcome, simulate
+from tests.sim.sim_report import Coverage, replay_text
+from tests.sim.sim_run import Outcome, simulate
 
 
 def _run(job: tuple[int, float, int, bool, bool]) -> Outcome:

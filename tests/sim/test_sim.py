@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from sim_report import Coverage, replay_text
-from sim_run import simulate
+
+from tests.sim.sim_report import Coverage, replay_text
+from tests.sim.sim_run import simulate
 
 SECONDS = 600.0
 SEEDS = range(10)
@@ -139,10 +140,9 @@ def test_the_simulation_finds_silent_skips_when_late_claims_are_not_settled(
     """The lock before issue 26: a claim whose answer did not arrive is forgotten (the replica
     skips its own Lease as "held by" itself) and nobody reports a silent holder. Some seed must
     report a tick not run and not reported."""
-    import sim_jobs
-
     import k8slease.jobs.lock as lock
     from k8slease.jobs.unsettled import Settled
+    from tests.sim import sim_jobs
 
     monkeypatch.setattr(sim_jobs, "settle_claim", lambda *args, **kwargs: Settled.REFUSED)
     monkeypatch.setattr(lock, "silent_holder", lambda *args, **kwargs: False)
@@ -177,7 +177,7 @@ def test_the_simulation_finds_a_leader_run_outside_leadership_when_the_gate_is_r
 ) -> None:
     """The LEADER gate taken out (the run starts once the claim is granted, as before issue
     26): some seed must report a LEADER run started on a replica that is not leading."""
-    import sim_leader
+    from tests.sim import sim_leader
 
     monkeypatch.setattr(sim_leader, "bind_to_leadership", lambda grant, is_leader: None)
     found = [
@@ -205,9 +205,8 @@ def test_an_ex_leader_settles_its_unanswered_leader_claim_so_no_tick_is_skipped_
     the claim when its term ends (``termsettle``): released, never run, the span named at
     WARNING. Shown with the other two measures that also cover these seeds now taken out (the
     new term's catch-up, the holder's old ``renewTime``): the gap comes back without it."""
-    import sim_leader
-
     import k8slease.jobs.lock
+    from tests.sim import sim_leader
 
     monkeypatch.setattr(sim_leader, "CATCH_UP", False)
     monkeypatch.setattr(k8slease.jobs.lock, "_age", lambda when, now: None)
@@ -224,9 +223,8 @@ def test_a_claim_applied_long_after_it_was_sent_is_reported_from_the_first_skip(
     sender then cut off past the after-term settling's bound; the claim landed late and the new
     leader skipped tick 151 at DEBUG (``held-unsettled-ex-leader``). The holder's ``renewTime``
     was 29 s old: the skip is now at WARNING (``silent_holder(renewed_ago=...)``)."""
-    import sim_leader
-
     import k8slease.jobs.lock
+    from tests.sim import sim_leader
 
     monkeypatch.setattr(sim_leader, "CATCH_UP", False)
     assert _leader_gaps(8002, 3600.0) == {}
@@ -242,7 +240,7 @@ def test_a_leaderless_watch_missed_in_a_stall_is_warned_so_no_tick_is_lost_unrep
     nobody led (it had stepped down on seeing a hand edit) was paused across the tick, so its
     leaderless watch missed it past its grace (``watch-missed``). The miss is now warned about
     (``DroppedTicks(watches=...)``). Taken out, the gap comes back on the same seeds."""
-    import sim_leader
+    from tests.sim import sim_leader
 
     assert [_leader_gaps(seed) for seed in (0, 3)] == [{}, {}]
     monkeypatch.setattr(sim_leader, "WATCH_MISSES_WARNED", False)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from peerproc import Interval, overlaps
+from tests.peers.peerproc import Interval, overlaps
 
 
 def test_overlapping_terms_of_two_identities_are_found() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import xdist_order
+from tests import xdist_order
 
 
 @dataclass

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from datetime import UTC, datetime
 
 import pytest
@@ -13,6 +11,7 @@ from k8slease import Jobs
 from k8slease.cli.main import main
 from k8slease.testing.pytest_plugin import ExternalCluster
 from k8slease.testing.server import APIServer
+from tests.support.processes import run_module
 
 
 def test_dispatch_help_and_unknown_commands(capsys: pytest.CaptureFixture[str]) -> None:
@@ -36,23 +35,10 @@ def test_status_shows_leases_and_last_runs_without_the_operator(
 
     with jobs:
         assert jobs.fire("close-books", datetime(2026, 11, 30, 3, tzinfo=UTC)) == "failed"
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "k8slease",
-            "status",
-            "ledger",
-            "-n",
-            k8s_namespace,
-            "--kubeconfig",
-            str(k8s_apiserver.kubeconfig),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    result = run_module(
+        "k8slease", "status", "ledger", "-n", k8s_namespace,
+        "--kubeconfig", str(k8s_apiserver.kubeconfig),
+    )  # fmt: skip
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert f"GROUP ledger (namespace {k8s_namespace})" in out
@@ -65,21 +51,8 @@ def test_status_shows_leases_and_last_runs_without_the_operator(
 def test_status_says_so_when_there_is_nothing_to_show(
     k8s_apiserver: APIServer | ExternalCluster, k8s_namespace: str
 ) -> None:
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "k8slease",
-            "status",
-            "-n",
-            k8s_namespace,
-            "--kubeconfig",
-            str(k8s_apiserver.kubeconfig),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
+    result = run_module(
+        "k8slease", "status", "-n", k8s_namespace, "--kubeconfig", str(k8s_apiserver.kubeconfig)
     )
     assert result.returncode == 0
     assert f"no k8slease Leases in namespace {k8s_namespace}" in result.stdout

@@ -5,10 +5,8 @@ expired."""
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 from importlib import metadata
 from pathlib import Path
@@ -25,6 +23,7 @@ from k8slease.operator import run as operator_run
 from k8slease.testing import serve
 from k8slease.testing.pytest_plugin import ExternalCluster
 from k8slease.testing.server import APIServer
+from tests.support.processes import run_module
 
 PARSERS = {
     "operator": operator_run._parser,
@@ -35,15 +34,7 @@ PARSERS = {
 
 
 def k8slease(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    environ = dict(os.environ, **(env or {}))
-    environ.pop("KUBERNETES_SERVICE_HOST", None)
-    return subprocess.run(
-        [sys.executable, "-m", "k8slease", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=environ,
-    )
+    return run_module("k8slease", *args, env=env)
 
 
 def test_version_is_the_installed_distributions(capsys: pytest.CaptureFixture[str]) -> None:
@@ -159,20 +150,8 @@ def test_a_missing_extra_is_named_with_its_install_line() -> None:
 def test_demo_app_rejects_bad_environment_without_a_traceback(
     k8s_apiserver: APIServer | ExternalCluster, env: dict[str, str], message: str
 ) -> None:
-    environ = dict(os.environ, **env)
-    environ.pop("KUBERNETES_SERVICE_HOST", None)
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "k8slease.cli.demoapp.billing_app",
-            "--kubeconfig",
-            str(k8s_apiserver.kubeconfig),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=environ,
+    result = run_module(
+        "k8slease.cli.demoapp.billing_app", "--kubeconfig", str(k8s_apiserver.kubeconfig), env=env
     )
     assert result.returncode == 2
     assert message in result.stderr

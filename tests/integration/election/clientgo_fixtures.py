@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from peerproc import PeerProcess, PeerUnavailable, Timing, build_clientgo
+
+from tests.peers.peerproc import PeerProcess, PeerUnavailable, Timing, build_clientgo
 
 Spawn = Callable[[str, str], PeerProcess]
 

@@ -6,12 +6,11 @@ those of a fixed span of (fake) time, whatever the machine's speed.
 
 from __future__ import annotations
 
-from fakeclock import FakeClock
-
 from k8slease import LeaderElector
 from k8slease.election.seams import Seams
 from k8slease.metrics import NoopMetrics
 from k8slease.testing.server import APIServer
+from tests.support.fakeclock import FakeClock
 
 TIMING = {"lease_duration": 4, "renew_interval": 1, "renew_deadline": 3, "retry_interval": 1}
 

@@ -17,15 +17,15 @@ from typing import Any
 
 import kubernetes
 import pytest
-from elector_helpers import FAST, LeaseWatcher, server_for_lease
-from fakeclock import FakeClock
-from polling import poll
 
 from k8slease import LeaderElector, LeadershipContext
 from k8slease.election.seams import Seams
 from k8slease.metrics import NoopMetrics
 from k8slease.names import ANN_FENCING_TOKEN, LABEL_GROUP, LABEL_ROLE
 from k8slease.testing.server import APIServer
+from tests.integration.election.elector_helpers import FAST, LeaseWatcher, server_for_lease
+from tests.support.fakeclock import FakeClock
+from tests.support.polling import poll
 
 MICROTIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
 NS = "default"

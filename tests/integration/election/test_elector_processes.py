@@ -15,9 +15,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from elector_helpers import LeaseWatcher, server_for_lease
 
 from k8slease.testing.server import APIServer
+from tests.integration.election.elector_helpers import LeaseWatcher, server_for_lease
 
 APP = Path(__file__).resolve().parents[3] / "examples" / "leader_app.py"
 LEASE_DURATION = 2.0

@@ -4,10 +4,10 @@ from the API server, false again when it cannot reach it or has stopped."""
 from __future__ import annotations
 
 from kubernetes import client
-from polling import poll
 
 from k8slease import ElectionTiming, Jobs, LeaderElector
 from k8slease.testing.server import APIServer
+from tests.support.polling import poll
 
 FAST = {"lease_duration": 3.0, "renew_interval": 0.5, "renew_deadline": 2.0}
 

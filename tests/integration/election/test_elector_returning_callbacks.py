@@ -17,13 +17,13 @@ import textwrap
 import threading
 
 import pytest
-from elector_helpers import ChildOutput
 from kubernetes import client
 
 from k8slease import LeaderElector
 from k8slease.lease.record import record_from_lease
 from k8slease.lease.transport import LeaseTransport
 from k8slease.testing.server import APIServer
+from tests.integration.election.elector_helpers import ChildOutput
 
 pytestmark = pytest.mark.slow
 

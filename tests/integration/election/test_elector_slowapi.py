@@ -13,12 +13,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from elector_helpers import server_for_lease
 
 from k8slease import ElectionTiming, LeaderElector
 from k8slease.election.budget import tolerated_latency
 from k8slease.metrics import NoopMetrics
 from k8slease.testing.server import APIServer
+from tests.integration.election.elector_helpers import server_for_lease
 
 NS = "default"
 #: request_timeout (the old bound of every request) = min(10, 3 / 3) = 1 s; tolerated: 1.5 s

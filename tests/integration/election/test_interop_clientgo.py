@@ -15,12 +15,16 @@ import time
 from typing import Any
 
 import pytest
-from clientgo_fixtures import Spawn, clientgo_binary_fixture, peers_fixture  # noqa: F401
-from elector_helpers import LeaseWatcher
-from peerproc import PeerProcess, Timing, overlaps
 
 from k8slease.lease.record import LeaseRecord
 from k8slease.names import ANN_FENCING_TOKEN
+from tests.integration.election.clientgo_fixtures import (  # noqa: F401
+    Spawn,
+    clientgo_binary_fixture,
+    peers_fixture,
+)
+from tests.integration.election.elector_helpers import LeaseWatcher
+from tests.peers.peerproc import PeerProcess, Timing, overlaps
 
 pytestmark = pytest.mark.slow
 

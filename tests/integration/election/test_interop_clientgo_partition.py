@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from clientgo_fixtures import clientgo_binary_fixture  # noqa: F401
-from cutoff import relayed_kubeconfig
-from elector_helpers import LeaseWatcher
-from peerproc import PeerProcess, Timing, overlaps
 
 from k8slease.lease.record import LeaseRecord
+from tests.integration.election.clientgo_fixtures import clientgo_binary_fixture  # noqa: F401
+from tests.integration.election.elector_helpers import LeaseWatcher
+from tests.peers.cutoff import relayed_kubeconfig
+from tests.peers.peerproc import PeerProcess, Timing, overlaps
 
 pytestmark = pytest.mark.slow
 

@@ -13,14 +13,18 @@ import uuid
 from typing import Any
 
 import pytest
-from clientgo_fixtures import Spawn, clientgo_binary_fixture, peers_fixture  # noqa: F401
-from elector_helpers import LeaseWatcher
-from peerproc import PeerProcess, Timing
 
 from k8slease import LeaderElector
 from k8slease.lease.record import lease_with_record
 from k8slease.lease.transport import LeaseTransport
 from k8slease.names import LABEL_GROUP
+from tests.integration.election.clientgo_fixtures import (  # noqa: F401
+    Spawn,
+    clientgo_binary_fixture,
+    peers_fixture,
+)
+from tests.integration.election.elector_helpers import LeaseWatcher
+from tests.peers.peerproc import PeerProcess, Timing
 
 pytestmark = pytest.mark.slow
 

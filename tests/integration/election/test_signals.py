@@ -12,9 +12,9 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from elector_helpers import LeaseWatcher
 
 from k8slease.testing.server import APIServer
+from tests.integration.election.elector_helpers import LeaseWatcher
 
 pytestmark = pytest.mark.slow
 

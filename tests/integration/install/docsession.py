@@ -35,8 +35,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, Venv, clean_env, download
-from docblocks import BLOCKS, RUNNER, Block, wait_line
+
+from tests.integration.install.conftest import REPO, Venv, clean_env, download
+from tests.integration.install.docblocks import BLOCKS, RUNNER, Block, wait_line
 
 
 @dataclass(frozen=True)

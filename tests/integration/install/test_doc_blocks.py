@@ -29,8 +29,10 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import REPO, Venv, clean_env, download
-from docblocks import (
+from kubernetes import client
+
+from tests.integration.install.conftest import REPO, Venv, clean_env, download
+from tests.integration.install.docblocks import (
     BLOCKS,
     EXECUTED,
     RUNNER,
@@ -40,7 +42,6 @@ from docblocks import (
     problems,
     wait_line,
 )
-from kubernetes import client
 
 # the first block that needs the venv builds the wheel and installs it
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]

@@ -9,8 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import Venv
-from docsession import run_session
+
+from tests.integration.install.conftest import Venv
+from tests.integration.install.docsession import run_session
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 

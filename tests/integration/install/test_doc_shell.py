@@ -7,9 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import Venv
-from docblocks import BLOCKS
-from docsession import RUN_IN_SESSION, SESSIONS, run_session, server_for
+
+from tests.integration.install.conftest import Venv
+from tests.integration.install.docblocks import BLOCKS
+from tests.integration.install.docsession import RUN_IN_SESSION, SESSIONS, run_session, server_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 

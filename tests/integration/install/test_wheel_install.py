@@ -13,11 +13,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import REPO, Venv, clean_env
 from kubernetes import client
 
 from k8slease.lease.transport import LeaseTransport
 from k8slease.testing.server import APIServer
+from tests.integration.install.conftest import REPO, Venv, clean_env
 
 README = (REPO / "README.md").read_text()
 NS = "readme"

@@ -23,11 +23,12 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
-from polling import poll
 
 from k8slease.lease.jobrecord import job_state_from_lease
 from k8slease.lease.transport import LeaseTransport
 from k8slease.testing.pytest_plugin import Server
+from tests.support.polling import poll
+from tests.support.processes import stop_all
 
 pytest.importorskip("celery", reason="the celery extra is not installed (pip install -e '.[dev]')")
 redis = pytest.importorskip("redis", reason="the redis client is not installed (dev extra)")
@@ -191,15 +192,7 @@ def test_three_beats_send_each_tick_once_across_sigterm_and_sigkill(
         killed_at = max(t for t, _ in _runs(runs))
         _wait_for_ticks(runs, 3, after=killed_at + timedelta(seconds=3))
     finally:
-        for proc in procs.values():
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        for proc in procs.values():
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:  # pragma: no cover - a hung process
-                proc.kill()
-                proc.wait()
+        stop_all(procs.values())
 
     sent = _runs(runs)
     per_tick = Counter(t for t, _ in sent)

@@ -16,13 +16,13 @@ from typing import Any
 
 import kubernetes.watch
 import pytest
-from fakeclock import FakeClock
 from kubernetes import client
 
 from k8slease import JobContext, Jobs, Mode
 from k8slease.lease.jobrecord import job_state_from_lease
 from k8slease.lease.record import record_from_lease
 from k8slease.lease.transport import LeaseTransport
+from tests.support.fakeclock import FakeClock
 
 NEVER = "0 0 1 1 *"  # the scheduler itself does not fire during a test; ticks are driven
 T0 = datetime(2026, 11, 30, 2, 0, tzinfo=UTC)

@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
-from fakeclock import FakeClock
 from kubernetes import client
 
 from k8slease import JobContext, Jobs, MisfirePolicy
@@ -23,6 +22,7 @@ from k8slease.lease.jobrecord import job_state_from_lease
 from k8slease.lease.record import record_from_lease
 from k8slease.lease.transport import LeaseTransport
 from k8slease.testing.server import APIServer
+from tests.support.fakeclock import FakeClock
 
 NEVER = "0 0 1 1 *"
 T0 = datetime(2026, 11, 30, 2, 0, tzinfo=UTC)

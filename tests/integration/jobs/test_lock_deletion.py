@@ -8,7 +8,6 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from fakeclock import FakeClock
 
 from k8slease.jobs.lock import Grant, JobLock
 from k8slease.jobs.lockrules import Verdict
@@ -16,6 +15,7 @@ from k8slease.lease.informer import LeaseInformer
 from k8slease.lease.observe import Observations
 from k8slease.lease.transport import LeaseTransport
 from k8slease.testing.server import APIServer
+from tests.support.fakeclock import FakeClock
 
 TICK = datetime(2026, 11, 30, 2, 0, tzinfo=UTC)
 NAME = "g.j"

@@ -11,7 +11,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from fakeclock import FakeClock
 from kubernetes import client
 
 from k8slease.jobs.lock import Grant, JobLock
@@ -20,6 +19,7 @@ from k8slease.kube.events import EventRecorder
 from k8slease.lease.jobrecord import job_state_from_lease, lease_with_job_state
 from k8slease.lease.transport import LeaseTransport
 from k8slease.testing.server import APIServer
+from tests.support.fakeclock import FakeClock
 
 NOW = datetime(2026, 11, 30, 2, 0, tzinfo=UTC)
 

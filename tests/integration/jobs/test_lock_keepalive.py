@@ -7,13 +7,12 @@ from __future__ import annotations
 import copy
 from datetime import UTC, datetime
 
-from fakeclock import FakeClock
-
 from k8slease.jobs.lock import Grant, JobLock
 from k8slease.lease.jobrecord import job_state_from_lease
 from k8slease.lease.record import record_from_lease
 from k8slease.lease.transport import LeaseTransport
 from k8slease.testing.server import APIServer
+from tests.support.fakeclock import FakeClock
 
 TICK = datetime(2026, 11, 30, 2, 0, tzinfo=UTC)
 LEASES = "coordination.k8s.io/leases"
@@ -26,15 +25,22 @@ def make_lock(server: APIServer, clock: FakeClock, identity: str = "a") -> JobLo
     )
 
 
-def test_extension_failures_set_lost_after_two_thirds_of_the_ceiling(
-    k8s_embedded_apiserver: APIServer,
-) -> None:
-    server, clock = k8s_embedded_apiserver, FakeClock()
+def granted(server: APIServer) -> tuple[FakeClock, JobLock, Grant, list[str]]:
+    """A lock on a fake clock and its grant of TICK, whose loss is told into the list."""
+    clock = FakeClock()
     lock = make_lock(server, clock)
     grant = lock.try_acquire(TICK)
     assert isinstance(grant, Grant)
     told: list[str] = []
     grant.lost_hooks.add(lambda: told.append("lost"))
+    return clock, lock, grant, told
+
+
+def test_extension_failures_set_lost_after_two_thirds_of_the_ceiling(
+    k8s_embedded_apiserver: APIServer,
+) -> None:
+    server = k8s_embedded_apiserver
+    clock, lock, grant, told = granted(server)
 
     clock.advance(10)
     assert lock.extend_once(grant)  # extension works: renewTime moves, resourceVersion changes
@@ -78,12 +84,8 @@ def test_a_run_stalled_past_two_thirds_of_the_ceiling_reads_lost_before_any_writ
 ) -> None:
     """Hole 5 of issue 15: a process resumed after SIGSTOP must learn ``lost`` the moment it
     reads it, before the keep-alive thread has run, and before anyone may take the lock."""
-    server, clock = k8s_embedded_apiserver, FakeClock()
-    lock = make_lock(server, clock)
-    grant = lock.try_acquire(TICK)
-    assert isinstance(grant, Grant)
-    told: list[str] = []
-    grant.lost_hooks.add(lambda: told.append("lost"))
+    server = k8s_embedded_apiserver
+    clock, lock, grant, told = granted(server)
     clock.advance(19.9)
     assert not grant.lost.is_set()
     clock.advance(0.1)  # 20 s = 2/3 of lock_at_most_for, with no keep-alive since (stopped)

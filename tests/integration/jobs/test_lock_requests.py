@@ -13,7 +13,6 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from fakeclock import FakeClock
 
 from k8slease import JobContext, Jobs
 from k8slease.clock import Clock
@@ -25,6 +24,7 @@ from k8slease.lease.observe import Observations
 from k8slease.lease.transport import LeaseTransport
 from k8slease.lease.view import LeaseView
 from k8slease.testing.server import APIServer
+from tests.support.fakeclock import FakeClock
 
 NEVER = "0 0 1 1 *"
 T0 = datetime(2026, 11, 30, 2, 0, tzinfo=UTC)

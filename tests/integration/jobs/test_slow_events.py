@@ -15,12 +15,12 @@ import time
 from typing import Any
 
 import pytest
-from polling import poll
 
 from k8slease import ElectionTiming, JobContext, Jobs
 from k8slease.election.budget import event_budget, tolerated_latency
 from k8slease.kube.eventqueue import RETRY_MOST, QueuedEvents
 from k8slease.testing.server import APIServer
+from tests.support.polling import poll
 
 TIMING = ElectionTiming(lease_duration=24, renew_interval=8, renew_deadline=16)
 LATENCY = 6.5  # above the 5 s Events had; below the 8 s these timings tolerate

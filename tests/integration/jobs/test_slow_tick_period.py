@@ -16,11 +16,12 @@ from collections.abc import Iterator
 from datetime import datetime
 
 import pytest
-from polling import poll
 
 from k8slease import ElectionTiming, JobContext, Jobs
 from k8slease.jobs.lockbudget import shortest_tick_period, ticks_between_runs
 from k8slease.testing.server import APIServer
+from tests.support.lifecycle import all_started
+from tests.support.polling import poll
 
 TIMING = ElectionTiming(lease_duration=6, renew_interval=2, renew_deadline=4, retry_interval=1)
 LATENCY, RUN = 0.6, 0.3  # a tick needs 2 * 0.6 + 0.3 = 1.5 s
@@ -62,11 +63,8 @@ def runs(k8s_embedded_apiserver: APIServer) -> Iterator[tuple[APIServer, list[da
         )
         jobs.interval(seconds=1, lock_at_most_for=30, name="tick")(job)
         group.append(jobs)
-    for jobs in group:
-        jobs.start()
-    yield k8s_embedded_apiserver, ticks
-    for jobs in group:
-        jobs.stop()
+    with all_started(group):
+        yield k8s_embedded_apiserver, ticks
 
 
 @pytest.mark.embedded_only  # faults

@@ -17,11 +17,12 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from polling import poll
 
 from k8slease import ElectionTiming, JobContext, Jobs, Mode
 from k8slease.election.budget import tolerated_latency
 from k8slease.testing.server import APIServer
+from tests.support.lifecycle import all_started
+from tests.support.polling import poll
 
 TIMING = ElectionTiming(lease_duration=5, renew_interval=1, renew_deadline=3.5, retry_interval=1)
 LATENCY = 1.3  # request_timeout: min(10, 3.5 / 3) = 1.17 s; tolerated: 1.75 s
@@ -57,11 +58,8 @@ def replicas(k8s_embedded_apiserver: APIServer) -> Iterator[tuple[list[Jobs], li
         )
         jobs.interval(seconds=EVERY, mode=Mode.LEADER, name="lead")(record("lead", f"r{i}"))
         group.append(jobs)
-    for jobs in group:
-        jobs.start()
-    yield group, runs
-    for jobs in group:
-        jobs.stop()
+    with all_started(group):
+        yield group, runs
 
 
 @pytest.mark.embedded_only  # faults

@@ -16,11 +16,12 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
-from polling import poll
 
 from k8slease.lease.jobrecord import job_state_from_lease
 from k8slease.lease.transport import LeaseTransport
 from k8slease.testing.pytest_plugin import Server
+from tests.support.polling import poll
+from tests.support.processes import stop_all
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 #: the tick period: two seconds leave room for a replica slowed down by a loaded machine
@@ -98,15 +99,7 @@ def test_three_replicas_run_every_tick_exactly_once_across_sigterm_and_sigkill(
         procs[killed].wait(30)
         _wait_for_ticks(runs, 3, after=killed_at + timedelta(seconds=3))
     finally:
-        for proc in procs.values():
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        for proc in procs.values():
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:  # pragma: no cover - a hung replica
-                proc.kill()
-                proc.wait()
+        stop_all(procs.values())
 
     done = _runs(runs)
     per_tick = Counter(tick for _, tick, _ in done)

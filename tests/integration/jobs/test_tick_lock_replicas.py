@@ -11,13 +11,13 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from fakeclock import FakeClock
 from kubernetes import client
 
 from k8slease import ConfigError, JobContext, Jobs, TickLock, TickSkipped
 from k8slease.lease.jobrecord import job_state_from_lease
 from k8slease.lease.record import record_from_lease
 from k8slease.lease.transport import LeaseTransport
+from tests.support.fakeclock import FakeClock
 
 T0 = datetime(2026, 11, 30, 2, 0, tzinfo=UTC)
 NEVER = "0 0 1 1 *"

@@ -10,10 +10,10 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from fakeclock import FakeClock
 from kubernetes import client
 
 from k8slease.kube.events import EventRecorder
+from tests.support.fakeclock import FakeClock
 
 
 def test_an_event_at_a_whole_second_is_accepted_with_its_microtime(

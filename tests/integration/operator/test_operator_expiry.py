@@ -9,37 +9,24 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-
-import pytest
-from kubernetes import client
-from operator_support import (
-    condition,
-    event_changes,
-    group_events,
-    operator_process,
-    wait_for,
-    wait_status,
-)
 
 from k8slease.lease.record import LeaseRecord, new_lease
 from k8slease.lease.transport import LeaseTransport
 from k8slease.names import LABEL_GROUP, LABEL_ROLE, ROLE_LEADER
-from k8slease.operator.crd import install_crd
 from k8slease.testing.server import APIServer
+from tests.support.operators import (
+    condition,
+    event_changes,
+    group_events,
+    operator_process,
+    server_fixture,
+    wait_for,
+    wait_status,
+)
 
 NS = "expiry"
-
-
-@pytest.fixture
-def server() -> Iterator[APIServer]:
-    with APIServer() as srv:
-        api = srv.api_client()
-        install_crd(api)
-        client.CoreV1Api(api).create_namespace({"metadata": {"name": NS}})
-        api.close()
-        yield srv
+server = server_fixture(NS)
 
 
 def test_an_abandoned_lease_shows_no_leader_and_no_became_leader_event(server: APIServer) -> None:

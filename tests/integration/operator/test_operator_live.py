@@ -13,16 +13,6 @@ from typing import Any
 
 import pytest
 from kubernetes import client
-from operator_support import (
-    condition,
-    create_group,
-    event_changes,
-    get_group,
-    group_events,
-    operator_process,
-    wait_for,
-    wait_status,
-)
 
 from k8slease.election.elector import LeaderElector
 from k8slease.jobs.lock import JobLock
@@ -43,6 +33,16 @@ from k8slease.names import (
 from k8slease.operator.crd import install_crd
 from k8slease.operator.registry import LABEL_AUTO_CREATED
 from k8slease.testing.server import APIServer
+from tests.support.operators import (
+    condition,
+    create_group,
+    event_changes,
+    get_group,
+    group_events,
+    operator_process,
+    wait_for,
+    wait_status,
+)
 
 NS = "ops"
 FAST = {"lease_duration": 2, "renew_interval": 0.3, "renew_deadline": 1.2, "retry_interval": 0.3}
@@ -79,22 +79,32 @@ def elector(server: APIServer, name: str, identity: str, **options: Any) -> Lead
     )
 
 
+def failover(
+    server: APIServer, api: client.ApiClient, group: str, *, takeover_within: float, **a: Any
+) -> dict[str, Any]:
+    """replica-a leads ``group`` (elector options ``a``), replica-b waits; a stops (with
+    ``release_on_stop=False``, as if it crashed), b leads within ``takeover_within`` s; returns
+    the group's status once the operator names b."""
+    first = elector(server, group, "replica-a", **a).start()
+    assert first.wait_until_leading(5)
+    second = elector(server, group, "replica-b").start()
+    try:
+        wait_status(api, NS, group, lambda s: s.get("leader") == "replica-a", "a leads")
+        first.stop(5)
+        assert second.wait_until_leading(takeover_within)
+        status: dict[str, Any] = wait_status(
+            api, NS, group, lambda s: s.get("leader") == "replica-b", "b leads"
+        )
+    finally:
+        first.stop(5)
+        second.stop(5)
+    return status
+
+
 def test_released_failover_is_recorded_with_its_gap(
     server: APIServer, api: client.ApiClient
 ) -> None:
-    a = elector(server, "fo-released", "replica-a").start()
-    assert a.wait_until_leading(5)
-    b = elector(server, "fo-released", "replica-b").start()
-    try:
-        wait_status(api, NS, "fo-released", lambda s: s.get("leader") == "replica-a", "a leads")
-        a.stop(5)  # releases the Lease; b takes over at once
-        assert b.wait_until_leading(5)
-        status = wait_status(
-            api, NS, "fo-released", lambda s: s.get("leader") == "replica-b", "b leads"
-        )
-    finally:
-        a.stop(5)
-        b.stop(5)
+    status = failover(server, api, "fo-released", takeover_within=5)  # b takes over at once
     first, last = status["failovers"][0], status["failovers"][-1]
     assert (first["to"], first["reason"]) == ("replica-a", "first")
     assert (last["from"], last["to"], last["reason"]) == ("replica-a", "replica-b", "released")
@@ -117,19 +127,8 @@ def test_released_failover_is_recorded_with_its_gap(
 def test_expired_failover_is_recorded_with_its_gap(
     server: APIServer, api: client.ApiClient
 ) -> None:
-    a = elector(server, "fo-expired", "replica-a", release_on_stop=False).start()
-    assert a.wait_until_leading(5)
-    b = elector(server, "fo-expired", "replica-b").start()
-    try:
-        wait_status(api, NS, "fo-expired", lambda s: s.get("leader") == "replica-a", "a leads")
-        a.stop(5)  # a crashes: the Lease is not released, b must wait for it to expire
-        assert b.wait_until_leading(10)
-        status = wait_status(
-            api, NS, "fo-expired", lambda s: s.get("leader") == "replica-b", "b leads"
-        )
-    finally:
-        a.stop(5)
-        b.stop(5)
+    # a crashes: the Lease is not released, b must wait for it to expire
+    status = failover(server, api, "fo-expired", takeover_within=10, release_on_stop=False)
     last = status["failovers"][-1]
     assert (last["from"], last["to"], last["reason"]) == ("replica-a", "replica-b", "expired")
     # b waits a whole lease duration (2 s) after a's last renewal before it takes over
@@ -309,32 +308,20 @@ def test_kubectl_shows_the_printer_columns(server: APIServer, api: client.ApiCli
     a = elector(server, "kubectl-grp", "replica-a").start()
     try:
         wait_status(api, NS, "kubectl-grp", lambda s: s.get("leader") == "replica-a", "status")
-        kubectl = ["kubectl", "--kubeconfig", str(server.kubeconfig), "-n", NS]
-        out = subprocess.run(
-            [*kubectl, "get", "scheduledjobgroups", "kubectl-grp"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=True,
-        ).stdout
+
+        def kubectl(*args: str) -> str:
+            command = ["kubectl", "--kubeconfig", str(server.kubeconfig), "-n", NS, *args]
+            return subprocess.run(
+                command, capture_output=True, text=True, timeout=30, check=True
+            ).stdout
+
+        out = kubectl("get", "scheduledjobgroups", "kubectl-grp")
         header, row = out.splitlines()[:2]
         assert header.split() == ["NAME", "LEADER", "TRANSITIONS", "LAST", "FAILOVER", "AGE"]
         assert row.split()[:3] == ["kubectl-grp", "replica-a", "0"]
-        wide = subprocess.run(
-            [*kubectl, "get", "sjg", "-o", "wide"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=True,
-        ).stdout
+        wide = kubectl("get", "sjg", "-o", "wide")
         assert "LAST RUN" in wide and "MESSAGE" in wide
-        described = subprocess.run(
-            [*kubectl, "describe", "scheduledjobgroup", "kubectl-grp"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=True,
-        ).stdout
+        described = kubectl("describe", "scheduledjobgroup", "kubectl-grp")
         assert "Failovers:" in described and "LeaderElected" in described
     finally:
         a.stop(5)

@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 from kubernetes import client
-from operator_support import REPO, operator_process, wait_status
 
 from k8slease.lease.record import LeaseRecord, new_lease
 from k8slease.lease.transport import LeaseTransport
 from k8slease.names import LABEL_GROUP, LABEL_ROLE, ROLE_LEADER
 from k8slease.operator.crd import CRD_NAME, crd_manifest
 from k8slease.testing.server import APIServer
+from tests.support.operators import REPO, operator_process, wait_status
 
 NS = "preflight"
 

@@ -4,31 +4,24 @@ in the Lease (empty holder) is ``released``, and the takeover seen later has no 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime
-
-import pytest
-from kubernetes import client
-from operator_support import event_changes, group_events, operator_process, wait_for, wait_status
 
 from k8slease.errors import NotFound
 from k8slease.lease.record import LeaseRecord, lease_with_record, new_lease
 from k8slease.lease.transport import LeaseTransport
 from k8slease.names import LABEL_GROUP, LABEL_ROLE, ROLE_LEADER
-from k8slease.operator.crd import install_crd
 from k8slease.testing.server import APIServer
+from tests.support.operators import (
+    event_changes,
+    group_events,
+    operator_process,
+    server_fixture,
+    wait_for,
+    wait_status,
+)
 
 NS = "restart"
-
-
-@pytest.fixture
-def server() -> Iterator[APIServer]:
-    with APIServer() as srv:
-        api = srv.api_client()
-        install_crd(api)
-        client.CoreV1Api(api).create_namespace({"metadata": {"name": NS}})
-        api.close()
-        yield srv
+server = server_fixture(NS)
 
 
 def write(leases: LeaseTransport, group: str, holder: str, transitions: int, token: int) -> None:

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from kubernetes import client
-from operator_support import operator_process, wait_status
 
 from k8slease.election.elector import LeaderElector
 from k8slease.operator.crd import install_crd
 from k8slease.testing.server import APIServer
+from tests.support.operators import operator_process, wait_status
 
 FAST = {"lease_duration": 2.0, "renew_interval": 0.5, "renew_deadline": 1.5}
 

@@ -8,13 +8,13 @@ from __future__ import annotations
 import time
 
 import pytest
-from polling import poll
 
 from k8slease.operator.history import Notice
 from k8slease.operator.registry import PostEvent
 from k8slease.operator.runtime import OperatorRuntime
 from k8slease.operator.settings import OperatorSettings
 from k8slease.testing.server import APIServer
+from tests.support.polling import poll
 
 TIMEOUT = 0.5  # the operator's request_timeout here
 LATENCY = 1.5  # every Event create: above request_timeout, far below what the timings tolerate

@@ -20,7 +20,6 @@ from typing import Any
 
 import pytest
 from kubernetes import client
-from operator_support import FAST_ENV, condition, get_group, stop_process, wait_status
 
 from k8slease.lease.record import LeaseRecord, lease_with_record, new_lease
 from k8slease.lease.transport import LeaseTransport
@@ -28,6 +27,7 @@ from k8slease.names import LABEL_GROUP, LABEL_ROLE, ROLE_LEADER
 from k8slease.operator.crd import install_crd
 from k8slease.testing.controlplane import audit
 from k8slease.testing.server import APIServer
+from tests.support.operators import FAST_ENV, condition, get_group, stop_process, wait_status
 
 LEASE_WRITES = ("create", "update", "patch", "delete", "deletecollection")
 

@@ -18,12 +18,14 @@ from typing import Any
 import pytest
 from kubernetes import client, watch
 
+from tests.support import bodies
+from tests.support.bodies import JSON_PATCH, MERGE, STRATEGIC
+from tests.support.bodies import TABLE as TABLE_ONLY
+
 pytestmark = pytest.mark.conformance
 
-MERGE = "application/merge-patch+json"
-JSON_PATCH = "application/json-patch+json"
-STRATEGIC = "application/strategic-merge-patch+json"
-TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
+#: A Table, or JSON where the server cannot make one.
+TABLE = f"{TABLE_ONLY},application/json"
 
 
 def raw(
@@ -57,68 +59,12 @@ def status_of(exc: client.ApiException) -> dict[str, Any]:
 
 
 def lease_body(name: str, **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "coordination.k8s.io/v1",
-        "kind": "Lease",
-        "metadata": {"name": name, "labels": {"app": "demo"}},
-        "spec": {"holderIdentity": "a", "leaseDurationSeconds": 15, **spec},
-    }
+    return bodies.lease_body(name, {"app": "demo"}, **spec)
 
 
 def widget_crd(group: str) -> dict[str, Any]:
     """A small namespaced CRD with a status subresource, printer columns and a schema."""
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"widgets.{group}"},
-        "spec": {
-            "group": group,
-            "scope": "Namespaced",
-            "names": {
-                "plural": "widgets",
-                "singular": "widget",
-                "kind": "Widget",
-                "shortNames": ["wdg"],
-            },
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "subresources": {"status": {}},
-                    "additionalPrinterColumns": [
-                        {"name": "Size", "type": "integer", "jsonPath": ".spec.size"},
-                        {"name": "Color", "type": "string", "jsonPath": ".spec.color"},
-                        {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
-                        {"name": "Seen", "type": "date", "jsonPath": ".status.seen"},
-                    ],
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "type": "object",
-                            "properties": {
-                                "spec": {
-                                    "type": "object",
-                                    "required": ["size"],
-                                    "properties": {
-                                        "size": {"type": "integer", "minimum": 1, "maximum": 10},
-                                        "color": {"type": "string", "enum": ["red", "blue"]},
-                                        "code": {"type": "string", "pattern": "^[a-z]+$"},
-                                    },
-                                },
-                                "status": {
-                                    "type": "object",
-                                    "properties": {
-                                        "phase": {"type": "string"},
-                                        "seen": {"type": "string", "format": "date-time"},
-                                    },
-                                },
-                            },
-                        }
-                    },
-                }
-            ],
-        },
-    }
+    return bodies.widget_crd(group, seen=True)
 
 
 @pytest.fixture

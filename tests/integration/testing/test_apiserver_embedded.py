@@ -8,11 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
-import os
-import signal
 import ssl
-import subprocess
-import sys
 import threading
 import time
 import urllib.error
@@ -24,6 +20,7 @@ import pytest
 from kubernetes import client, watch
 
 from k8slease.testing import APIServer
+from tests.support.processes import serving
 
 MERGE = "application/merge-patch+json"
 
@@ -378,13 +375,7 @@ def test_concurrent_conditional_updates_have_one_winner_per_version(
 
 def test_cli_serves_until_sigterm(tmp_path: Path) -> None:
     kubeconfig = tmp_path / "kubeconfig"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "k8slease", "apiserver", "--kubeconfig", str(kubeconfig)],
-        stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )  # fmt: skip
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
+    with serving("k8slease", "apiserver", "--kubeconfig", str(kubeconfig), stop_within=10) as line:
         url = line.split()[1]
         assert url.startswith("https://127.0.0.1:") and kubeconfig.exists()
         document = json.loads(kubeconfig.read_text())
@@ -401,6 +392,3 @@ def test_cli_serves_until_sigterm(tmp_path: Path) -> None:
         with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(f"{url}/api/v1/namespaces/default", timeout=5, context=context)
         assert refused.value.code == 401
-    finally:
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=10) == 0

@@ -14,44 +14,18 @@ from kubernetes import client, watch
 from k8slease.operator.crd import wait_established
 from k8slease.testing import APIServer
 from k8slease.testing.controlplane import audit
+from tests.support.bodies import crd_body
 
 GROUP = "kopf.k8slease.io"
 
 
 def gadget_crd() -> dict[str, Any]:
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"gadgets.{GROUP}"},
-        "spec": {
-            "group": GROUP,
-            "scope": "Namespaced",
-            "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "subresources": {"status": {}},
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "type": "object",
-                            "properties": {
-                                "spec": {
-                                    "type": "object",
-                                    "properties": {"size": {"type": "integer"}},
-                                },
-                                "status": {
-                                    "type": "object",
-                                    "x-kubernetes-preserve-unknown-fields": True,
-                                },
-                            },
-                        }
-                    },
-                }
-            ],
-        },
-    }
+    return crd_body(
+        GROUP,
+        "Gadget",
+        spec={"type": "object", "properties": {"size": {"type": "integer"}}},
+        status={"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+    )
 
 
 def until(

@@ -37,6 +37,11 @@ def kubectl(server: APIServer, tmp_path: Path, *args: str, stdin: str | None = N
     return done.stdout
 
 
+def apply(server: APIServer, tmp_path: Path, body: dict[str, Any]) -> str:
+    """``kubectl apply -f -`` of ``body`` (client-side validation off: no OpenAPI here)."""
+    return kubectl(server, tmp_path, "apply", "--validate=false", "-f", "-", stdin=json.dumps(body))
+
+
 def rows(output: str) -> list[list[str]]:
     return [line.split() for line in output.strip().splitlines()]
 
@@ -49,26 +54,10 @@ def test_kubectl_get_leases_all_namespaces(k8s_fresh_apiserver: APIServer, tmp_p
         "metadata": {"name": "leader", "namespace": "kube-system"},
         "spec": {"holderIdentity": "pod-a", "leaseDurationSeconds": 15},
     }
-    out = kubectl(
-        k8s_embedded_apiserver,
-        tmp_path,
-        "apply",
-        "--validate=false",
-        "-f",
-        "-",
-        stdin=json.dumps(lease),
-    )
+    out = apply(k8s_embedded_apiserver, tmp_path, lease)
     assert "lease.coordination.k8s.io/leader created" in out
     lease["spec"]["holderIdentity"] = "pod-b"
-    out = kubectl(
-        k8s_embedded_apiserver,
-        tmp_path,
-        "apply",
-        "--validate=false",
-        "-f",
-        "-",
-        stdin=json.dumps(lease),
-    )
+    out = apply(k8s_embedded_apiserver, tmp_path, lease)
     assert "configured" in out  # a strategic merge PATCH
     table = rows(kubectl(k8s_embedded_apiserver, tmp_path, "get", "leases", "-A"))
     assert table[0] == ["NAMESPACE", "NAME", "HOLDER", "AGE"]

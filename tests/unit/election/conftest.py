@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from elector_memstore import MemoryLeaseStore
 
 from k8slease import LeaderElector
+from tests.unit.election.elector_memstore import MemoryLeaseStore
 
 
 @pytest.fixture

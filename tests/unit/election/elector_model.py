@@ -13,8 +13,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from elector_memstore import MemoryLeaseStore
-
 from k8slease.election.commands import (
     Command,
     Create,
@@ -28,6 +26,7 @@ from k8slease.election.machine import ElectionMachine
 from k8slease.election.timing import ElectionTiming
 from k8slease.errors import NotFound, TransportError, Unavailable
 from k8slease.lease.view import LeaseView
+from tests.unit.election.elector_memstore import MemoryLeaseStore
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 NAME = "demo"
@@ -189,6 +188,24 @@ class Cluster:
         machine = self.replicas[i].machine
         machine.abdicate(machine.term, self.mono(i), "work ended")
         self._collect(i)
+
+    def step(self, op: str, i: int, dt: float, *, watch_events: int = 1) -> bool:
+        """One step of a generated schedule (the property tests'): ``advance`` by ``dt``, or
+        ``op`` done by replica ``i`` (a watch delivers up to ``watch_events`` events). False for
+        an op this model does not know (the caller's own)."""
+        if op == "advance":
+            self.advance(dt)
+        elif op == "lose":
+            self.respond(i, lose=True)
+        elif op == "watch":
+            self.deliver_watch(i, watch_events)
+        elif op in ("watch_off", "watch_on"):
+            self.replicas[i].machine.set_watching(op == "watch_on", self.mono(i))
+        elif op in ("act", "apply", "respond", "roundtrip", "check", "stop", "abdicate"):
+            getattr(self, op)(i)
+        else:
+            return False
+        return True
 
     # -- observations ----------------------------------------------------------------------------
 

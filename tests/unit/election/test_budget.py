@@ -8,11 +8,11 @@ many deadlines, one whose requests take a little more steps down, at its deadlin
 from __future__ import annotations
 
 import pytest
-from elector_model import Cluster
 
 from k8slease.election.budget import election_budget, tolerated_latency
 from k8slease.election.commands import Purpose, Read, StoppedLeading, Wait
 from k8slease.election.timing import ElectionTiming
+from tests.unit.election.elector_model import Cluster
 
 DEFAULT = ElectionTiming()
 FAST = ElectionTiming(lease_duration=15, renew_interval=5, renew_deadline=10, retry_interval=2)

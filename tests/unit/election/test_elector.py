@@ -16,17 +16,16 @@ from functools import partial
 from typing import Any
 
 import pytest
-from elector_memstore import MemoryLeaseStore, MemoryTransport, make_elector
-from fakeclock import FakeClock
 
 from k8slease import LeaderElector, LeadershipContext
-from k8slease.clock import SystemClock
 from k8slease.election.commands import Create, Read
 from k8slease.election.seams import Seams
 from k8slease.errors import ConfigError, Unavailable
 from k8slease.lease.record import record_from_lease
 from k8slease.lease.view import LeaseView
 from k8slease.metrics import NoopMetrics, PrometheusMetrics
+from tests.support.fakeclock import FakeClock, JumpingClock
+from tests.unit.election.elector_memstore import MemoryLeaseStore, MemoryTransport, make_elector
 
 FAST = {
     "namespace": "default",
@@ -237,24 +236,13 @@ def test_renew_failures_end_leadership_at_the_deadline_and_it_comes_back(
     assert a.fencing_token == 2
 
 
-class _JumpingClock(SystemClock):
-    """The real clocks, with the monotonic one jumped forward at will: what a process resumed
-    after SIGSTOP sees before any of its threads has run."""
-
-    def __init__(self) -> None:
-        self.jumped = 0.0
-
-    def monotonic(self) -> float:
-        return super().monotonic() + self.jumped
-
-
 def test_a_term_reads_lost_the_moment_its_renew_deadline_has_passed(
     store: MemoryLeaseStore, electors: list[LeaderElector]
 ) -> None:
     """Found by the chaos suite (a LEADER singleton resumed after SIGSTOP acted for a few ms
     while another replica led): ``ctx.lost`` must read as set from the renew deadline on, as
     ``is_leader`` does, before the watchdog has run; ``wait`` too."""
-    clock = _JumpingClock()
+    clock = JumpingClock()
     terms: list[LeadershipContext] = []
     called = threading.Event()
 

@@ -10,14 +10,14 @@ import threading
 from functools import partial
 from typing import Any
 
-from elector_memstore import MemoryLeaseStore, MemoryTransport, make_elector
 from prometheus_client import CollectorRegistry
 
 from k8slease import AsyncLeaderElector, LeaderElector
-from k8slease.clock import SystemClock
 from k8slease.election.seams import Seams
 from k8slease.lease.record import record_from_lease
 from k8slease.metrics import NoopMetrics, PrometheusMetrics
+from tests.support.fakeclock import JumpingClock
+from tests.unit.election.elector_memstore import MemoryLeaseStore, MemoryTransport, make_elector
 
 FAST: dict[str, Any] = dict(
     namespace="default",
@@ -87,16 +87,6 @@ def test_async_wait_until_leading_takes_a_timeout_and_returns_a_bool(
         return timed_out, not_leading, leads
 
     assert asyncio.run(main()) == (False, True, True)
-
-
-class JumpingClock(SystemClock):
-    """The real clocks with the monotonic one jumped forward at will (a resumed process)."""
-
-    def __init__(self) -> None:
-        self.jumped = 0.0
-
-    def monotonic(self) -> float:
-        return super().monotonic() + self.jumped
 
 
 def test_a_leader_past_its_renew_deadline_is_not_ready(

@@ -12,9 +12,9 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from elector_model import NAME, Cluster
 
 from k8slease.election.commands import Read, StoppedLeading, Update, Wait
+from tests.unit.election.elector_model import NAME, Cluster
 
 
 def _lead(c: Cluster) -> tuple[int, int]:
@@ -146,19 +146,25 @@ def test_two_replicas_never_both_lead_when_hand_edits_race_renewals() -> None:
                 c.leader()  # asserts at most one believer
 
 
+def _assert_release_by_hand_is_waited_out(c: Cluster, other: int, *edits: Any) -> None:
+    """``edits`` by hand leave a release record; ``other``, seeing it, waits the full duration
+    (10 s) from when it first saw it rather than trusting it as a release."""
+    for edit in edits:
+        c.store.edit(NAME, edit)
+    c.deliver_watch(other, 1000)
+    seen = c.replicas[other].machine.observation
+    assert seen is not None and seen.record is not None and not seen.record.held
+    command = c.act(other)
+    assert isinstance(command, Wait) and command.until == pytest.approx(seen.first_seen_at + 10)
+
+
 def test_hand_edits_that_compose_into_a_release_are_not_trusted_as_one() -> None:
     """Found by the simulation (seed 9): shortening the duration to 1 and then removing the
     holder leaves exactly a release record, but its renewTime is the holder's last one. A real
     release always moves renewTime forward; one that does not is held by someone unknown."""
     c = Cluster(2)
     _, other = _lead(c)
-    c.store.edit(NAME, _shorten)
-    c.store.edit(NAME, _drop_holder)
-    c.deliver_watch(other, 1000)
-    seen = c.replicas[other].machine.observation
-    assert seen is not None and seen.record is not None and not seen.record.held
-    command = c.act(other)
-    assert isinstance(command, Wait) and command.until == pytest.approx(seen.first_seen_at + 10)
+    _assert_release_by_hand_is_waited_out(c, other, _shorten, _drop_holder)
 
 
 def test_a_lease_deleted_after_a_release_is_waited_out_before_it_is_created() -> None:
@@ -195,13 +201,7 @@ def test_a_stale_read_answer_does_not_make_hand_edits_look_like_a_release() -> N
     c.deliver_watch(other, 1000)
     c.respond(other)  # ... and answered after the watch delivered renewal N
     c.replicas[other].machine.set_watching(True, c.mono(other))
-    c.store.edit(NAME, _drop_holder)
-    c.store.edit(NAME, _shorten)
-    c.deliver_watch(other, 1000)
-    seen = c.replicas[other].machine.observation
-    assert seen is not None and seen.record is not None and not seen.record.held
-    command = c.act(other)
-    assert isinstance(command, Wait) and command.until == pytest.approx(seen.first_seen_at + 10)
+    _assert_release_by_hand_is_waited_out(c, other, _drop_holder, _shorten)
 
 
 def test_a_lease_naming_this_replica_that_reappears_after_a_deletion_is_waited_out() -> None:

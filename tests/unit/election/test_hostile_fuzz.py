@@ -2,7 +2,7 @@
 
 Three real :class:`~k8slease.election.machine.ElectionMachine` replicas (the model of
 test_safety.py) contend while the Lease is overwritten, at any moment, with anything the API
-server would store (tests/hostile.py). Nothing raises, never two leaders, and once the Lease is
+server would store (support/hostile.py). Nothing raises, never two leaders, and once the Lease is
 left alone (the edit "repaired" by the replicas' own writes) a leader emerges within the longer
 of the hostile duration and ours, plus retries: the group never freezes.
 """
@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from elector_model import NAME, Cluster
-from hostile import fuzz_settings, lease_json
 from hypothesis import example, given
 from hypothesis import strategies as st
 
 from k8slease.lease.record import INT32_MAX, record_from_lease
+from tests.support.hostile import fuzz_settings, lease_json
+from tests.unit.election.elector_model import NAME, Cluster
 
 N = 3
 
@@ -78,20 +78,11 @@ def test_hostile_leases_never_crash_a_machine_nor_freeze_the_group(
     pending_edits = list(edits)
     assert pending_edits
     for op, i, dt in ops:
-        if op == "advance":
-            cluster.advance(dt)
-        elif op == "roundtrip":
-            cluster.roundtrip(i)
-        elif op == "watch":
-            cluster.deliver_watch(i, 3)
-        elif op == "act":
-            cluster.act(i)
-        elif op == "apply":
-            cluster.apply(i)
-        elif op == "respond":
-            cluster.respond(i)
-        elif op == "hostile" and pending_edits:
-            _overwrite(cluster, pending_edits.pop())
+        if op == "hostile":
+            if pending_edits:
+                _overwrite(cluster, pending_edits.pop())
+        else:
+            assert cluster.step(op, i, dt, watch_events=3), f"unknown op {op!r}"
         assert len(cluster.believers()) <= 1
     if len(pending_edits) == len(edits):  # none landed yet (no Lease): elect, then edit
         cluster.run_until(lambda: NAME in cluster.store.leases, limit=60)

@@ -7,11 +7,11 @@ import logging
 from typing import Any
 
 import pytest
-from elector_model import Cluster
 
 from k8slease.jobs.lostticks import LostTicks, leaderless_watch, nobody_leads
 from k8slease.logs import get_logger
 from k8slease.metrics import NoopJobMetrics
+from tests.unit.election.elector_model import Cluster
 
 
 class ModelClock:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from elector_model import NAME, Cluster, alternates
 
 from k8slease.election.commands import (
     Create,
@@ -22,10 +21,20 @@ from k8slease.election.commands import (
 from k8slease.errors import Conflict, Forbidden, NotFound, Unavailable
 from k8slease.lease.record import record_from_lease
 from k8slease.names import ANN_FENCING_TOKEN, LABEL_GROUP, LABEL_ROLE
+from tests.unit.election.elector_model import NAME, Cluster, alternates
 
 
 def lease_record(cluster: Cluster):  # type: ignore[no-untyped-def]
     return record_from_lease(cluster.store.get(NAME))
+
+
+def _two_with_a_leader() -> tuple[Cluster, int, int]:
+    """Two replicas, run until one leads; returns them, the leader and the other."""
+    c = Cluster(2)
+    c.run_until(lambda: c.leader() is not None)
+    old = c.leader()
+    assert old is not None
+    return c, old, 1 - old
 
 
 def test_first_replica_creates_the_lease_labelled_with_its_group() -> None:
@@ -140,10 +149,7 @@ def test_crash_takeover_happens_only_after_the_lease_duration_of_unchanged_obser
 
 
 def test_graceful_stop_releases_and_a_watching_candidate_takes_over_at_once() -> None:
-    c = Cluster(2)
-    c.run_until(lambda: c.leader() is not None)
-    old = c.leader()
-    new = 1 - old
+    c, old, new = _two_with_a_leader()
     c.stop(old)
     assert isinstance(c.replicas[old].events[-1], StoppedLeading)
     assert c.leader() is None
@@ -267,10 +273,7 @@ def test_watch_showing_another_grant_makes_the_leader_step_down_at_once() -> Non
 
 
 def test_late_watch_events_from_before_the_grant_do_not_unseat_the_leader() -> None:
-    c = Cluster(2)
-    c.run_until(lambda: c.leader() is not None)
-    old = c.leader()
-    new = 1 - old
+    c, old, new = _two_with_a_leader()
     c.stop(old)
     c.roundtrip(old)
     c.roundtrip(old)

@@ -9,12 +9,12 @@ from typing import Any
 
 import kubernetes.client
 import pytest
-from elector_memstore import MemoryLeaseStore, MemoryTransport
 
 from k8slease import ConfigError, ElectionTiming, Jobs, LeaderElector
 from k8slease.election.seams import Seams
 from k8slease.jobs import registry
 from k8slease.metrics import NoopMetrics
+from tests.unit.election.elector_memstore import MemoryLeaseStore, MemoryTransport
 
 SEAMS = Seams(transport=MemoryTransport(MemoryLeaseStore()))
 

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from elector_model import NAME, Cluster, alternates
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from k8slease.names import ANN_FENCING_TOKEN
+from tests.unit.election.elector_model import NAME, Cluster, alternates
 
 N = 3
 
@@ -77,34 +77,12 @@ def run(ops: list[Op], offsets: list[float], skews: list[float]) -> Cluster:
     for op, arg, dt in ops:
         if arg in crashed:
             continue
-        if op == "advance":
-            cluster.advance(dt)
-        elif op == "crash":
+        if op == "crash":
             crashed.add(arg)
-        elif op == "act":
-            cluster.act(arg)
-        elif op == "apply":
-            cluster.apply(arg)
-        elif op == "respond":
-            cluster.respond(arg)
-        elif op == "lose":
-            cluster.respond(arg, lose=True)
-        elif op == "watch":
-            cluster.deliver_watch(arg)
-        elif op == "watch_off":
-            cluster.replicas[arg].machine.set_watching(False, cluster.mono(arg))
-        elif op == "watch_on":
-            cluster.replicas[arg].machine.set_watching(True, cluster.mono(arg))
-        elif op == "check":
-            cluster.check(arg)
-        elif op == "stop":
-            cluster.stop(arg)
-        elif op == "abdicate":
-            cluster.abdicate(arg)
-        elif op == "roundtrip":
-            cluster.roundtrip(arg)
         elif op.startswith("edit:"):
             _edit(cluster, op.removeprefix("edit:"))
+        else:
+            assert cluster.step(op, arg, dt), f"unknown op {op!r}"
         believers = cluster.believers()
         assert len(believers) <= 1, f"two leaders at t={cluster.t}: {believers}"
     for r in cluster.replicas:

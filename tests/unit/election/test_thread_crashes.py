@@ -14,7 +14,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from elector_memstore import MemoryLeaseStore, MemoryTransport
 
 from k8slease import LeaderElector
 from k8slease.clock import SystemClock
@@ -25,6 +24,7 @@ from k8slease.lease.informer import LeaseInformer
 from k8slease.lease.observe import Observations
 from k8slease.logs import get_logger
 from k8slease.metrics import NoopMetrics
+from tests.unit.election.elector_memstore import MemoryLeaseStore, MemoryTransport
 
 FAST = {
     "namespace": "default",

@@ -82,12 +82,12 @@ def test_the_leaderless_watch_is_listened_to_for_misses() -> None:
     """``schedule_jobs`` hands the LEADER jobs' leaderless watch ids to the listener."""
     from apscheduler.schedulers.background import BackgroundScheduler
     from apscheduler.triggers.interval import IntervalTrigger
-    from fakeclock import FakeClock
 
     from k8slease.jobs.runner import TickRunner
     from k8slease.jobs.spec import JobSpec, Mode
     from k8slease.jobs.wiring import leaderless_id, schedule_jobs
     from k8slease.metrics import NoopJobMetrics
+    from tests.support.fakeclock import FakeClock
 
     spec = JobSpec(
         name="nightly", func=lambda ctx: None, mode=Mode.LEADER, trigger=IntervalTrigger(seconds=5)

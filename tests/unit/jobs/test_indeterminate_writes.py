@@ -12,7 +12,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
-from fakeclock import FakeClock
 
 from k8slease.errors import AlreadyExists, Conflict, NotFound, Unavailable
 from k8slease.jobs.lock import Grant, JobLock
@@ -20,6 +19,7 @@ from k8slease.jobs.lockcache import ClaimCache
 from k8slease.jobs.lockrules import Verdict
 from k8slease.lease.observe import Observations
 from k8slease.lease.view import LeaseView
+from tests.support.fakeclock import FakeClock
 
 NAME = "g.job"
 
@@ -136,6 +136,18 @@ def _tick(clock: FakeClock, after: float = 0.0) -> datetime:
     return clock.now() + timedelta(seconds=after)
 
 
+def _unanswered_claim(lose: str, **options: float) -> tuple[FakeClock, Store, JobLock, datetime]:
+    """r0's claim of the tick now, whose write is lost the way ``lose`` says (Store.lose): the
+    claim raises Unavailable. Returns the clock, the store, r0's lock and the tick."""
+    clock, store = FakeClock(), Store()
+    lock = _lock(store, clock, **options)
+    t1 = _tick(clock)
+    store.lose = [lose]
+    with pytest.raises(Unavailable):
+        lock.try_acquire(t1)
+    return clock, store, lock, t1
+
+
 def _events(caplog: pytest.LogCaptureFixture, level: int = logging.WARNING) -> list[str]:
     return [
         getattr(r, "k8slease_event", r.getMessage())
@@ -150,12 +162,7 @@ def test_a_claim_applied_after_its_timeout_is_run_within_its_grace(
     """The claim of T1 is applied but its answer lost; 15 s later (the server back) the next
     tick's claim finds the Lease naming this replica: T1 is still within its grace and the
     budget, so it runs T1 (said at WARNING), not skip as "held by r0" until the lock ends."""
-    clock, store = FakeClock(), Store()
-    lock = _lock(store, clock)
-    t1 = _tick(clock)
-    store.lose = ["applied"]
-    with pytest.raises(Unavailable):
-        lock.try_acquire(t1)
+    clock, store, lock, t1 = _unanswered_claim("applied")
     assert store.view().record.holder == "r0"  # applied: the Lease names r0
     clock.advance(15)
 
@@ -176,12 +183,7 @@ def test_a_claim_applied_past_its_grace_is_released_at_once_and_the_next_tick_ru
 ) -> None:
     """Past its grace the late-applied claim is not run: the tick is recorded lost (reported at
     WARNING) in the same write that claims the next tick, which runs at once."""
-    clock, store = FakeClock(), Store()
-    lock = _lock(store, clock, grace=10)
-    t1 = _tick(clock)
-    store.lose = ["applied"]
-    with pytest.raises(Unavailable):
-        lock.try_acquire(t1)
+    clock, store, lock, t1 = _unanswered_claim("applied", grace=10)
     clock.advance(15)
     t2 = _tick(clock)
 
@@ -200,12 +202,7 @@ def test_a_claim_applied_past_its_grace_is_released_at_once_and_the_next_tick_ru
 def test_a_claim_applied_past_the_keepalive_budget_is_not_run() -> None:
     """Within its grace but past 2/3 of lock_at_most_for since it was sent: another replica may
     take the lock over soon, so the run would start already lost: released, the next tick runs."""
-    clock, store = FakeClock(), Store()
-    lock = _lock(store, clock, at_most=30, grace=300)
-    t1 = _tick(clock)
-    store.lose = ["applied"]
-    with pytest.raises(Unavailable):
-        lock.try_acquire(t1)
+    clock, store, lock, t1 = _unanswered_claim("applied", at_most=30, grace=300)
     clock.advance(21)
     t2 = _tick(clock)
 
@@ -219,12 +216,7 @@ def test_a_claim_applied_past_the_keepalive_budget_is_not_run() -> None:
 def test_a_claim_still_in_flight_is_settled_when_it_lands() -> None:
     """The claim's answer is lost and the write not yet applied: the next read sees the Lease
     unchanged (open), the replica does not run; the write then lands, and the next look runs it."""
-    clock, store = FakeClock(), Store()
-    lock = _lock(store, clock)
-    t1 = _tick(clock)
-    store.lose = ["later"]
-    with pytest.raises(Unavailable):
-        lock.try_acquire(t1)
+    clock, store, lock, t1 = _unanswered_claim("later")
     clock.advance(5)
     store.land()
     clock.advance(5)
@@ -258,11 +250,8 @@ def test_other_replicas_report_each_tick_skipped_for_a_silent_holder(
 ) -> None:
     """r0's claim was applied after r0 gave up (and r0 fires no more ticks): r1 skips while the
     lock runs out, each skip at WARNING once the holder has been silent past a keep-alive."""
-    clock, store = FakeClock(), Store()
-    r0, r1 = _lock(store, clock, "r0", at_most=30), _lock(store, clock, "r1", at_most=30)
-    store.lose = ["applied"]
-    with pytest.raises(Unavailable):
-        r0.try_acquire(_tick(clock))
+    clock, store, _, _ = _unanswered_claim("applied", at_most=30)
+    r1 = _lock(store, clock, "r1", at_most=30)
     clock.advance(2)
     with caplog.at_level(logging.DEBUG, logger="k8slease"):
         assert r1.try_acquire(_tick(clock)) is Verdict.HELD  # just seen: not silent yet
@@ -370,12 +359,7 @@ def test_an_earlier_claim_landing_after_a_later_one_failed_too_is_still_settled(
     same Lease version and token, got a 5xx. When T1's write lands, the next look still finds
     this replica's claim (by holder and token) and runs T1, the tick the Lease says, with the
     budget counted from T1's send, the earlier one."""
-    clock, store = FakeClock(), Store()
-    lock = _lock(store, clock, at_most=30, grace=300)
-    t1 = _tick(clock)
-    store.lose = ["later"]
-    with pytest.raises(Unavailable):
-        lock.try_acquire(t1)
+    clock, store, lock, t1 = _unanswered_claim("later", at_most=30, grace=300)
     clock.advance(5)
     store.lose = ["down"]
     with pytest.raises(Unavailable):
@@ -456,11 +440,8 @@ def test_a_claim_applied_long_after_it_was_sent_is_reported_from_the_first_skip(
     """r0's claim lands 29 s after r0 sent it (and gave up on it): r1 sees it fresh, but the
     holder's own write is older than a keep-alive (10 s) + a request timeout (5 s) + a keep-alive
     of skew allowance: its first skip is at WARNING, not DEBUG (soak seed 8002, tick 151)."""
-    clock, store = FakeClock(), Store()
-    r0, r1 = _lock(store, clock, "r0", at_most=30), _lock(store, clock, "r1", at_most=30)
-    store.lose = ["later"]
-    with pytest.raises(Unavailable):
-        r0.try_acquire(_tick(clock))
+    clock, store, _, _ = _unanswered_claim("later", at_most=30)
+    r1 = _lock(store, clock, "r1", at_most=30)
     clock.advance(29)
     store.land()
 

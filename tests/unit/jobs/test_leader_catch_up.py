@@ -13,13 +13,13 @@ from datetime import timedelta
 
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.interval import IntervalTrigger
-from fakeclock import FakeClock
-from test_indeterminate_writes import Store, _lock
 
 from k8slease.jobs.catchup import schedule_catch_up
 from k8slease.jobs.lock import Grant
 from k8slease.jobs.runner import TickRunner
 from k8slease.jobs.spec import JobSpec, Mode
+from tests.support.fakeclock import FakeClock
+from tests.unit.jobs.test_indeterminate_writes import Store, _lock
 
 
 def _pending_ticks(clock: FakeClock, store: Store, *, late: float) -> list[object]:

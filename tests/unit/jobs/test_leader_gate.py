@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 from apscheduler.triggers.interval import IntervalTrigger
-from fakeclock import FakeClock
-from test_indeterminate_writes import Store, _events, _lock
 
 from k8slease.jobs.context import JobContext
 from k8slease.jobs.lockrules import Verdict
 from k8slease.jobs.runner import TickRunner
 from k8slease.jobs.spec import JobSpec, Mode
+from tests.support.fakeclock import FakeClock
+from tests.unit.jobs.test_indeterminate_writes import Store, _events, _lock
 
 
 class SlowStore(Store):
@@ -42,13 +42,17 @@ class Leadership:
         return self.clock.monotonic() < self.until
 
 
-def _runner(clock: FakeClock, store: Store, func: Any, leading: Leadership) -> TickRunner:
+def _runner(
+    clock: FakeClock, store: Store, func: Any, leading: Leadership, **lock: float
+) -> TickRunner:
+    """r0's runner of a LEADER-class job every 10 s, its lock (``_lock`` options ``lock``) on
+    ``store``, leading while ``leading()`` says so."""
     spec = JobSpec(name="job", func=func, mode=Mode.LEADER, trigger=IntervalTrigger(seconds=10))
     return TickRunner(
         spec,
         group="g",
         identity="r0",
-        lock=_lock(store, clock),
+        lock=_lock(store, clock, **lock),
         is_leader=leading,
         clock=clock,
     )

@@ -6,14 +6,13 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from fakeclock import FakeClock
-
 from k8slease.errors import AlreadyExists, NotFound
 from k8slease.jobs.lock import Grant, JobLock
 from k8slease.jobs.lockrules import Verdict
 from k8slease.lease.jobrecord import JobState, lease_with_job_state
 from k8slease.lease.record import LeaseRecord, new_lease
 from k8slease.lease.view import LeaseView
+from tests.support.fakeclock import FakeClock
 
 NAME = "g.job"
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from fakeclock import FakeClock
 
 from k8slease.errors import ConfigError
 from k8slease.jobs.lockcache import ClaimCache
@@ -13,6 +12,7 @@ from k8slease.lease.jobrecord import JobState, RunRecord, lease_with_job_state
 from k8slease.lease.observe import Observations
 from k8slease.lease.record import LeaseRecord, new_lease
 from k8slease.lease.view import LeaseView
+from tests.support.fakeclock import FakeClock
 
 T0 = datetime(2026, 11, 30, 2, 0, tzinfo=UTC)
 

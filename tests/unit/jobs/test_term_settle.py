@@ -8,35 +8,20 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any
 
 import pytest
-from apscheduler.triggers.interval import IntervalTrigger
-from fakeclock import FakeClock
-from test_indeterminate_writes import Store, _events, _lock
-from test_leader_gate import Leadership, SlowStore
 
 from k8slease.jobs.context import JobContext
 from k8slease.jobs.runner import TickRunner
-from k8slease.jobs.spec import JobSpec, Mode
-
-
-def _runner(clock: FakeClock, store: Store, func: Any, leading: Leadership) -> TickRunner:
-    spec = JobSpec(name="job", func=func, mode=Mode.LEADER, trigger=IntervalTrigger(seconds=10))
-    return TickRunner(
-        spec,
-        group="g",
-        identity="r0",
-        lock=_lock(store, clock, at_most=30),
-        is_leader=leading,
-        clock=clock,
-    )
+from tests.support.fakeclock import FakeClock
+from tests.unit.jobs.test_indeterminate_writes import Store, _events
+from tests.unit.jobs.test_leader_gate import Leadership, SlowStore, _runner
 
 
 def _unanswered_claim(clock: FakeClock, store: Store, leading: Leadership) -> TickRunner:
     """r0 leads, claims a tick; the write's answer is lost, the write not yet applied."""
     ran: list[JobContext] = []
-    runner = _runner(clock, store, ran.append, leading)
+    runner = _runner(clock, store, ran.append, leading, at_most=30)
     store.lose = ["later"]
     assert runner.run_tick(clock.now()) is None  # skipped: the API server did not answer
     assert runner.lock is not None and runner.lock._pending is not None

@@ -10,13 +10,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from fakeclock import FakeClock
 from kubernetes import client
-from test_indeterminate_writes import Store
 
 from k8slease import ConfigError, JobContext, TickLock, TickSkipped
 from k8slease.jobs.lock import JobLock
 from k8slease.jobs.runner import TickRunner
+from tests.support.fakeclock import FakeClock
+from tests.unit.jobs.test_indeterminate_writes import Store
 
 T0 = datetime(2026, 1, 1, 2, 0, tzinfo=UTC)
 

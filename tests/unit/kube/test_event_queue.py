@@ -17,15 +17,15 @@ from typing import Any
 
 import pytest
 import urllib3
-from fakeclock import FakeClock
 from kubernetes import client
-from polling import poll
 
 from k8slease import ElectionTiming
 from k8slease.election.budget import event_budget, tolerated_latency
 from k8slease.errors import AlreadyExists, Invalid, TransportError, Unavailable
 from k8slease.jobs.wiring import job_events
 from k8slease.kube.eventqueue import RETRY_FIRST, RETRY_MOST, QueuedEvents
+from tests.support.fakeclock import FakeClock
+from tests.support.polling import poll
 
 LEASE: dict[str, Any] = {
     "apiVersion": "coordination.k8s.io/v1",

@@ -1,6 +1,6 @@
 """Issue 23: every decoder of Lease content is total, and whatever k8slease writes reads back.
 
-For any JSON the API server can store (tests/hostile.py draws it), each codec returns a value and
+For any JSON the API server can store (support/hostile.py draws it), each codec returns a value and
 a list of what was malformed, and raises nothing; every record the rules produce from what was
 decoded (a grant, a renewal, a release, a claim, a run's release) is written, read back equal and
 without problems. Times are zero-padded RFC 3339 for every year the decoder accepts.
@@ -15,7 +15,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from hostile import T0, any_json, at, fuzz_settings, lease_json, run_records, time_texts
 from hypothesis import example, given
 from hypothesis import strategies as st
 
@@ -40,6 +39,15 @@ from k8slease.lease.rules import grant_record, release_record, renewal_record
 from k8slease.lease.view import LeaseView
 from k8slease.names import ANN_CLAIMED_TICK, ANN_FENCING_TOKEN, ANN_LAST_RUN
 from k8slease.operator.history import format_precise, format_time, parse_time
+from tests.support.hostile import (
+    T0,
+    any_json,
+    at,
+    fuzz_settings,
+    lease_json,
+    run_records,
+    time_texts,
+)
 
 MICROTIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z")
 

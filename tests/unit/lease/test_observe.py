@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from fakeclock import FakeClock
-
 from k8slease.lease.observe import LeaseObserver, Observations
 from k8slease.lease.view import LeaseView
 from k8slease.names import ANN_FENCING_TOKEN
+from tests.support.fakeclock import FakeClock
 
 
 def _lease(renew: str, token: str = "1", rv: str = "1") -> LeaseView:

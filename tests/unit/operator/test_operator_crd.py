@@ -7,13 +7,19 @@ from typing import Any
 
 import jsonschema
 import pytest
-from operator_helpers import at, group_object, job_lease, leader_lease, run_record
 
 from k8slease.names import CRD_GROUP, CRD_KIND, CRD_PLURAL, CRD_VERSION
 from k8slease.operator.crd import CRD_NAME, crd_manifest
 from k8slease.operator.fold import GroupFold
 from k8slease.operator.run import settings_from_args
 from k8slease.operator.spec import parse_spec
+from tests.unit.operator.operator_helpers import (
+    at,
+    group_object,
+    job_lease,
+    leader_lease,
+    run_record,
+)
 
 REPO = Path(__file__).resolve().parents[3]
 

@@ -12,11 +12,11 @@ from typing import Any
 
 import kopf
 import pytest
-from operator_helpers import group_object, leader_lease
 
 from k8slease.operator.handlers import RUNTIME_KEY, operator_alive
 from k8slease.operator.runtime import OperatorRuntime
 from k8slease.operator.settings import OperatorSettings
+from tests.unit.operator.operator_helpers import group_object, leader_lease
 
 
 class Injected(RuntimeError):

@@ -6,7 +6,6 @@ import logging
 from typing import Any
 
 import pytest
-from operator_helpers import at, group_object, job_lease, leader_lease, run_record
 
 from k8slease.errors import ConfigError
 from k8slease.names import LABEL_AUTO_CREATE
@@ -18,6 +17,13 @@ from k8slease.operator.registry import (
     Registry,
 )
 from k8slease.operator.settings import OperatorSettings
+from tests.unit.operator.operator_helpers import (
+    at,
+    group_object,
+    job_lease,
+    leader_lease,
+    run_record,
+)
 
 SETTINGS = OperatorSettings(
     min_write_interval=1.0, renew_write_interval=30.0, evaluate_interval=1000.0

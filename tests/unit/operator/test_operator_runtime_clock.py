@@ -5,12 +5,11 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from fakeclock import FakeClock
-from operator_helpers import T0, group_object, leader_lease
-
 from k8slease.operator.registry import PatchStatus
 from k8slease.operator.runtime import OperatorRuntime
 from k8slease.operator.settings import OperatorSettings
+from tests.support.fakeclock import FakeClock
+from tests.unit.operator.operator_helpers import T0, group_object, leader_lease
 
 
 def leader_shown(runtime: OperatorRuntime, clock: FakeClock) -> str:

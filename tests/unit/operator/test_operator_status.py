@@ -8,13 +8,19 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from operator_helpers import at, group_object, job_lease, leader_lease, run_record
 
 from k8slease.names import ANN_FENCING_TOKEN, LABEL_GROUP, LABEL_ROLE
 from k8slease.operator.fold import GroupFold
 from k8slease.operator.history import Notice
 from k8slease.operator.patch import merge_patch, significant
 from k8slease.operator.spec import parse_spec
+from tests.unit.operator.operator_helpers import (
+    at,
+    group_object,
+    job_lease,
+    leader_lease,
+    run_record,
+)
 
 SPEC = parse_spec(group_object("billing"))
 

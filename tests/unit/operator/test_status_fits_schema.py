@@ -2,7 +2,7 @@
 
 The API server rejects a status patch (422) for a ``format: date-time`` string that is not RFC 3339
 with a four-digit year, and for an integer beyond int64. The operator reads hostile Leases
-(tests/hostile.py), renders the status, and every rendered status must pass: the CRD's schema
+(support/hostile.py), renders the status, and every rendered status must pass: the CRD's schema
 (structure, enums), every date-time field, every integer (``lastRun`` and ``recentRuns`` too,
 whose fields the schema leaves open). A status read back (``seed``, an operator restart) renders
 valid again.
@@ -15,10 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from hostile import fuzz_settings, lease_json
 from hypothesis import given
 from hypothesis import strategies as st
-from operator_helpers import at, group_object, job_lease, leader_lease
 
 from k8slease.kube.microtime import parse_microtime
 from k8slease.lease.record import FENCING_TOKEN_MAX, lease_with_record, record_from_lease
@@ -27,6 +25,8 @@ from k8slease.names import ANN_CLAIMED_TICK, ANN_FENCING_TOKEN
 from k8slease.operator.fold import GroupFold
 from k8slease.operator.spec import parse_spec
 from k8slease.testing.validation import SchemaValidator
+from tests.support.hostile import fuzz_settings, lease_json
+from tests.unit.operator.operator_helpers import at, group_object, job_lease, leader_lease
 
 CRD = Path(__file__).resolve().parents[3] / "charts/k8slease/crds/scheduledjobgroups.yaml"
 STATUS_SCHEMA: dict[str, Any] = yaml.safe_load(CRD.read_text())["spec"]["versions"][0]["schema"][

@@ -5,19 +5,15 @@ an e2e test that passes must mean something."""
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "e2e"))
-
-import ticks
-from leasehistory import LeaseVersion, grid, handovers_in, runs_in
-from ticks import Window, assert_each_tick_once, assert_lost_ticks_reported
+from tests.e2e import ticks
+from tests.e2e.leasehistory import LeaseVersion, grid, handovers_in, runs_in
+from tests.e2e.ticks import Window, assert_each_tick_once, assert_lost_ticks_reported
 
 T0 = datetime(2026, 12, 1, 12, 0, 0, tzinfo=UTC)
 

@@ -1,7 +1,7 @@
-"""The one shared wait for a condition that nothing announces (tests/ is on ``sys.path``).
+"""The one shared wait for a condition that nothing announces (``tests.support.polling``).
 
 Use it only where the other side is another process, a real server or a real cluster, or a
-thread whose state no event exposes; wait on an Event, a fake clock (tests/fakeclock.py), a
+thread whose state no event exposes; wait on an Event, a fake clock (tests/support/fakeclock.py), a
 watch or ``Stats.wait_until`` wherever the code under test can say when it is done.
 """
 

@@ -1,16 +1,18 @@
 """The request sequences the differential test replays on both servers.
 
-Each is a function of a :class:`~differential.Session` in a fresh namespace (``s.ns``, the same
-name on both servers). A sequence may read values from an answer (a resourceVersion, a uid) to
-build its next request, so it makes the same requests on both servers; only what the servers
-answer is compared.
+Each is a function of a :class:`~tests.realserver.differential.Session` in a fresh namespace
+(``s.ns``, the same name on both servers). A sequence may read values from an answer (a
+resourceVersion, a uid) to build its next request, so it makes the same requests on both servers;
+only what the servers answer is compared.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from differential import JSON_PATCH, MERGE, STRATEGIC, TABLE, Sequence, Session
+from tests.realserver.differential import Sequence, Session
+from tests.support import bodies
+from tests.support.bodies import JSON_PATCH, MERGE, STRATEGIC, TABLE, lease_body
 
 COORD = "/apis/coordination.k8s.io/v1"
 WIDGET_GROUP = "diff.k8slease.io"
@@ -29,12 +31,7 @@ def widgets(s: Session, name: str = "", sub: str = "") -> str:
 
 
 def lease(name: str, labels: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "coordination.k8s.io/v1",
-        "kind": "Lease",
-        "metadata": {"name": name, "labels": labels or {"app": "diff"}},
-        "spec": {"holderIdentity": "a", "leaseDurationSeconds": 15, **spec},
-    }
+    return lease_body(name, labels or {"app": "diff"}, **spec)
 
 
 def widget(name: str, **spec: Any) -> dict[str, Any]:
@@ -48,59 +45,7 @@ def widget(name: str, **spec: Any) -> dict[str, Any]:
 
 def widget_crd() -> dict[str, Any]:
     """A namespaced CRD with a status subresource, printer columns, defaults and a schema."""
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"widgets.{WIDGET_GROUP}"},
-        "spec": {
-            "group": WIDGET_GROUP,
-            "scope": "Namespaced",
-            "names": {
-                "plural": "widgets",
-                "singular": "widget",
-                "kind": "Widget",
-                "listKind": "WidgetList",
-                "shortNames": ["wdg"],
-            },
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "subresources": {"status": {}},
-                    "additionalPrinterColumns": [
-                        {"name": "Size", "type": "integer", "jsonPath": ".spec.size"},
-                        {"name": "Color", "type": "string", "jsonPath": ".spec.color"},
-                        {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
-                    ],
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "type": "object",
-                            "properties": {
-                                "spec": {
-                                    "type": "object",
-                                    "required": ["size"],
-                                    "properties": {
-                                        "size": {"type": "integer", "minimum": 1, "maximum": 10},
-                                        "color": {
-                                            "type": "string",
-                                            "enum": ["red", "blue"],
-                                            "default": "red",
-                                        },
-                                        "code": {"type": "string", "pattern": "^[a-z]+$"},
-                                    },
-                                },
-                                "status": {
-                                    "type": "object",
-                                    "properties": {"phase": {"type": "string"}},
-                                },
-                            },
-                        }
-                    },
-                }
-            ],
-        },
-    }
+    return bodies.widget_crd(WIDGET_GROUP, color_default="red", list_kind=True)
 
 
 def _rv(body: Any) -> str:

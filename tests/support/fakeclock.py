@@ -7,6 +7,8 @@ import weakref
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
+from k8slease.clock import SystemClock
+
 
 class FakeClock:
     """A clock that moves only when told to; thread-safe. For tests and simulations.
@@ -104,3 +106,14 @@ class FakeClock:
             self.advance(step)
             assert self.settle(), "threads did not come back to wait on the clock"
         return done()
+
+
+class JumpingClock(SystemClock):
+    """The real clocks, with the monotonic one jumped forward at will (``jumped`` seconds):
+    what a process resumed after SIGSTOP sees before any of its threads has run."""
+
+    def __init__(self) -> None:
+        self.jumped = 0.0
+
+    def monotonic(self) -> float:
+        return super().monotonic() + self.jumped

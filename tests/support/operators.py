@@ -1,10 +1,11 @@
-"""Helpers for the operator's integration tests: the operator process, and waits for what it
-writes (a group's status, its Events), decided by watches of what the probe reads."""
+"""The operator under test: the one launcher of ``python -m k8slease operator`` (used by the
+integration tests and, with an account's kubeconfig, by the real-server RBAC and admission tests),
+and the waits for what it writes (a group's status, its Events), decided by watches of what the
+probe reads."""
 
 from __future__ import annotations
 
 import math
-import os
 import subprocess
 import sys
 import time
@@ -13,12 +14,16 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
 from k8slease.names import CRD_GROUP, CRD_PLURAL, CRD_VERSION
+from k8slease.operator.crd import install_crd
+from k8slease.testing.server import APIServer
+from tests.support.processes import REPO, child_env
 
-REPO = Path(__file__).resolve().parents[3]
+__all__ = ["REPO"]  # re-exported: some tests run the operator from the repository root
 
 #: Fast pacing for tests: write within ~0.1 s, evaluate time-based conditions twice a second.
 FAST_ENV = {
@@ -26,6 +31,29 @@ FAST_ENV = {
     "K8SLEASE_OPERATOR_MIN_WRITE_INTERVAL": "0.1",
     "K8SLEASE_OPERATOR_EVALUATE_INTERVAL": "0.5",
 }
+
+
+@contextmanager
+def server_with_crd(namespace: str) -> Iterator[APIServer]:
+    """An embedded API server of its own, with the ScheduledJobGroup CRD installed and
+    ``namespace`` created."""
+    with APIServer() as srv:
+        api = srv.api_client()
+        install_crd(api)
+        client.CoreV1Api(api).create_namespace({"metadata": {"name": namespace}})
+        api.close()
+        yield srv
+
+
+def server_fixture(namespace: str) -> Any:
+    """A pytest fixture ``server``: :func:`server_with_crd` for ``namespace``, per test."""
+
+    @pytest.fixture
+    def server() -> Iterator[APIServer]:
+        with server_with_crd(namespace) as srv:
+            yield srv
+
+    return server
 
 
 @contextmanager
@@ -41,31 +69,26 @@ def operator_process(
     scope = ["--namespace", namespace] if namespace is not None else ["--all-namespaces"]
     if "--auto-create-group" not in args:
         scope += ["--auto-create-group", "*"]
-    env = dict(os.environ, **FAST_ENV)
-    env.pop("KUBERNETES_SERVICE_HOST", None)
     out = open(log, "wb") if log is not None else subprocess.DEVNULL  # noqa: SIM115
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "k8slease",
-            "operator",
-            "--kubeconfig",
-            str(kubeconfig),
-            *scope,
-            *args,
-        ],
-        cwd=REPO,
-        env=env,
-        stdout=out,
-        stderr=subprocess.STDOUT,
-    )
+    proc = start_operator(kubeconfig, *scope, *args, stdout=out)
     try:
         yield proc
     finally:
         stop_process(proc)
         if out is not subprocess.DEVNULL:
             out.close()
+
+
+def start_operator(kubeconfig: Path, *args: str, stdout: Any) -> subprocess.Popen[bytes]:
+    """``python -m k8slease operator --kubeconfig KUBECONFIG ARGS`` from the repository root,
+    paced by :data:`FAST_ENV`, its output (stderr too) to ``stdout``."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "k8slease", "operator", "--kubeconfig", str(kubeconfig), *args],
+        cwd=REPO,
+        env=child_env(**FAST_ENV),
+        stdout=stdout,
+        stderr=subprocess.STDOUT,
+    )
 
 
 def stop_process(proc: subprocess.Popen[bytes]) -> None:
@@ -112,24 +135,33 @@ def group_changes(api: client.ApiClient, namespace: str, name: str) -> Changes:
 
 
 def wait_for(
-    what: str, probe: Callable[[], Any], *, changes: Changes, timeout: float = 15.0
+    what: str,
+    probe: Callable[[], Any],
+    *,
+    changes: Changes,
+    timeout: float = 15.0,
+    window: int | None = None,
 ) -> Any:
     """``probe()`` now and again after each change ``changes`` reports (a watch of what the probe
     reads) until it returns something truthy; fail with ``what`` after ``timeout``.
 
     A watch opened without a resourceVersion starts with every existing object, so a change made
-    between the probe and the watch's start is not missed.
+    between the probe and the watch's start is not missed. Each watch stays open ``window``
+    seconds (default: the time left), then the probe asks again: a probe that also checks that
+    the operator still runs so notices its exit within ``window``.
     """
     deadline = time.monotonic() + timeout
     last = probe()
     while not last:
         left = deadline - time.monotonic()
         if left <= 0:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}; last: {last!r}")
-        for _ in changes(math.ceil(left)):
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}; last: {last!r}")
+        for _ in changes(window or math.ceil(left)):
             last = probe()
             if last:
                 break
+        else:
+            last = probe()  # the window ended: asks again
     return last
 
 
