@@ -4,8 +4,9 @@ APScheduler runs at most one instance of a job (``max_instances=1``): while a cl
 slow or paused API server, the next tick is dropped with only APScheduler's own log line, and a
 tick past its ``misfire_grace_time`` is dropped as missed. :class:`DroppedTicks` listens for both
 and reports each outage once per job: one warning, one Warning Event (reason ``TicksDropped``)
-on the job's Lease, and the ``dropped`` skip counter for every tick. The outage ends when the job
-runs again: a second warning then gives how many ticks it dropped (``job.ticks_dropped_ended``).
+on the job's Lease, and the ``dropped`` skip counter for every tick; each later drop of the outage
+is still named, at INFO (``job.ticks_dropped_again``). The outage ends when the job runs again: a
+second warning then gives how many ticks it dropped (``job.ticks_dropped_ended``).
 A tick that fired while this replica's previous run still held the job's lock (the other replicas
 skip it as held, at DEBUG) is dropped too: the bound job function returns :class:`NotRun` for it,
 and the EXECUTED event carries that to this listener, which reports it like the others
@@ -143,9 +144,13 @@ class DroppedTicks:
             self._log.warning(event, job=name, **{field: ended})
 
     def _report(self, name: str, ticks: list[datetime], why: str) -> None:
-        if not self._count(name, name, ticks, "dropped"):
-            return
         first = ticks[0].isoformat() if ticks else "?"
+        if not self._count(name, name, ticks, "dropped"):
+            # warned once per outage; each later drop is still named, at INFO
+            self._log.info(
+                "job.ticks_dropped_again", job=name, tick=first, why=why, ticks=len(ticks)
+            )
+            return
         self._log.warning("job.ticks_dropped", job=name, tick=first, why=why, ticks=len(ticks))
         if self._events is not None:
             lease = job_lease_name(self.group, name)

@@ -115,6 +115,14 @@ def test_a_tick_fired_while_the_previous_run_holds_the_lock_posts_the_event_and_
     assert warned[0][1]["why"] == "running"
     assert warned[0][1]["tick"] == (clock.now() + timedelta(seconds=2)).isoformat()
     assert warned[1][1]["dropped"] == 2
+    again = [
+        getattr(r, "k8slease_fields", {})
+        for r in caplog.records
+        if getattr(r, "k8slease_event", "") == "job.ticks_dropped_again"
+    ]  # the second tick of the outage is still named
+    assert [(f["tick"], f["why"]) for f in again] == [
+        ((clock.now() + timedelta(seconds=4)).isoformat(), "running")
+    ]
     assert [(e["reason"], e["type"]) for e in posted.events] == [("TicksDropped", "Warning")]
     assert posted.events[0]["involved"]["metadata"]["name"].endswith("job")
     assert counted.skips == [("g", "job", "dropped")] * 2
