@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 from k8slease.callbacks import cancellable
 from k8slease.clock import Clock, SystemClock
@@ -33,6 +33,7 @@ from k8slease.logs import get_logger
 from k8slease.metrics import JobMetrics, NoopJobMetrics
 
 log = get_logger("k8slease.jobs")
+T = TypeVar("T")
 
 
 @dataclass
@@ -112,9 +113,14 @@ class TickRunner:
         self._log.debug("job.skipped", tick=tick.isoformat(), why=why)
         self._metrics.skipped(self.group, self.spec.name, why)
 
-    def _claim(self, tick: datetime, *, catch_up: bool = False) -> _Attempt | NotRun | None:
-        """The attempt to run ``tick`` under its grant (none when uncoordinated), :class:`NotRun`
-        when this replica's previous run still holds the lock, or ``None`` (skipped)."""
+    def _claim(self, tick: datetime, *, catch_up: bool = False) -> _Attempt | None:
+        """The attempt to run ``tick`` under its grant (none when uncoordinated), or ``None``
+        (skipped; a tick this replica's previous run kept from running is warned about here)."""
+        return self._said(self._claim_or_drop(tick, catch_up=catch_up))
+
+    def _claim_or_drop(self, tick: datetime, *, catch_up: bool = False) -> _Attempt | NotRun | None:
+        """:meth:`_claim`, but :class:`NotRun` when this replica's previous run still holds the
+        lock, for the caller to report (the scheduler's listener, or :meth:`_said`)."""
         self.last_skip = None
         if self.spec.mode is Mode.EVERY_REPLICA or self.lock is None:
             return self._begin(tick, None)
@@ -293,7 +299,7 @@ class TickRunner:
         """Run ``tick`` if this replica should; returns the outcome, or ``None`` when skipped."""
         return self._said(self._tick(tick, catch_up=catch_up))
 
-    def _said(self, result: str | NotRun | None) -> str | None:
+    def _said(self, result: T | NotRun | None) -> T | None:
         """``result`` for a caller that is not the scheduler (whose listener reports a
         :class:`NotRun`): a tick dropped as ``running`` is warned about here, then ``None``."""
         if not isinstance(result, NotRun):
@@ -302,7 +308,7 @@ class TickRunner:
         return None
 
     def _tick(self, tick: datetime, *, catch_up: bool = False) -> str | NotRun | None:
-        attempt = self._claim(tick, catch_up=catch_up)
+        attempt = self._claim_or_drop(tick, catch_up=catch_up)
         if not isinstance(attempt, _Attempt):
             return attempt
         outcome = self._run(attempt)
@@ -329,7 +335,7 @@ class TickRunner:
         return self._said(await self._tick_async(tick, catch_up=catch_up))
 
     async def _tick_async(self, tick: datetime, *, catch_up: bool = False) -> str | NotRun | None:
-        attempt = await asyncio.to_thread(partial(self._claim, tick, catch_up=catch_up))
+        attempt = await asyncio.to_thread(partial(self._claim_or_drop, tick, catch_up=catch_up))
         if not isinstance(attempt, _Attempt):
             return attempt
         outcome = await self._run_async(attempt)

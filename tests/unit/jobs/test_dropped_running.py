@@ -17,8 +17,10 @@ from apscheduler.job import Job
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 from fakeclock import FakeClock
+from kubernetes import client
 from test_indeterminate_writes import Store, _lock
 
+from k8slease import TickLock, TickSkipped
 from k8slease.jobs.context import JobContext
 from k8slease.jobs.dropped import DroppedTicks
 from k8slease.jobs.executors import _TickView
@@ -126,3 +128,32 @@ def test_a_tick_fired_while_the_previous_run_holds_the_lock_posts_the_event_and_
     assert [(e["reason"], e["type"]) for e in posted.events] == [("TicksDropped", "Warning")]
     assert posted.events[0]["involved"]["metadata"]["name"].endswith("job")
     assert counted.skips == [("g", "job", "dropped")] * 2
+
+
+def test_a_tick_lock_claimed_while_this_replica_still_runs_the_previous_one_is_skipped_running(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Outside the scheduler (``TickLock.hold``) the same tick is a ``TickSkipped`` with reason
+    ``running`` and the runner's own warning, as before: no listener would report it."""
+    clock = FakeClock()
+    ticks = TickLock(
+        "g", namespace="default", identity="r0", api_client=client.ApiClient(), clock=clock
+    )
+    ticks._transport = Store()  # type: ignore[assignment]  # no API server in unit tests
+    tick = clock.now()
+    with (
+        caplog.at_level(logging.DEBUG, logger="k8slease"),
+        ticks.hold("job", tick=tick, lock_at_most_for=60),
+        pytest.raises(TickSkipped) as skipped,
+        ticks.hold("job", tick=tick + timedelta(seconds=60), lock_at_most_for=60),
+    ):
+        raise AssertionError("must not run")  # pragma: no cover
+    assert skipped.value.reason == "running"
+    warned = [
+        getattr(r, "k8slease_fields", {})
+        for r in caplog.records
+        if getattr(r, "k8slease_event", "") == "job.ticks_dropped"
+    ]
+    assert [(f["why"], f["tick"]) for f in warned] == [
+        ("running", (tick + timedelta(seconds=60)).isoformat())
+    ]
