@@ -4,8 +4,13 @@ APScheduler runs at most one instance of a job (``max_instances=1``): while a cl
 slow or paused API server, the next tick is dropped with only APScheduler's own log line, and a
 tick past its ``misfire_grace_time`` is dropped as missed. :class:`DroppedTicks` listens for both
 and reports each outage once per job: one warning, one Warning Event (reason ``TicksDropped``)
-on the job's Lease, and the ``dropped`` skip counter for every tick. The outage ends when the job
-runs again: a second warning then gives how many ticks it dropped (``job.ticks_dropped_ended``).
+on the job's Lease, and the ``dropped`` skip counter for every tick; each later drop of the outage
+is still named, at INFO (``job.ticks_dropped_again``). The outage ends when the job runs again: a
+second warning then gives how many ticks it dropped (``job.ticks_dropped_ended``).
+A tick that fired while this replica's previous run still held the job's lock (the other replicas
+skip it as held, at DEBUG) is dropped too: the bound job function returns :class:`NotRun` for it,
+and the EXECUTED event carries that to this listener, which reports it like the others
+(``why=running``).
 Whether the tick ran elsewhere is the operator's call (``RunMissing``).
 
 A LEADER job's *leaderless watch* (``watches``: its entry on every replica, see
@@ -22,6 +27,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
@@ -41,6 +47,17 @@ log = get_logger("k8slease.jobs")
 
 #: The APScheduler events :class:`DroppedTicks` listens to.
 MASK = EVENT_JOB_MAX_INSTANCES | EVENT_JOB_MISSED | EVENT_JOB_EXECUTED | EVENT_JOB_ERROR
+
+
+@dataclass(frozen=True, slots=True)
+class NotRun:
+    """What a bound job function returns for a tick that fired but did not run here because this
+    replica's previous run still held the job's lock (``why``): the scheduler hands it to
+    :class:`DroppedTicks` as the EXECUTED event's ``retval``, so the tick is reported as dropped
+    instead of ending the outage as a run would."""
+
+    tick: datetime
+    why: str = "running"
 
 
 class SkipCounter(Protocol):
@@ -87,15 +104,14 @@ class DroppedTicks:
         name = self._names.get(event.job_id)
         if name is None:
             return
-        if event.code in (EVENT_JOB_EXECUTED, EVENT_JOB_ERROR):
-            with self._lock:
-                ended = self._outage.pop(name, 0)
-            if ended:
-                self._log.warning("job.ticks_dropped_ended", job=name, dropped=ended)
-            return
-        ticks = _ticks_of(event)
-        why = "max-instances" if event.code == EVENT_JOB_MAX_INSTANCES else "misfired"
-        self._report(name, ticks, why)
+        not_run = getattr(event, "retval", None)
+        if isinstance(not_run, NotRun):
+            self._report(name, [not_run.tick], not_run.why)
+        elif event.code in (EVENT_JOB_EXECUTED, EVENT_JOB_ERROR):
+            self._ended(name, name, "job.ticks_dropped_ended", "dropped")
+        else:
+            why = "max-instances" if event.code == EVENT_JOB_MAX_INSTANCES else "misfired"
+            self._report(name, _ticks_of(event), why)
 
     def stopped_while_running(self, due: Mapping[str, list[datetime]]) -> None:
         """Report the ticks that came due while a stop waited for the job's run to finish.
@@ -109,16 +125,32 @@ class DroppedTicks:
             if ticks:
                 self._report(name, ticks, "stopping")
 
-    def _report(self, name: str, ticks: list[datetime], why: str) -> None:
+    def _count(self, key: str, name: str, ticks: list[datetime], reason: str) -> bool:
+        """Add ``ticks`` to outage ``key`` and to the skip counter (``reason``); whether they
+        began the outage (then, and only then, it is warned about)."""
         with self._lock:
-            before = self._outage.get(name, 0)
-            self._outage[name] = before + len(ticks)
+            before = self._outage.get(key, 0)
+            self._outage[key] = before + len(ticks)
         if self._metrics is not None:
             for _ in ticks:
-                self._metrics.skipped(self.group, name, "dropped")
-        if before:
-            return
+                self._metrics.skipped(self.group, name, reason)
+        return not before
+
+    def _ended(self, key: str, name: str, event: str, field: str) -> None:
+        """End outage ``key`` (its job ran again): a warning with its count, if it had one."""
+        with self._lock:
+            ended = self._outage.pop(key, 0)
+        if ended:
+            self._log.warning(event, job=name, **{field: ended})
+
+    def _report(self, name: str, ticks: list[datetime], why: str) -> None:
         first = ticks[0].isoformat() if ticks else "?"
+        if not self._count(name, name, ticks, "dropped"):
+            # warned once per outage; each later drop is still named, at INFO
+            self._log.info(
+                "job.ticks_dropped_again", job=name, tick=first, why=why, ticks=len(ticks)
+            )
+            return
         self._log.warning("job.ticks_dropped", job=name, tick=first, why=why, ticks=len(ticks))
         if self._events is not None:
             lease = job_lease_name(self.group, name)
@@ -130,9 +162,7 @@ class DroppedTicks:
                 },
                 reason="TicksDropped",
                 message=f"job {name}: the scheduler dropped tick {first} on this replica ({why}:"
-                " the previous tick was still waiting or running"
-                f"{', and this replica was stopping' if why == 'stopping' else ''});"
-                " reported once per outage",
+                f" {_CAUSE.get(why, _WAITING)}); reported once per outage",
                 type_="Warning",
             )
 
@@ -140,21 +170,12 @@ class DroppedTicks:
         """A leaderless watch's run, or its miss: warned once per outage, then with a count."""
         key = f"{name}:leaderless"
         if event.code in (EVENT_JOB_EXECUTED, EVENT_JOB_ERROR):
-            with self._lock:
-                ended = self._outage.pop(key, 0)
-            if ended:
-                self._log.warning("job.leaderless_watch_missed_ended", job=name, missed=ended)
+            self._ended(key, name, "job.leaderless_watch_missed_ended", "missed")
             return
         if event.code != EVENT_JOB_MISSED:
             return
         ticks = _ticks_of(event)
-        with self._lock:
-            before = self._outage.get(key, 0)
-            self._outage[key] = before + len(ticks)
-        if self._metrics is not None:
-            for _ in ticks:
-                self._metrics.skipped(self.group, name, "watch-missed")
-        if not before:
+        if self._count(key, name, ticks, "watch-missed"):
             self._log.warning(
                 "job.leaderless_watch_missed",
                 job=name,
@@ -162,6 +183,14 @@ class DroppedTicks:
                 hint="this replica was stalled across the tick and could not judge whether "
                 "anyone led: if nobody did, the tick was lost",
             )
+
+
+_WAITING = "the previous tick was still waiting or running"
+#: why a tick was dropped, as the Event's message says it
+_CAUSE = {
+    "stopping": f"{_WAITING}, and this replica was stopping",
+    "running": "this replica's previous run still held the job's lock",
+}
 
 
 def due_between(

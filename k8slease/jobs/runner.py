@@ -14,12 +14,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 from k8slease.callbacks import cancellable
 from k8slease.clock import Clock, SystemClock
 from k8slease.errors import NotFound, TransportError
 from k8slease.jobs.context import JobContext
+from k8slease.jobs.dropped import NotRun
 from k8slease.jobs.leadergate import bind_to_leadership
 from k8slease.jobs.lock import Grant, JobLock
 from k8slease.jobs.lockrules import Verdict
@@ -32,6 +33,7 @@ from k8slease.logs import get_logger
 from k8slease.metrics import JobMetrics, NoopJobMetrics
 
 log = get_logger("k8slease.jobs")
+T = TypeVar("T")
 
 
 @dataclass
@@ -112,7 +114,13 @@ class TickRunner:
         self._metrics.skipped(self.group, self.spec.name, why)
 
     def _claim(self, tick: datetime, *, catch_up: bool = False) -> _Attempt | None:
-        """The attempt to run ``tick`` under its grant (none when uncoordinated), or ``None``."""
+        """The attempt to run ``tick`` under its grant (none when uncoordinated), or ``None``
+        (skipped; a tick this replica's previous run kept from running is warned about here)."""
+        return self._said(self._claim_or_drop(tick, catch_up=catch_up))
+
+    def _claim_or_drop(self, tick: datetime, *, catch_up: bool = False) -> _Attempt | NotRun | None:
+        """:meth:`_claim`, but :class:`NotRun` when this replica's previous run still holds the
+        lock, for the caller to report (the scheduler's listener, or :meth:`_said`)."""
         self.last_skip = None
         if self.spec.mode is Mode.EVERY_REPLICA or self.lock is None:
             return self._begin(tick, None)
@@ -166,16 +174,14 @@ class TickRunner:
         if isinstance(grant, Verdict):
             self.last_skip = grant
             self._skip(tick, "locked")
-            if grant is Verdict.RUNNING:
-                # this replica still runs (or releases) the previous tick: its lock keeps the
-                # others from this one (they skip it as held, at DEBUG), so say it here
-                self._log.warning("job.ticks_dropped", tick=tick.isoformat(), why="running")
             if self._leadership_ended():
                 # the claim outlasted the term (a pause while it waited its turn): no other
                 # leader fired this tick unless its term began before the tick came due
                 self.losses.lost(tick, "leadership-ended")
                 self._settle_after_term()
-            return None
+            # this replica still runs (or releases) the previous tick: its lock keeps the others
+            # from this one (they skip it as held, at DEBUG), so this replica reports it dropped
+            return NotRun(tick) if grant is Verdict.RUNNING else None
         if self.spec.mode is Mode.LEADER and self._is_leader is not None:
             bind_to_leadership(grant, self._is_leader)
         return self._begin(tick, grant)
@@ -291,13 +297,24 @@ class TickRunner:
 
     def run_tick(self, tick: datetime, *, catch_up: bool = False) -> str | None:
         """Run ``tick`` if this replica should; returns the outcome, or ``None`` when skipped."""
-        attempt = self._claim(tick, catch_up=catch_up)
-        if attempt is None:
-            return None
+        return self._said(self._tick(tick, catch_up=catch_up))
+
+    def _said(self, result: T | NotRun | None) -> T | None:
+        """``result`` for a caller that is not the scheduler (whose listener reports a
+        :class:`NotRun`): a tick dropped as ``running`` is warned about here, then ``None``."""
+        if not isinstance(result, NotRun):
+            return result
+        self._log.warning("job.ticks_dropped", tick=result.tick.isoformat(), why=result.why)
+        return None
+
+    def _tick(self, tick: datetime, *, catch_up: bool = False) -> str | NotRun | None:
+        attempt = self._claim_or_drop(tick, catch_up=catch_up)
+        if not isinstance(attempt, _Attempt):
+            return attempt
         outcome = self._run(attempt)
         if attempt.tick != tick:
             # this replica's earlier claim, applied after its write timed out, ran first
-            return self.run_tick(tick, catch_up=True)
+            return self._tick(tick, catch_up=True)
         return outcome
 
     def _run(self, attempt: _Attempt) -> str | None:
@@ -315,13 +332,16 @@ class TickRunner:
 
         The job's task is cancelled when its lock is lost.
         """
-        attempt = await asyncio.to_thread(partial(self._claim, tick, catch_up=catch_up))
-        if attempt is None:
-            return None
+        return self._said(await self._tick_async(tick, catch_up=catch_up))
+
+    async def _tick_async(self, tick: datetime, *, catch_up: bool = False) -> str | NotRun | None:
+        attempt = await asyncio.to_thread(partial(self._claim_or_drop, tick, catch_up=catch_up))
+        if not isinstance(attempt, _Attempt):
+            return attempt
         outcome = await self._run_async(attempt)
         if attempt.tick != tick:
             # this replica's earlier claim, applied after its write timed out, ran first
-            return await self.run_tick_async(tick, catch_up=True)
+            return await self._tick_async(tick, catch_up=True)
         return outcome
 
     async def _run_async(self, attempt: _Attempt) -> str | None:
@@ -356,27 +376,31 @@ class TickRunner:
     def bind(self, *, on_loop: bool = True) -> Callable[..., Any]:
         """The callable registered with APScheduler: takes the tick as ``k8slease_tick``.
 
+        It returns the outcome, ``None`` when skipped, or :class:`NotRun` for a tick this
+        replica's previous run kept from running: the scheduler's EXECUTED event carries it to
+        :class:`~k8slease.jobs.dropped.DroppedTicks`, which reports it as dropped.
+
         A coroutine job is a coroutine function for an asyncio scheduler (``on_loop``); for a
         thread scheduler it is a function that runs the coroutine in a loop of its own.
         """
         if self.spec.is_coroutine and not on_loop:
 
-            def fire_in_thread(*, k8slease_tick: datetime | None = None) -> str | None:
+            def fire_in_thread(*, k8slease_tick: datetime | None = None) -> str | NotRun | None:
                 tick = k8slease_tick or self._untold_tick()
-                return asyncio.run(self.run_tick_async(tick))
+                return asyncio.run(self._tick_async(tick))
 
             fire_in_thread.__name__ = self.spec.name
             return fire_in_thread
         if self.spec.is_coroutine:
 
-            async def fire_async(*, k8slease_tick: datetime | None = None) -> str | None:
-                return await self.run_tick_async(k8slease_tick or self._untold_tick())
+            async def fire_async(*, k8slease_tick: datetime | None = None) -> str | NotRun | None:
+                return await self._tick_async(k8slease_tick or self._untold_tick())
 
             fire_async.__name__ = self.spec.name
             return fire_async
 
-        def fire(*, k8slease_tick: datetime | None = None) -> str | None:
-            return self.run_tick(k8slease_tick or self._untold_tick())
+        def fire(*, k8slease_tick: datetime | None = None) -> str | NotRun | None:
+            return self._tick(k8slease_tick or self._untold_tick())
 
         fire.__name__ = self.spec.name
         return fire

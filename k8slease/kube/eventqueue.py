@@ -41,7 +41,6 @@ import threading
 import time
 import weakref
 from collections import Counter, OrderedDict
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -129,19 +128,12 @@ class QueuedEvents(EventRecorder):
         self.given_up = 0
         self.refused = 0
 
-    def post(
-        self,
-        involved: Mapping[str, Any],
-        *,
-        reason: str,
-        message: str,
-        type_: str = "Normal",
-        action: str = "",
-    ) -> bool:
-        """Queue one Event about ``involved``; returns at once, whether it was queued (or folded
-        into the same Event still waiting); ``False``: the queue was full, the Event dropped."""
-        body = self.event_body(involved, reason=reason, message=message, type_=type_, action=action)
-        key: _Key = (body["involvedObject"]["name"], reason, type_, body["message"])
+    def deliver(self, body: dict[str, Any]) -> bool:
+        """Queue the Event ``body`` (:meth:`post` builds it); returns at once, whether it was
+        queued (or folded into the same Event still waiting); ``False``: the queue was full, the
+        Event dropped."""
+        reason = body["reason"]
+        key: _Key = (body["involvedObject"]["name"], reason, body["type"], body["message"])
         with self._cond:
             same = self._waiting.get(key)
             if same is not None:
@@ -241,27 +233,16 @@ class QueuedEvents(EventRecorder):
             if self._failed_attempts:
                 log.info("event.posts_resumed", failed_attempts=self._failed_attempts)
             self._failed_attempts, self._not_before = 0, 0.0
+        said = {"reason": reason, "object": name, "attempts": waiting.attempts}
         if error is None:
             self.posted += 1
-            log.info(
-                "event.posted",
-                reason=reason,
-                object=name,
-                attempts=waiting.attempts,
-                waited=round(now - waiting.since, 3),
-            )
+            log.info("event.posted", **said, waited=round(now - waiting.since, 3))
         elif not isinstance(error, Unavailable):
             self.refused += 1
             log.warning("event.post_failed", reason=reason, object=name, error=str(error))
         elif now - waiting.since >= self.retry_for:
             self.given_up += 1
-            log.warning(
-                "event.given_up",
-                reason=reason,
-                object=name,
-                attempts=waiting.attempts,
-                error=str(error),
-            )
+            log.warning("event.given_up", **said, error=str(error))
         else:
             if not self._failed_attempts:
                 log.warning(

@@ -70,9 +70,47 @@ class EventRecorder:
         type_: str = "Normal",
         action: str = "",
     ) -> bool:
-        """Post one Event about ``involved`` (an object body) now, waiting for the answer;
-        returns whether it was accepted."""
-        body = self.event_body(involved, reason=reason, message=message, type_=type_, action=action)
+        """Post one Event about ``involved`` (an object body): stamped now, with a name of its
+        own (a resend of the same body after a timeout is answered ``AlreadyExists`` if the first
+        landed); returns whether it was accepted (how is :meth:`deliver`'s: here now, waiting
+        for the answer)."""
+        metadata = involved.get("metadata") or {}
+        name = str(metadata.get("name", "unknown"))
+        now = self._clock.now()
+        return self.deliver(
+            {
+                "apiVersion": "v1",
+                "kind": "Event",
+                "metadata": {
+                    "name": f"{name}.{uuid.uuid4().hex[:16]}",
+                    "namespace": self.namespace,
+                },
+                "involvedObject": {
+                    "apiVersion": involved.get("apiVersion", ""),
+                    "kind": involved.get("kind", ""),
+                    "name": name,
+                    "namespace": self.namespace,
+                    "uid": metadata.get("uid", ""),
+                    "resourceVersion": metadata.get("resourceVersion", ""),
+                },
+                "reason": reason,
+                "message": message[:1024],
+                "type": type_,
+                "action": action or reason,
+                "source": {"component": self.component},
+                "reportingComponent": self.component,
+                "reportingInstance": self.identity,
+                "firstTimestamp": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "lastTimestamp": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "eventTime": format_microtime(now),
+                "count": 1,
+            }
+        )
+
+    def deliver(self, body: dict[str, Any]) -> bool:
+        """Send the Event ``body`` now, waiting for the answer; whether it was created (a
+        failure is logged, never raised). A queue overrides this to send it later."""
+        reason = body["reason"]
         try:
             self.send_body(body, timeout=self.request_timeout)
         except TransportError as exc:
@@ -81,48 +119,6 @@ class EventRecorder:
             )
             return False
         return True
-
-    def event_body(
-        self,
-        involved: Mapping[str, Any],
-        *,
-        reason: str,
-        message: str,
-        type_: str = "Normal",
-        action: str = "",
-    ) -> dict[str, Any]:
-        """The core/v1 Event about ``involved``, stamped now, with a name of its own (a resend
-        of the same body after a timeout is answered ``AlreadyExists`` if the first landed)."""
-        metadata = involved.get("metadata") or {}
-        name = str(metadata.get("name", "unknown"))
-        now = self._clock.now()
-        return {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {
-                "name": f"{name}.{uuid.uuid4().hex[:16]}",
-                "namespace": self.namespace,
-            },
-            "involvedObject": {
-                "apiVersion": involved.get("apiVersion", ""),
-                "kind": involved.get("kind", ""),
-                "name": name,
-                "namespace": self.namespace,
-                "uid": metadata.get("uid", ""),
-                "resourceVersion": metadata.get("resourceVersion", ""),
-            },
-            "reason": reason,
-            "message": message[:1024],
-            "type": type_,
-            "action": action or reason,
-            "source": {"component": self.component},
-            "reportingComponent": self.component,
-            "reportingInstance": self.identity,
-            "firstTimestamp": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "lastTimestamp": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "eventTime": format_microtime(now),
-            "count": 1,
-        }
 
     def send_body(self, body: Mapping[str, Any], *, timeout: float | urllib3.Timeout) -> None:
         """Create the Event ``body``, the request bounded by ``timeout``; raises

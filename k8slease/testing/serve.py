@@ -8,10 +8,8 @@ the file to appear and then use it. The URL is printed on stdout (one line, flus
 from __future__ import annotations
 
 import argparse
-import signal
-import threading
-from types import FrameType
 
+from .launch import serve_until_signalled
 from .server import APIServer
 
 
@@ -40,30 +38,15 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run the server; returns the exit code (0 after a clean SIGINT/SIGTERM)."""
     args = build_parser().parse_args(argv)
-    stop = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        server = APIServer(
-            args.port,
-            kubeconfig=args.kubeconfig,
-            history_size=args.history_size,
-            auth=not args.no_auth,
-        )
-        try:
-            server.start()
-        except RuntimeError as exc:
-            print(f"k8slease apiserver: {exc}", flush=True)
-            return 1
-        try:
-            print(f"serving {server.url} (kubeconfig: {server.kubeconfig})", flush=True)
-            stop.wait()
-        finally:
-            server.stop()
-        return 0
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+    server = APIServer(
+        args.port,
+        kubeconfig=args.kubeconfig,
+        history_size=args.history_size,
+        auth=not args.no_auth,
+    )
+    return serve_until_signalled(
+        "apiserver",
+        server,
+        failures=[((RuntimeError,), 1, "")],
+        ready=lambda: f"serving {server.url} (kubeconfig: {server.kubeconfig})",
+    )

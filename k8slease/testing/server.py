@@ -16,7 +16,6 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
@@ -27,6 +26,7 @@ from .api import ResourceAPI, view
 from .faults import Faults, Request, Stats
 from .jsonbody import parse_with_duplicates
 from .kubeconfig import write_kubeconfig
+from .launch import StartStop
 from .resources import Registry, ResourceType
 from .selectors import Predicate, combine, field_selector, label_selector
 from .status import StatusError
@@ -94,7 +94,7 @@ class _Route:
         return self.rt.group_resource + (f"/{self.sub}" if self.sub else "")
 
 
-class APIServer:
+class APIServer(StartStop):
     """An in-process Kubernetes API server on 127.0.0.1, for tests, demos and benchmarks.
 
     Use it as a context manager (or :meth:`start`/:meth:`stop`)::
@@ -228,17 +228,6 @@ class APIServer:
             self._thread = None
             self._loop = None
             self._remove_kubeconfig()
-
-    def __enter__(self) -> APIServer:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def api_client(self) -> kubernetes.client.ApiClient:
         """A new ``kubernetes.client.ApiClient`` for this server (close it when done)."""

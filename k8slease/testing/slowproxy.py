@@ -31,7 +31,8 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable
-from types import TracebackType
+
+from .launch import StartStop
 
 CHUNK = 65536
 #: TLS record content types (RFC 8446, 5.1): the first byte of a client's TLS stream is a
@@ -74,7 +75,7 @@ class _Records:
         return pieces
 
 
-class DelayProxy:
+class DelayProxy(StartStop):
     """Forwards connections on ``127.0.0.1:port`` to ``target``, delaying client-to-server
     bytes by the delay in force (0 until :meth:`slow`). Thread-safe; runs its own loop."""
 
@@ -138,17 +139,6 @@ class DelayProxy:
             loop.call_soon_threadsafe(loop.stop)
         if self._thread is not None:
             self._thread.join(10)
-
-    def __enter__(self) -> DelayProxy:
-        return self.start()
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     # -- serving ---------------------------------------------------------------------------
 

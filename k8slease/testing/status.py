@@ -80,21 +80,20 @@ def _qualified(plural: str, group: str) -> str:
 
 def not_found(plural: str, group: str, name: str) -> StatusError:
     """404 for a missing object: ``leases.coordination.k8s.io "x" not found``."""
-    return StatusError(
-        404,
-        "NotFound",
-        f'{_qualified(plural, group)} "{name}" not found',
-        _details(name, group, plural),
-    )
+    return _about_object(404, "NotFound", plural, group, name, "not found")
 
 
 def already_exists(plural: str, group: str, name: str) -> StatusError:
     """409 AlreadyExists for a create whose name is taken."""
+    return _about_object(409, "AlreadyExists", plural, group, name, "already exists")
+
+
+def _about_object(
+    code: int, reason: str, plural: str, group: str, name: str, what: str
+) -> StatusError:
+    """``<plural>.<group> "<name>" <what>``, with the object's details."""
     return StatusError(
-        409,
-        "AlreadyExists",
-        f'{_qualified(plural, group)} "{name}" already exists',
-        _details(name, group, plural),
+        code, reason, f'{_qualified(plural, group)} "{name}" {what}', _details(name, group, plural)
     )
 
 

@@ -435,7 +435,9 @@ def _check(
                 tick = TICK_FIELD.search(line)
                 assert tick is not None
                 reported_lost.setdefault(_epoch(tick.group(1)), f"lost run record by {who}")
-            elif "job.ticks_dropped " in line and (tick := TICK_FIELD.search(line)):
+            elif ("job.ticks_dropped " in line or "job.ticks_dropped_again " in line) and (
+                tick := TICK_FIELD.search(line)
+            ):
                 skips.setdefault(_epoch(tick.group(1)), set()).add("dropped")
             elif "lock.skipped" in line and (tick := TICK_FIELD.search(line)):
                 why = WHY.search(line)

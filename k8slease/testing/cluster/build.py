@@ -15,19 +15,17 @@ temporary sibling renamed into place, under its own lock).
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from k8slease.testing.controlplane import versions as cpv
-from k8slease.testing.controlplane.build import version_ldflags
+from k8slease.testing.controlplane.build import build_staged, version_ldflags
 from k8slease.testing.controlplane.cache import build_lock as controlplane_lock
 from k8slease.testing.controlplane.gomod import (
     module_dir,
@@ -91,38 +89,27 @@ def ensure_node_binaries(progress: Progress = stderr_progress) -> NodeBinaries:
 
 
 def _build(key: str, progress: Progress) -> NodeBinaries:
-    root = cluster_cache_root()
-    log = root / f"{key}-build.log"
-    log.write_text("")
-    started = time.monotonic()
-    progress(
-        f"building the node binaries ({', '.join(ALL)}) into {root / key} (once per "
-        f"machine; minutes on a cold Go cache). Log: {log}"
+    def steps(work: Path, staging: Path, log: Path, started: float) -> None:
+        builder = _Builder(work, staging, log, progress, started)
+        builder.small_modules(builder.node_modules)
+        builder.pause()
+        with controlplane_lock(
+            cpv.cache_key(),
+            lambda: progress("waiting for the control-plane build to finish (shared cache)"),
+        ):
+            builder.kubernetes()
+        builder.small_modules(builder.client_modules)
+
+    return build_staged(
+        cluster_cache_root(),
+        key,
+        what=f"the node binaries ({', '.join(ALL)})",
+        work_prefix="k8slease-nodebuild-",
+        steps=steps,
+        versions=v.pins(),
+        found=cached_node_binaries,
+        progress=progress,
     )
-    for stale in root.glob(f".{key}.*"):
-        shutil.rmtree(stale, ignore_errors=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=root))
-    try:
-        with tempfile.TemporaryDirectory(prefix="k8slease-nodebuild-") as work:
-            builder = _Builder(Path(work), staging, log, progress, started)
-            builder.small_modules(builder.node_modules)
-            builder.pause()
-            with controlplane_lock(
-                cpv.cache_key(),
-                lambda: progress("waiting for the control-plane build to finish (shared cache)"),
-            ):
-                builder.kubernetes()
-            builder.small_modules(builder.client_modules)
-        (staging / "versions.json").write_text(json.dumps(v.pins(), indent=2) + "\n")
-        staging.chmod(0o755)
-        staging.rename(root / key)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    progress(f"[{time.monotonic() - started:6.0f}s] built; cached in {root / key}")
-    binaries = cached_node_binaries()
-    if binaries is None:
-        raise BuildError(f"the build finished but {root / key} is incomplete; log: {log}")
-    return binaries
 
 
 class _Builder:

@@ -19,21 +19,20 @@ import contextlib
 import http.client
 import json
 import os
-import shutil
 import ssl
 import subprocess
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from types import TracebackType
 
 from k8slease.testing.controlplane.build import ensure_binaries
-from k8slease.testing.controlplane.certs import PKI, client_certificate, make_pki
+from k8slease.testing.controlplane.certs import client_certificate, make_pki
 from k8slease.testing.controlplane.gotool import tail
 from k8slease.testing.controlplane.kubeconfig import kubeconfig_document, write_document
 from k8slease.testing.controlplane.plane import SERVICE_ACCOUNT_ISSUER
 from k8slease.testing.controlplane.processes import Child
+from k8slease.testing.launch import Launched
 
 from . import config as c
 from . import versions as v
@@ -87,8 +86,11 @@ def leftovers(directory: Path, cgroup_root: str) -> list[str]:
     return found
 
 
-class Cluster:
+class Cluster(Launched):
     """One single-node cluster; see the module docstring."""
+
+    name = "the cluster"
+    error = ClusterError
 
     def __init__(
         self,
@@ -97,35 +99,13 @@ class Cluster:
         start_timeout: float = 180.0,
         progress: Progress = stderr_progress,
     ) -> None:
-        self.start_timeout = start_timeout
-        self._progress = progress
-        self._kubeconfig_path = Path(kubeconfig) if kubeconfig is not None else None
-        self._kubeconfig: Path | None = None
-        self._directory: Path | None = None
+        super().__init__(kubeconfig=kubeconfig, start_timeout=start_timeout, progress=progress)
         self._namespace: Namespace | None = None
         self._forwarder: Forwarder | None = None
-        self._children: list[Child] = []
-        self._pki: PKI | None = None
         self._binaries: NodeBinaries | None = None
         self.cgroup_root = ""
-        #: Seconds the last :meth:`start` took from the namespace to a Ready node.
-        self.start_seconds: float | None = None
 
     # --- lifecycle ---------------------------------------------------------------------------
-
-    @property
-    def directory(self) -> Path:
-        """The cluster's state directory (logs, PKI, configuration, container storage)."""
-        if self._directory is None:
-            raise RuntimeError("the cluster is not started")
-        return self._directory
-
-    @property
-    def kubeconfig(self) -> Path:
-        """The admin kubeconfig (``system:masters``) for use from the machine."""
-        if self._kubeconfig is None:
-            raise RuntimeError("the cluster is not started")
-        return self._kubeconfig
 
     @property
     def binaries(self) -> NodeBinaries:
@@ -359,22 +339,18 @@ echo 1 > /proc/sys/net/ipv4/ip_forward
         if result.returncode != 0:
             raise ClusterError(f"importing {archive} failed: {result.stderr.strip()}")
 
-    def _wait(self, what: str, ready: object) -> None:
-        assert callable(ready)
-        deadline = time.monotonic() + self.start_timeout
-        while True:
-            for child in self._children:
-                if child.exited() is not None:
-                    raise ClusterError(f"the cluster failed to start: {child.describe_exit()}")
-            with contextlib.suppress(OSError, subprocess.SubprocessError):
-                if ready():
-                    return
-            if time.monotonic() > deadline:
-                logs = "\n".join(
-                    f"--- {child.name}:\n{tail(child.log, 8)}" for child in self._children
-                )
-                raise ClusterError(f"waited {self.start_timeout:.0f} s for {what}\n{logs}")
-            time.sleep(0.25)  # separate processes: nothing to wait on but their answers
+    def _wait(self, what: str, ready: Callable[[], bool]) -> None:
+        def timed_out() -> str:
+            logs = "\n".join(f"--- {child.name}:\n{tail(child.log, 8)}" for child in self._children)
+            return f"waited {self.start_timeout:.0f} s for {what}\n{logs}"
+
+        self._wait_until(
+            ready,
+            deadline=time.monotonic() + self.start_timeout,
+            poll=0.25,
+            timed_out=timed_out,
+            tolerate=(OSError, subprocess.SubprocessError),
+        )
 
     def _get(self, path: str) -> int:
         pki = self._require_pki()
@@ -393,7 +369,7 @@ echo 1 > /proc/sys/net/ipv4/ip_forward
     def _write_admin_kubeconfig(self) -> Path:
         assert self._forwarder is not None
         pki = self._require_pki()
-        target = self._kubeconfig_path or self.directory / "admin.kubeconfig"
+        target = self._admin_kubeconfig_target()
         document = kubeconfig_document(
             f"https://127.0.0.1:{self._forwarder.port}",
             pki.ca_cert,
@@ -468,9 +444,7 @@ echo 1 > /proc/sys/net/ipv4/ip_forward
                 reap(namespace, self.cgroup_root)
             except NamespaceError as error:
                 errors.append(str(error))
-        for child in reversed(self._children):
-            child.stop(grace=5)
-        self._children = []
+        self._stop_children(grace=5)
         if self._forwarder is not None:
             self._forwarder.close()
             self._forwarder = None
@@ -481,36 +455,14 @@ echo 1 > /proc/sys/net/ipv4/ip_forward
                 remove_cgroups(self.cgroup_root)
             except NamespaceError as error:
                 errors.append(str(error))
-        written, self._kubeconfig = self._kubeconfig, None
-        if written is not None and self._kubeconfig_path is not None:
-            written.unlink(missing_ok=True)
-        if self._directory is not None:
-            shutil.rmtree(self._directory, ignore_errors=True)
-            self._directory = None
-            self._pki = None
+        self._remove_files()
         if errors:
             raise ClusterError("the cluster did not stop cleanly: " + "; ".join(errors))
-
-    def __enter__(self) -> Cluster:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def _require_namespace(self) -> Namespace:
         if self._namespace is None:
             raise RuntimeError("the cluster is not started")
         return self._namespace
-
-    def _require_pki(self) -> PKI:
-        if self._pki is None:
-            raise RuntimeError("the cluster is not started")
-        return self._pki
 
     def describe(self) -> str:
         """One line for the command line: where the kubeconfig and the logs are."""

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import fcntl
 import os
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
+
+from k8slease.testing.controlplane.cache import file_lock_in
 
 
 def cluster_cache_root() -> Path:
@@ -15,18 +16,6 @@ def cluster_cache_root() -> Path:
     return Path(base) / "k8slease" / "cluster"
 
 
-@contextmanager
-def file_lock(key: str, on_wait: Callable[[], None]) -> Iterator[None]:
+def file_lock(key: str, on_wait: Callable[[], None]) -> AbstractContextManager[None]:
     """Hold ``<cache>/<key>.lock``; ``on_wait`` is called once if another process holds it."""
-    root = cluster_cache_root()
-    root.mkdir(parents=True, exist_ok=True)
-    with (root / f"{key}.lock").open("a") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            on_wait()
-            fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    return file_lock_in(cluster_cache_root(), key, on_wait)

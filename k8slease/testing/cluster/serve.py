@@ -10,13 +10,12 @@ root, no namespaces, no Go), it says why in one line and exits with status 2.
 from __future__ import annotations
 
 import argparse
-import signal
 import threading
-from types import FrameType
 
 from k8slease.testing.controlplane.build import ensure_binaries
 from k8slease.testing.controlplane.certs import CertificateError
 from k8slease.testing.controlplane.gotool import BuildError
+from k8slease.testing.launch import serve_until_signalled
 
 from .build import ensure_node_binaries
 from .host import ensure_packages, unavailable
@@ -114,32 +113,16 @@ def main(argv: list[str] | None = None) -> int:
             print(f"k8slease cluster: {exc}", flush=True)
             return 1
         return 0
-    stop = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        cluster = Cluster(kubeconfig=args.kubeconfig)
-        try:
-            cluster.start()
-        except ClusterUnavailable as exc:
-            print(f"k8slease cluster: cannot run here: {exc}", flush=True)
-            return 2
-        except (BuildError, ClusterError, CertificateError, NamespaceError) as exc:
-            print(f"k8slease cluster: {exc}", flush=True)
-            return 1
-        try:
-            print(
-                f"cluster ready in {cluster.start_seconds:.1f} s (kubeconfig: "
-                f"{cluster.kubeconfig}; logs: {cluster.directory / 'logs'})",
-                flush=True,
-            )
-            stop.wait()
-        finally:
-            cluster.stop()
-        return 0
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+    cluster = Cluster(kubeconfig=args.kubeconfig)
+    return serve_until_signalled(
+        "cluster",
+        cluster,
+        failures=[
+            ((ClusterUnavailable,), 2, "cannot run here: "),
+            ((BuildError, ClusterError, CertificateError, NamespaceError), 1, ""),
+        ],
+        ready=lambda: (
+            f"cluster ready in {cluster.start_seconds:.1f} s (kubeconfig: "
+            f"{cluster.kubeconfig}; logs: {cluster.directory / 'logs'})"
+        ),
+    )

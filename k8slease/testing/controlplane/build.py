@@ -13,8 +13,9 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TypeVar
 
 from . import versions as v
 from .cache import ETCD, KUBE_APISERVER, Binaries, build_lock, cache_root, cached
@@ -22,6 +23,7 @@ from .gomod import module_gomod, parse_gomod, staging_replacements, wrapper_gomo
 from .gotool import BuildError, find_go, run_go
 
 Progress = Callable[[str], None]
+T = TypeVar("T")
 
 
 def stderr_progress(line: str) -> None:
@@ -48,30 +50,57 @@ def ensure_binaries(progress: Progress = stderr_progress) -> Binaries:
 
 
 def _build(key: str, progress: Progress) -> Binaries:
-    root = cache_root()
+    def steps(work: Path, staging: Path, log: Path, started: float) -> None:
+        _build_kube_apiserver(work / "kube", staging, log, progress, started)
+        _build_etcd(work / "etcd", staging, log, progress, started)
+
+    return build_staged(
+        cache_root(),
+        key,
+        what=f"kube-apiserver {v.KUBERNETES_VERSION} and etcd {v.ETCD_VERSION}",
+        work_prefix="k8slease-cpbuild-",
+        steps=steps,
+        versions={"kubernetes": v.KUBERNETES_VERSION, "etcd": v.ETCD_VERSION},
+        found=lambda: cached(key),
+        progress=progress,
+    )
+
+
+def build_staged(
+    root: Path,
+    key: str,
+    *,
+    what: str,
+    work_prefix: str,
+    steps: Callable[[Path, Path, Path, float], None],
+    versions: Mapping[str, object],
+    found: Callable[[], T | None],
+    progress: Progress,
+) -> T:
+    """Build into ``root/key`` (the caller holds the build lock of ``key``): ``steps(work,
+    staging, log, started)`` writes the binaries into a staging directory, renamed into place
+    only once complete (with ``versions.json``), so a killed build leaves no half cache entry;
+    returns ``found()``, the completed entry (``BuildError`` if it is still incomplete)."""
     log = root / f"{key}-build.log"
     log.write_text("")
     started = time.monotonic()
     progress(
-        f"building kube-apiserver {v.KUBERNETES_VERSION} and etcd {v.ETCD_VERSION} into "
-        f"{root / key} (once per machine; minutes on a cold Go cache). Log: {log}"
+        f"building {what} into {root / key} (once per machine; minutes on a cold Go cache). "
+        f"Log: {log}"
     )
     for stale in root.glob(f".{key}.*"):  # left by a build that was killed (we hold the lock)
         shutil.rmtree(stale, ignore_errors=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=root))
     try:
-        with tempfile.TemporaryDirectory(prefix="k8slease-cpbuild-") as work:
-            _build_kube_apiserver(Path(work) / "kube", staging, log, progress, started)
-            _build_etcd(Path(work) / "etcd", staging, log, progress, started)
-        (staging / "versions.json").write_text(
-            json.dumps({"kubernetes": v.KUBERNETES_VERSION, "etcd": v.ETCD_VERSION}) + "\n"
-        )
+        with tempfile.TemporaryDirectory(prefix=work_prefix) as work:
+            steps(Path(work), staging, log, started)
+        (staging / "versions.json").write_text(json.dumps(versions, indent=2) + "\n")
         staging.chmod(0o755)
         staging.rename(root / key)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     progress(f"[{time.monotonic() - started:6.0f}s] built; cached in {root / key}")
-    binaries = cached(key)
+    binaries = found()
     if binaries is None:
         raise BuildError(f"the build finished but {root / key} is incomplete; log: {log}")
     return binaries

@@ -11,7 +11,7 @@ from __future__ import annotations
 import fcntl
 import os
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,10 +52,15 @@ def cached(key: str | None = None) -> Binaries | None:
     return binaries if binaries.complete() else None
 
 
-@contextmanager
-def build_lock(key: str, on_wait: Callable[[], None]) -> Iterator[None]:
+def build_lock(key: str, on_wait: Callable[[], None]) -> AbstractContextManager[None]:
     """Hold the build lock of ``key``; ``on_wait`` is called once if another process holds it."""
-    root = cache_root()
+    return file_lock_in(cache_root(), key, on_wait)
+
+
+@contextmanager
+def file_lock_in(root: Path, key: str, on_wait: Callable[[], None]) -> Iterator[None]:
+    """Hold ``<root>/<key>.lock`` (an exclusive ``flock``, which keeps two builds apart across
+    processes); ``on_wait`` is called once if another process holds it."""
     root.mkdir(parents=True, exist_ok=True)
     with (root / f"{key}.lock").open("a") as handle:
         try:

@@ -22,44 +22,33 @@ WRAPPER_MODULE = "k8slease.invalid/controlplane-build"
 
 def module_gomod(module: str, version: str) -> Path:
     """Download ``module@version``'s go.mod through the module proxy; returns its local path."""
-    result = subprocess.run(
-        [find_go(), "mod", "download", "-json", f"{module}@{version}"],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=600,
-    )
-    try:
-        info: dict[str, Any] = json.loads(result.stdout)
-    except json.JSONDecodeError:
-        info = {}
-    if result.returncode != 0 or "GoMod" not in info:
-        detail = info.get("Error") or result.stderr.strip() or result.stdout.strip()
-        raise BuildError(
-            f"cannot download {module}@{version} through the Go module proxy: {detail}"
-        )
-    return Path(info["GoMod"])
+    return _download(module, version, "GoMod", timeout=600)
 
 
 def module_dir(module: str, version: str) -> Path:
     """Download ``module@version`` through the module proxy; returns its extracted directory."""
+    return _download(module, version, "Dir", timeout=1200)
+
+
+def _download(module: str, version: str, field: str, *, timeout: float) -> Path:
+    """``go mod download -json module@version``; the path it gives as ``field``."""
     result = subprocess.run(
         [find_go(), "mod", "download", "-json", f"{module}@{version}"],
         capture_output=True,
         text=True,
         check=False,
-        timeout=1200,
+        timeout=timeout,
     )
     try:
         info: dict[str, Any] = json.loads(result.stdout)
     except json.JSONDecodeError:
         info = {}
-    if result.returncode != 0 or "Dir" not in info:
+    if result.returncode != 0 or field not in info:
         detail = info.get("Error") or result.stderr.strip() or result.stdout.strip()
         raise BuildError(
             f"cannot download {module}@{version} through the Go module proxy: {detail}"
         )
-    return Path(info["Dir"])
+    return Path(info[field])
 
 
 def parse_gomod(path: Path) -> dict[str, Any]:

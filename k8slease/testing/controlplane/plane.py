@@ -5,17 +5,16 @@ from __future__ import annotations
 import hashlib
 import http.client
 import json
-import shutil
 import ssl
 import tempfile
 import time
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING
 
+from ..launch import Launched
 from .build import Progress, ensure_binaries, stderr_progress
 from .cache import Binaries
-from .certs import PKI, make_pki
+from .certs import make_pki
 from .gotool import tail
 from .kubeconfig import kubeconfig_document, write_document
 from .processes import Child, free_port
@@ -41,7 +40,7 @@ class ControlPlaneError(RuntimeError):
     """The control plane did not come up (the message has the failing process's log tail)."""
 
 
-class ControlPlane:
+class ControlPlane(Launched):
     """A real ``kube-apiserver`` over a real ``etcd``, on 127.0.0.1, for tests and demos.
 
     Same surface as the embedded :class:`~k8slease.testing.APIServer`::
@@ -65,6 +64,8 @@ class ControlPlane:
     """
 
     embedded = False
+    name = "the control plane"
+    error = ControlPlaneError
 
     def __init__(
         self,
@@ -76,19 +77,11 @@ class ControlPlane:
         progress: Progress = stderr_progress,
         audit: bool = False,
     ) -> None:
+        super().__init__(kubeconfig=kubeconfig, start_timeout=start_timeout, progress=progress)
         self.host = HOST
         self.port = port
-        self.start_timeout = start_timeout
         self._binaries = binaries
         self._audit = audit
-        self._progress = progress
-        self._kubeconfig_path = Path(kubeconfig) if kubeconfig is not None else None
-        self._kubeconfig: Path | None = None
-        self._directory: Path | None = None
-        self._pki: PKI | None = None
-        self._children: list[Child] = []
-        #: Seconds the last :meth:`start` took from launching etcd to ``/readyz`` answering ok.
-        self.start_seconds: float | None = None
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -96,20 +89,6 @@ class ControlPlane:
     def url(self) -> str:
         """``https://127.0.0.1:<port>`` (valid once started)."""
         return f"https://{self.host}:{self.port}"
-
-    @property
-    def directory(self) -> Path:
-        """The temporary directory holding etcd's data, the PKI and both logs (while running)."""
-        if self._directory is None:
-            raise RuntimeError("the control plane is not started")
-        return self._directory
-
-    @property
-    def kubeconfig(self) -> Path:
-        """Path of the admin kubeconfig (``system:masters``), written once the server is ready."""
-        if self._kubeconfig is None:
-            raise RuntimeError("the control plane is not started")
-        return self._kubeconfig
 
     @property
     def audit_log(self) -> Path:
@@ -141,8 +120,9 @@ class ControlPlane:
             self._launch(binaries)
             self._wait_ready(began)
             self.start_seconds = time.monotonic() - began
-            target = self._kubeconfig_path or self._directory / "admin.kubeconfig"
-            self._kubeconfig = write_document(self._admin_document(), target)
+            self._kubeconfig = write_document(
+                self._admin_document(), self._admin_kubeconfig_target()
+            )
         except BaseException:
             self.stop()
             raise
@@ -204,21 +184,16 @@ class ControlPlane:
         ]
 
     def _wait_ready(self, began: float) -> None:
-        deadline = began + self.start_timeout
-        while True:
-            for child in self._children:
-                if child.exited() is not None:
-                    raise ControlPlaneError(f"the control plane failed to start: "
-                                            f"{child.describe_exit()}")  # fmt: skip
-            if self._readyz():
-                return
-            if time.monotonic() > deadline:
-                log = self._children[-1].log
-                raise ControlPlaneError(
-                    f"kube-apiserver was not ready within {self.start_timeout:.0f} s; last "
-                    f"lines of {log}:\n{tail(log)}"
-                )
-            time.sleep(0.1)  # a separate process: nothing to wait on but its answer
+        def timed_out() -> str:
+            log = self._children[-1].log
+            return (
+                f"kube-apiserver was not ready within {self.start_timeout:.0f} s; last "
+                f"lines of {log}:\n{tail(log)}"
+            )
+
+        self._wait_until(
+            self._readyz, deadline=began + self.start_timeout, poll=0.1, timed_out=timed_out
+        )
 
     def _readyz(self) -> bool:
         try:
@@ -229,34 +204,10 @@ class ControlPlane:
 
     def stop(self) -> None:
         """Stop kube-apiserver, then etcd (SIGTERM, then SIGKILL); remove their data."""
-        for child in reversed(self._children):
-            child.stop()
-        self._children = []
-        written, self._kubeconfig = self._kubeconfig, None
-        if written is not None and self._kubeconfig_path is not None:
-            written.unlink(missing_ok=True)
-        if self._directory is not None:
-            shutil.rmtree(self._directory, ignore_errors=True)
-            self._directory = None
-            self._pki = None
-
-    def __enter__(self) -> ControlPlane:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
+        self._stop_children()
+        self._remove_files()
 
     # --- clients -----------------------------------------------------------------------------
-
-    def _require_pki(self) -> PKI:
-        if self._pki is None:
-            raise RuntimeError("the control plane is not started")
-        return self._pki
 
     def _admin_document(self) -> dict[str, object]:
         pki = self._require_pki()

@@ -9,10 +9,8 @@ kubeconfig only once ``/readyz`` answers, prints the URL and the kubeconfig's pa
 from __future__ import annotations
 
 import argparse
-import signal
-import threading
-from types import FrameType
 
+from ..launch import serve_until_signalled
 from .build import ensure_binaries
 from .certs import CertificateError
 from .gotool import BuildError
@@ -62,29 +60,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"k8slease controlplane: {exc}", flush=True)
             return 1
         return 0
-    stop = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        plane = ControlPlane(args.port, kubeconfig=args.kubeconfig)
-        try:
-            plane.start()
-        except (BuildError, ControlPlaneError, CertificateError) as exc:
-            print(f"k8slease controlplane: {exc}", flush=True)
-            return 1
-        try:
-            print(
-                f"serving {plane.url} (kubeconfig: {plane.kubeconfig}; data: {plane.directory}; "
-                f"ready in {plane.start_seconds:.1f} s)",
-                flush=True,
-            )
-            stop.wait()
-        finally:
-            plane.stop()
-        return 0
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+    plane = ControlPlane(args.port, kubeconfig=args.kubeconfig)
+    return serve_until_signalled(
+        "controlplane",
+        plane,
+        failures=[((BuildError, ControlPlaneError, CertificateError), 1, "")],
+        ready=lambda: (
+            f"serving {plane.url} (kubeconfig: {plane.kubeconfig}; data: {plane.directory}; "
+            f"ready in {plane.start_seconds:.1f} s)"
+        ),
+    )
