@@ -16,9 +16,7 @@ from apscheduler.executors.base import run_job
 from apscheduler.job import Job
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.interval import IntervalTrigger
-from fakeclock import FakeClock
 from kubernetes import client
-from test_indeterminate_writes import Store, _lock
 
 from k8slease import TickLock, TickSkipped
 from k8slease.jobs.context import JobContext
@@ -26,6 +24,8 @@ from k8slease.jobs.dropped import DroppedTicks
 from k8slease.jobs.executors import _TickView
 from k8slease.jobs.runner import TickRunner
 from k8slease.jobs.spec import JobSpec, Mode
+from tests.support.fakeclock import FakeClock
+from tests.unit.jobs.test_indeterminate_writes import Store, _lock
 
 JOB_ID = "k8slease:g:job"
 
