@@ -1,7 +1,7 @@
 """What the election machine asks the runner to do (commands) and what it reports (events).
 
 The vocabulary between :class:`~k8slease.election.machine.ElectionMachine` and the code that runs
-it (:mod:`k8slease.election.runner` against the API server, the property tests against an
+it (:mod:`k8slease.election.threads` against the API server, the property tests against an
 in-memory store): commands are requests to make or a time to wait until; events are the
 leadership changes the callbacks hear about.
 """

@@ -3,7 +3,7 @@
 The public face of an election: it validates the options and wires the pure
 :class:`~k8slease.election.machine.ElectionMachine` (see :mod:`k8slease.lease.rules` and
 :mod:`k8slease.election.decide` for the safety model) to the threads of
-:class:`~k8slease.election.runner.ElectionRunner` (loop, watch, watchdog) and to
+:class:`~k8slease.election.threads.ElectionRunner` (loop, watch, watchdog) and to
 :class:`~k8slease.election.terms.TermCallbacks`, which runs ``on_started_leading(ctx)`` in a work
 thread. As in client-go, returning from it does not end leadership; with
 ``release_on_return=True`` it is the leader's work, and when it returns or raises while this
@@ -25,12 +25,12 @@ from typing import TYPE_CHECKING
 
 from k8slease.clock import Clock, SystemClock
 from k8slease.election.commands import Phase
-from k8slease.election.context import LeadershipContext
 from k8slease.election.hooks import LeadershipCallback, NewLeaderCallback
+from k8slease.election.leadership import LeadershipContext
 from k8slease.election.machine import ElectionMachine
-from k8slease.election.runner import ElectionRunner
 from k8slease.election.seams import DEFAULT_SEAMS, Seams
 from k8slease.election.terms import TermCallbacks
+from k8slease.election.threads import ElectionRunner
 from k8slease.election.timing import ElectionTiming, one_timing
 from k8slease.errors import ConfigError
 from k8slease.kube.apiclient import api_client_if_configured, check_api_client
@@ -77,7 +77,7 @@ class LeaderElector:
     * ``on_new_leader(identity)`` when the observed holder changes (``""``: nobody);
     * ``group`` [the Lease name] the ``k8slease.io/group`` label of a Lease it creates;
     * ``request_timeout`` [``min(10, renew_deadline / 3)``] bound of every connect and of the
-      release; other requests get budgets from what is at stake (:mod:`k8slease.election.budget`);
+      release; other requests get budgets from what is at stake (:mod:`k8slease.election.budgets`);
     * ``handle_signals`` [True] on ``start`` (so also ``with``) and ``run``, from the main thread:
       SIGTERM and SIGINT stop the elector (a leader releases the Lease, waiting at most
       ``renew_deadline``), then the signal goes on to the handler that was there before (the

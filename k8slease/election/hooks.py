@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Protocol, TypeAlias
 
-from k8slease.election.context import LeadershipContext
+from k8slease.election.leadership import LeadershipContext
 
 __all__ = [
     "LeadershipCallback",

@@ -3,7 +3,7 @@
 :class:`ElectionMachine` says what to do next (:meth:`~ElectionMachine.next_command`: read, create,
 update or wait) and is told what happened (the ``*_done``/``*_failed`` methods, watch events,
 deadline checks, stop). It never performs a request and never reads a clock; every time is passed
-in. The runner (:mod:`k8slease.election.runner`) executes its commands against the API server,
+in. The runner (:mod:`k8slease.election.threads`) executes its commands against the API server,
 the property tests against an in-memory Lease store with arbitrary interleavings, so the safety
 argument in :mod:`k8slease.lease.rules` is tested on the very code that runs.
 

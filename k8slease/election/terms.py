@@ -2,7 +2,7 @@
 
 :class:`TermCallbacks` receives the events an
 :class:`~k8slease.election.machine.ElectionMachine` produced (from the runner, with its dispatch
-lock held) and turns them into a :class:`~k8slease.election.context.LeadershipContext`, the
+lock held) and turns them into a :class:`~k8slease.election.leadership.LeadershipContext`, the
 ``on_started_leading`` work thread, ``on_stopped_leading`` and ``on_new_leader``. As in client-go,
 ``on_started_leading`` is a notification: returning (or raising, which is logged) does not end the
 term. With ``release_on_return`` the callback is the leader's work instead, and the term is ended
@@ -22,8 +22,8 @@ from typing import Any, Protocol
 from k8slease.callbacks import accepts_argument, run_cancellable
 from k8slease.clock import Clock
 from k8slease.election.commands import Event, NewLeader, Released, StartedLeading, StoppedLeading
-from k8slease.election.context import LeadershipContext, TermLost
 from k8slease.election.hooks import LeadershipCallback, NewLeaderCallback
+from k8slease.election.leadership import LeadershipContext, TermLost
 from k8slease.logs import Logger
 from k8slease.metrics import ElectorMetrics
 

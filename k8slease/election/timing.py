@@ -11,7 +11,7 @@ rather than documented and hoped for:
   number of seconds, at least 1.
 * ``request_timeout`` is shorter than the renew deadline; it bounds every connect and the
   release, while a renew may take the time left before its deadline
-  (:mod:`k8slease.election.budget`). A hung API server cannot keep a leader believing past the
+  (:mod:`k8slease.election.budgets`). A hung API server cannot keep a leader believing past the
   deadline either way: the watchdog ends leadership then, with the request still out.
 """
 
@@ -78,7 +78,7 @@ class ElectionTiming:
     renew was sent the leader gives up. ``retry_interval`` (5 s) is how often candidates poll
     when no watch is possible (jittered) and, capped, the pause between failed renewals.
     ``request_timeout`` bounds every connect and the release (other requests have budgets from
-    what is at stake, :mod:`k8slease.election.budget`); by default ``min(10, renew_deadline / 3)``.
+    what is at stake, :mod:`k8slease.election.budgets`); by default ``min(10, renew_deadline / 3)``.
 
     Options left unset follow from the ones given, in the default ratios (60/20/40/5), so any
     valid subset works: ``lease_duration`` alone gives ``renew_deadline = 2/3`` and

@@ -35,8 +35,8 @@ from apscheduler.triggers.base import BaseTrigger
 from kubernetes import client
 
 from k8slease.clock import Clock, SystemClock
-from k8slease.election.context import LeadershipContext
 from k8slease.election.elector import LeaderElector
+from k8slease.election.leadership import LeadershipContext
 from k8slease.election.seams import Seams
 from k8slease.election.timing import ElectionTiming, with_request_timeout
 from k8slease.errors import ConfigError

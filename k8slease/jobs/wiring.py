@@ -23,7 +23,7 @@ from apscheduler.schedulers.base import STATE_STOPPED, BaseScheduler
 from kubernetes import client
 
 from k8slease.clock import Clock
-from k8slease.election.budget import event_budget
+from k8slease.election.budgets import event_budget
 from k8slease.election.machine import ElectionMachine
 from k8slease.election.timing import ElectionTiming
 from k8slease.jobs.catchup import schedule_catch_up
@@ -56,7 +56,7 @@ def job_events(
 ) -> QueuedEvents:
     """The Event recorder of a replica's jobs: posts off the scheduler's, the claims' and the
     runs' threads, each request bounded by what ``timing`` (default 60/20/40) tolerates
-    (:func:`~k8slease.election.budget.event_budget`), each connect by its ``request_timeout``."""
+    (:func:`~k8slease.election.budgets.event_budget`), each connect by its ``request_timeout``."""
     timing = timing or ElectionTiming()
     return QueuedEvents(
         api_client,

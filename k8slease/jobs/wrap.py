@@ -13,8 +13,8 @@ import inspect
 from apscheduler.schedulers.base import STATE_PAUSED, STATE_STOPPED, BaseScheduler
 
 from k8slease.callbacks import call_with_optional
-from k8slease.election.context import LeadershipContext
 from k8slease.election.elector import LeaderElector
+from k8slease.election.leadership import LeadershipContext
 from k8slease.errors import ConfigError
 from k8slease.logs import get_logger
 

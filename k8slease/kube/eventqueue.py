@@ -7,7 +7,7 @@ held up whatever called it for those 5 s (the scheduler's own thread, for ``Tick
 :class:`QueuedEvents` instead takes the Event at once and posts it from a thread of its own:
 
 * each request may take ``bound`` seconds, derived from the election timings by the caller
-  (:func:`~k8slease.election.budget.event_budget`: beyond the latency the timings tolerate), its
+  (:func:`~k8slease.election.budgets.event_budget`: beyond the latency the timings tolerate), its
   connect ``connect`` seconds (``request_timeout``). A request that runs out drops its connection
   (:func:`~k8slease.kube.rawapi.send`), so a hung connection costs one ``bound`` and the next
   attempt opens a new one;

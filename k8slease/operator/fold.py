@@ -31,6 +31,7 @@ from typing import Any
 from k8slease.lease.record import LeaseRecord
 from k8slease.lease.view import LeaseView, received_lease
 from k8slease.names import LABEL_JOB, LABEL_ROLE, ROLE_JOB, ROLE_LEADER
+from k8slease.operator.groupspec import DEFAULT_HISTORY_LIMIT
 from k8slease.operator.history import (
     MAX_CANDIDATES,
     MAX_RECENT_RUNS,
@@ -47,7 +48,6 @@ from k8slease.operator.history import (
     short,
 )
 from k8slease.operator.render import GroupRendering
-from k8slease.operator.spec import DEFAULT_HISTORY_LIMIT
 
 
 class GroupFold(GroupRendering):

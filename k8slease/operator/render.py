@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from k8slease.kube.microtime import shift
+from k8slease.operator.groupspec import GroupSpec
 from k8slease.operator.history import (
     COND_DEGRADED,
     COND_LEADER_ELECTED,
@@ -28,7 +29,6 @@ from k8slease.operator.history import (
     format_time,
     short,
 )
-from k8slease.operator.spec import GroupSpec
 from k8slease.shown import shown
 
 

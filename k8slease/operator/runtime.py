@@ -1,6 +1,6 @@
 """The operator's write loop: turns the registry's plan into API calls.
 
-The kopf handlers only feed watch events into the :class:`~k8slease.operator.registry.Registry`
+The kopf handlers only feed watch events into the :class:`~k8slease.operator.groups.Registry`
 (they never write, so Leases are never touched). One asyncio task wakes up when something
 changed, waits ``flush_interval`` to let a burst of events coalesce, asks the registry what to
 do and runs the calls with at most ``max_concurrency`` in flight. API calls go through the
@@ -25,14 +25,14 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from k8slease.clock import Clock, SystemClock
-from k8slease.election.budget import event_budget
+from k8slease.election.budgets import event_budget
 from k8slease.election.timing import ElectionTiming
 from k8slease.kube.apiclient import default_api_client
 from k8slease.kube.eventqueue import QueuedEvents
 from k8slease.kube.supervise import ThreadHealth
 from k8slease.logs import get_logger
 from k8slease.names import CRD_GROUP, CRD_PLURAL, CRD_VERSION
-from k8slease.operator.registry import (
+from k8slease.operator.groups import (
     Action,
     CreateObject,
     PatchStatus,

@@ -15,12 +15,12 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from . import status as st
-from .events import to_core, to_events_k8s_io
-from .patch import apply_patch, deepcopy
+from . import statusbody as st
+from .eventviews import to_core, to_events_k8s_io
+from .objectstore import Store
+from .patchformats import apply_patch, deepcopy
 from .resources import Registry, ResourceType, types_from_crd
 from .selectors import Predicate
-from .store import Store
 from .validation import (
     decode_lease_types,
     normalize_micro_times,

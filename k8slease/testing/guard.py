@@ -25,7 +25,7 @@ import ipaddress
 import secrets
 from urllib.parse import urlsplit
 
-from .status import StatusError
+from .statusbody import StatusError
 
 #: Paths a real kube-apiserver serves to anonymous callers.
 PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version", "/version/"})

@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from .status import bad_request
+from .statusbody import bad_request
 
 JSON = dict[str, Any]
 Predicate = Callable[[JSON], bool]

@@ -21,16 +21,16 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from . import discovery, guard, tls
-from . import status as st
+from . import statusbody as st
 from .api import ResourceAPI, view
 from .faults import Faults, Request, Stats
 from .jsonbody import parse_with_duplicates
 from .kubeconfig import write_kubeconfig
 from .launch import StartStop
+from .objectstore import Event, ExpiredError, Store, Watcher
 from .resources import Registry, ResourceType
 from .selectors import Predicate, combine, field_selector, label_selector
-from .status import StatusError
-from .store import Event, ExpiredError, Store, Watcher
+from .statusbody import StatusError
 from .tables import table
 
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ from typing import Any
 
 import jsonschema
 
-from .status import StatusError, bad_request
+from .statusbody import StatusError, bad_request
 
 JSON = dict[str, Any]
 
@@ -524,6 +524,6 @@ class SchemaValidator:
 
 def status_error_if(causes: list[JSON], kind: str, group: str, name: str) -> StatusError | None:
     """A 422 Invalid error for ``causes``, or None when there are none."""
-    from .status import invalid
+    from .statusbody import invalid
 
     return invalid(kind, group, name, causes) if causes else None

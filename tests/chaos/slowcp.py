@@ -465,7 +465,7 @@ def main() -> int:
         fails = check(fig, tolerated=printed["tolerated"])
         print(json.dumps(asdict(fig) | {"tolerated": printed["tolerated"], "fails": fails}))
         return 1 if fails else 0
-    from k8slease.election.budget import tolerated_latency
+    from k8slease.election.budgets import tolerated_latency
     from k8slease.election.timing import ElectionTiming
 
     lease, renew, deadline = (float(x) for x in args.timing.split("/"))

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from k8slease.election.budget import tolerated_latency
+from k8slease.election.budgets import tolerated_latency
 from k8slease.election.timing import ElectionTiming
 from tests.chaos.slowcp import check, scenario_run
 

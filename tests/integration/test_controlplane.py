@@ -18,7 +18,7 @@ import pytest
 from kubernetes import client
 
 from k8slease.testing import ControlPlane
-from k8slease.testing.controlplane import metrics
+from k8slease.testing.controlplane import apimetrics as metrics
 from tests.support.processes import serving
 
 

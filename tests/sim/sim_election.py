@@ -1,6 +1,6 @@
 """A replica's election in the simulation: the real :class:`ElectionMachine`, driven by events.
 
-The driver does what :mod:`k8slease.election.runner` does (one command at a time, watch events,
+The driver does what :mod:`k8slease.election.threads` does (one command at a time, watch events,
 deadline checks, polling without a watch) on the simulated network, with the replica's own
 clocks. A paused replica handles nothing until its pause ends; its clocks keep running.
 """
@@ -11,7 +11,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from k8slease.election.budget import election_budget
+from k8slease.election.budgets import election_budget
 from k8slease.election.commands import Create, Done, Phase, Purpose, Read, Update, Wait
 from k8slease.election.machine import ElectionMachine
 from k8slease.election.timing import ElectionTiming

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from k8slease.election.budget import tolerated_latency
+from k8slease.election.budgets import tolerated_latency
 from k8slease.election.timing import ElectionTiming
 from k8slease.names import ANN_CLAIMED_TICK
 from tests.sim.sim_core import MAX_DRIFT, T0, Clock, Faults, Network, Store, World

@@ -2,7 +2,7 @@
 
 Each request used to be bounded by ``request_timeout`` (``min(10, renew_deadline / 3)``), so a
 server slower than a third of the renew deadline failed every renew and the leader abdicated.
-Now a renew may take the time left before its deadline (:mod:`k8slease.election.budget`). The
+Now a renew may take the time left before its deadline (:mod:`k8slease.election.budgets`). The
 server's latency is real time, so these tests run on the real clock and wait on elector events.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from k8slease import ElectionTiming, LeaderElector
-from k8slease.election.budget import tolerated_latency
+from k8slease.election.budgets import tolerated_latency
 from k8slease.metrics import NoopMetrics
 from k8slease.testing.server import APIServer
 from tests.integration.election.elector_helpers import server_for_lease

@@ -3,7 +3,7 @@ outage (issue 22).
 
 They used to be bounded by a fixed 5 s each: at a latency above that every Event failed
 (``event.post_failed``) though the timings tolerate more. Now each post may take what the
-timings tolerate and more (:func:`~k8slease.election.budget.event_budget`), from a thread of its
+timings tolerate and more (:func:`~k8slease.election.budgets.event_budget`), from a thread of its
 own. The latency is real time on the embedded server.
 """
 
@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from k8slease import ElectionTiming, JobContext, Jobs
-from k8slease.election.budget import event_budget, tolerated_latency
+from k8slease.election.budgets import event_budget, tolerated_latency
 from k8slease.kube.eventqueue import RETRY_MOST, QueuedEvents
 from k8slease.testing.server import APIServer
 from tests.support.polling import poll

@@ -19,7 +19,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from k8slease import ElectionTiming, JobContext, Jobs, Mode
-from k8slease.election.budget import tolerated_latency
+from k8slease.election.budgets import tolerated_latency
 from k8slease.testing.server import APIServer
 from tests.support.lifecycle import all_started
 from tests.support.polling import poll

@@ -31,7 +31,7 @@ from k8slease.names import (
     ROLE_JOB,
 )
 from k8slease.operator.crd import install_crd
-from k8slease.operator.registry import LABEL_AUTO_CREATED
+from k8slease.operator.groups import LABEL_AUTO_CREATED
 from k8slease.testing.server import APIServer
 from tests.support.operators import (
     condition,

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
+from k8slease.operator.groups import PostEvent
 from k8slease.operator.history import Notice
-from k8slease.operator.registry import PostEvent
 from k8slease.operator.runtime import OperatorRuntime
 from k8slease.operator.settings import OperatorSettings
 from k8slease.testing.server import APIServer

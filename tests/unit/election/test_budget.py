@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from k8slease.election.budget import election_budget, tolerated_latency
+from k8slease.election.budgets import election_budget, tolerated_latency
 from k8slease.election.commands import Purpose, Read, StoppedLeading, Wait
 from k8slease.election.timing import ElectionTiming
 from tests.unit.election.elector_model import Cluster

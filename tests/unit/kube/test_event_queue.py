@@ -20,7 +20,7 @@ import urllib3
 from kubernetes import client
 
 from k8slease import ElectionTiming
-from k8slease.election.budget import event_budget, tolerated_latency
+from k8slease.election.budgets import event_budget, tolerated_latency
 from k8slease.errors import AlreadyExists, Invalid, TransportError, Unavailable
 from k8slease.jobs.wiring import job_events
 from k8slease.kube.eventqueue import RETRY_FIRST, RETRY_MOST, QueuedEvents

@@ -9,7 +9,7 @@ import pytest
 
 from k8slease.errors import ConfigError
 from k8slease.names import LABEL_AUTO_CREATE
-from k8slease.operator.registry import (
+from k8slease.operator.groups import (
     LABEL_AUTO_CREATED,
     CreateObject,
     PatchStatus,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from k8slease.operator.registry import PatchStatus
+from k8slease.operator.groups import PatchStatus
 from k8slease.operator.runtime import OperatorRuntime
 from k8slease.operator.settings import OperatorSettings
 from tests.support.fakeclock import FakeClock

@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 
 from k8slease.names import ANN_FENCING_TOKEN, LABEL_GROUP, LABEL_ROLE
 from k8slease.operator.fold import GroupFold
+from k8slease.operator.groupspec import parse_spec
 from k8slease.operator.history import Notice
 from k8slease.operator.patch import merge_patch, significant
-from k8slease.operator.spec import parse_spec
 from tests.unit.operator.operator_helpers import (
     at,
     group_object,

@@ -23,7 +23,7 @@ from k8slease.lease.record import FENCING_TOKEN_MAX, lease_with_record, record_f
 from k8slease.lease.rules import grant_record
 from k8slease.names import ANN_CLAIMED_TICK, ANN_FENCING_TOKEN
 from k8slease.operator.fold import GroupFold
-from k8slease.operator.spec import parse_spec
+from k8slease.operator.groupspec import parse_spec
 from k8slease.testing.validation import SchemaValidator
 from tests.support.hostile import fuzz_settings, lease_json
 from tests.unit.operator.operator_helpers import at, group_object, job_lease, leader_lease

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from k8slease.testing.patch import json_patch, merge_patch, strategic_merge_patch
+from k8slease.testing.patchformats import json_patch, merge_patch, strategic_merge_patch
 from k8slease.testing.selectors import field_selector, label_selector
-from k8slease.testing.status import StatusError
+from k8slease.testing.statusbody import StatusError
 from k8slease.testing.tables import human_duration, json_path
 from k8slease.testing.validation import (
     SchemaValidator,

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from k8slease.testing import tiers
-from k8slease.testing.controlplane import audit, build, cache, gomod, metrics, versions
+from k8slease.testing.controlplane import apimetrics, audit, build, cache, gomod, versions
 from k8slease.testing.controlplane.gotool import BuildError
 from k8slease.testing.controlplane.kubeconfig import kubeconfig_document
 
@@ -100,9 +100,9 @@ apiserver_request_total{code="201",resource="namespaces",verb="POST"} 1
 
 
 def test_metrics_total_sums_the_matching_samples_only() -> None:
-    assert metrics.total(TEXT, "apiserver_request_total", resource="leases", verb="UPDATE") == 7
-    assert metrics.total(TEXT, "apiserver_request_total", resource="leases") == 10
-    assert metrics.total(TEXT, "apiserver_request_total", resource="pods") == 0
+    assert apimetrics.total(TEXT, "apiserver_request_total", resource="leases", verb="UPDATE") == 7
+    assert apimetrics.total(TEXT, "apiserver_request_total", resource="leases") == 10
+    assert apimetrics.total(TEXT, "apiserver_request_total", resource="pods") == 0
 
 
 def test_kubeconfig_for_a_token_carries_the_ca_and_no_client_certificate(tmp_path: Path) -> None:

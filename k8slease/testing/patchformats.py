@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .status import StatusError, bad_request, unsupported_media_type
+from .statusbody import StatusError, bad_request, unsupported_media_type
 
 JSON = dict[str, Any]
 

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from k8slease.clock import Clock
-from k8slease.election.budget import election_budget
+from k8slease.election.budgets import election_budget
 from k8slease.election.commands import Create, Done, Event, Phase, Purpose, Read, Update, Wait
 from k8slease.election.machine import ElectionMachine
 from k8slease.election.timing import ElectionTiming

@@ -39,13 +39,13 @@ from k8slease.names import (
     ROLE_LEADER,
 )
 from k8slease.operator.fold import GroupFold
+from k8slease.operator.groupspec import GroupSpec, parse_spec
 from k8slease.operator.history import Notice
 from k8slease.operator.patch import merge_patch, significant
 from k8slease.operator.settings import OperatorSettings
-from k8slease.operator.spec import GroupSpec, parse_spec
 from k8slease.shown import shown
 
-log = get_logger("k8slease.operator.registry")
+log = get_logger("k8slease.operator.groups")
 
 #: Label and annotation on ScheduledJobGroups the operator created by itself.
 LABEL_AUTO_CREATED = f"{DOMAIN}/auto-created"
