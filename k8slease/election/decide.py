@@ -1,7 +1,7 @@
 """Pure leader and candidate decisions: renew, wait or step down; read, create, take or wait.
 
-Built on the shared Lease rules of :mod:`k8slease.lease.rules`, where the safety argument is
-written out. Nothing here does I/O or reads a clock.
+Built on the shared Lease rules of :mod:`k8slease.lease.rules`; the safety model (rules 1-4) is
+stated in :mod:`k8slease.lease.safety`. Nothing here does I/O or reads a clock.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """``LeaderElector``: replicas contend for one ``coordination.k8s.io/v1`` Lease; one leads.
 
 The public face of an election: it validates the options and wires the pure
-:class:`~k8slease.election.machine.ElectionMachine` (see :mod:`k8slease.lease.rules` and
-:mod:`k8slease.election.decide` for the safety model) to the threads of
+:class:`~k8slease.election.machine.ElectionMachine` (the safety model:
+:mod:`k8slease.lease.safety`) to the threads of
 :class:`~k8slease.election.threads.ElectionRunner` (loop, watch, watchdog) and to
 :class:`~k8slease.election.terms.TermCallbacks`, which runs ``on_started_leading(ctx)`` in a work
 thread. As in client-go, returning from it does not end leadership; with

@@ -5,18 +5,9 @@ carry a :class:`~k8slease.JobState`. Every function here takes what was read and
 time it is (passed in, never read) and returns what to write, so the whole lock protocol can be
 tested with a fake clock.
 
-Safety model, in the Kubernetes way:
-
-* A replica may take a lock held by someone else only after it has seen the Lease unchanged for
-  the Lease's own ``leaseDurationSeconds`` on its own monotonic clock (``unchanged_for``). A
-  replica that has never seen the Lease before has ``unchanged_for == 0`` and so skips: the lock
-  errs towards not running, never towards running twice.
-* The tick is claimed in the same conditional write that grants the lock, and a claim for a tick
-  that is not newer than the last claimed tick is refused. A replica whose scheduler fires late
-  therefore cannot run a tick that another replica already ran, even after that lock was released.
-* Each grant carries a fencing token one above the previous one, so systems the job writes to can
-  reject a stale holder's writes. The lock limits duplicate runs; idempotency and fencing make the
-  rare duplicate (a holder paused longer than ``lock_at_most_for``) harmless.
+The safety model these decisions enforce (rules 2, 3, 5 and 8) is stated once, in
+:mod:`k8slease.lease.safety`. A replica that has never seen a Lease has seen it unchanged for no
+time, so it skips: the lock errs towards not running, never towards running twice.
 """
 
 from __future__ import annotations

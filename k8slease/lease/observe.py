@@ -3,8 +3,8 @@
 Expiry is never judged by comparing wall-clock times written by other pods. A candidate instead
 remembers when it first saw the current record and may take over once it has seen that record
 unchanged for the record's ``leaseDurationSeconds``. The time of an observation is read *after*
-the answer arrived, so it is never earlier than the write that produced the record: this is the
-half of the safety argument that lives here (see :mod:`k8slease.lease.rules` for the other half).
+the answer arrived, so it is never earlier than the write that produced the record: rule 2 of
+the safety model (:mod:`k8slease.lease.safety`), and rule 4 for a Lease seen deleted.
 
 "Unchanged" compares the Lease's whole ``spec`` and its fencing-token annotation, as client-go
 compares the raw record: a renew always changes ``renewTime``, so it restarts the timer, while a

@@ -5,68 +5,8 @@ monotonic times it needs and the wall-clock time to write. :mod:`k8slease.electi
 :mod:`k8slease.election.machine` build the elector on them; :mod:`k8slease.jobs.lockrules` the
 per-job locks.
 
-Safety model
-------------
-Two replicas must never both believe they lead at the same instant. The argument assumes only
-that the replicas' monotonic clocks run at the same rate (their offsets and wall clocks may be
-anything) and that the API server applies writes conditionally on ``resourceVersion``:
-
-1. A replica believes it leads from the moment a conditional write that names it as holder
-   *succeeded* until ``renew_deadline`` after the last such write was *sent* (or until it steps
-   down earlier). Its own timer starts before the write reached the server.
-2. A candidate takes a held Lease only after it has seen the same record for the longer of the
-   record's ``leaseDurationSeconds`` and its own configured duration, timed on its own monotonic
-   clock from the first time it saw that record (so a duration shortened by hand is never
-   honoured at once). It reads the clock *after* the answer arrived, so its timer starts no
-   earlier than the write that produced the record (see :mod:`k8slease.lease.observe`).
-3. ``renew_deadline < lease_duration`` (enforced by :class:`~k8slease.ElectionTiming`).
-   Whenever the leader's last successful write was sent at ``s`` and applied at ``w >= s``, a
-   candidate's takeover write lands at ``>= w + lease_duration > s + renew_deadline``: the leader
-   has already stopped believing. If the leader renewed in between, the candidate's write was
-   conditional on a stale ``resourceVersion`` and fails; if the candidate's write landed first,
-   the leader's renew fails and its belief still ends at ``s + renew_deadline``.
-4. A released Lease (empty holder) may be taken at once: the leader stops believing *before* it
-   sends the release. A Lease that says *we* hold it but that this process does not remember
-   holding (a restart under the same identity) is taken only through a conditional write, which
-   proves nobody changed it since.
-
-What is not covered: two processes sharing one identity (identities get a random suffix for this
-reason), clocks running at very different rates beyond the ``lease_duration - renew_deadline``
-margin, and a process paused for longer than that margin between checking its deadline and acting
-on it; work done while leading should carry the fencing token so that downstream systems can
-reject a stale leader.
-
-5. An edit of the record this replica did not write (a hand edit of the duration, the holder or
-   the spec) ends a holder's belief the moment it sees it (:mod:`k8slease.election.machine`).
-   It cannot see it sooner than its watch delivers it, which is why rule 2 never lets the edit
-   hasten a takeover.
-
-Malformed Leases (``record.problems``), a Lease without spec and a Lease without holder that is
-not a release (:func:`is_release`) count as held by an unknown holder: they may be taken after
-being seen unchanged for the longer of their own duration (when valid) and our configured one, and
-writing them repairs the spec. A Lease deleted while held is treated the same way. A hand edit
-that forges a release exactly (no holder, ``leaseDurationSeconds: 1``) cannot be told from one;
-the holder steps down when its watch delivers it (see docs/reliability.md).
-
-Counters and times at their ceilings
-------------------------------------
-What a hand edit can put in a Lease must never stop the group from having a leader, and every
-value written must read back and fit the Lease API and the operator's status:
-
-6. ``leaseTransitions`` (int32 in the Lease API) wraps: a grant that would write ``2^31`` writes
-   ``0``. It is a statistic; nothing decides by it.
-7. The fencing token (int64: what the operator's status and most downstream stores hold) is read
-   only as decimal digits up to ``2^63-1``; anything else is malformed (held by someone unknown,
-   taken after the duration, and the grant writes one above the highest token this replica saw).
-   A grant at the ceiling *saturates*: it writes ``2^63-1`` again and the election goes on (the
-   token plays no part in who leads), but downstream systems fencing on the token cannot tell
-   such grants apart; :func:`token_exhausted` tells callers to say so at ERROR. Only a hand edit
-   can get there (2^63 grants at one per second take 2.9e11 years); deleting the Lease resets it.
-8. Times are read only inside :data:`~k8slease.kube.microtime.MIN_TIME` ..
-   :data:`~k8slease.kube.microtime.MAX_TIME` (anything else is malformed). A ``renewTime`` a hand
-   edit put so late that it cannot move forward by a microsecond is replaced by the wall clock:
-   every write still changes the record (rule 2 relies on that), and a release written so is
-   not trusted (:func:`is_trusted_release`), so candidates wait one duration, never less.
+The safety model these functions enforce (rules 1-4 and ceilings C1-C3) is stated once, in
+:mod:`k8slease.lease.safety`; comments here refer to it by number.
 """
 
 from __future__ import annotations
@@ -239,12 +179,12 @@ def release_record(held: LeaseRecord, *, now: datetime) -> LeaseRecord:
 
 
 def next_transitions(transitions: int) -> int:
-    """``leaseTransitions`` after one more change of holder: wraps to 0 past int32 (rule 6)."""
+    """``leaseTransitions`` after one more change of holder: wraps to 0 past int32 (ceiling C1)."""
     return transitions + 1 if 0 <= transitions < INT32_MAX else 0
 
 
 def next_fencing_token(highest: int) -> int:
-    """The token of the next grant above ``highest``: saturates at ``2^63-1`` (rule 7)."""
+    """The token of the next grant above ``highest``: saturates at ``2^63-1`` (ceiling C2)."""
     return min(max(highest, 0) + 1, FENCING_TOKEN_MAX)
 
 
@@ -255,7 +195,7 @@ def token_exhausted(record: LeaseRecord) -> bool:
 
 def _after(now: datetime, previous: datetime | None) -> datetime:
     """``now``, or a microsecond after ``previous`` when the wall clock has not passed it; the
-    wall clock again when ``previous`` is at the end of the accepted range (rule 8)."""
+    wall clock again when ``previous`` is at the end of the accepted range (ceiling C3)."""
     if previous is not None and now <= previous:
         if previous >= MAX_TIME:
             return now

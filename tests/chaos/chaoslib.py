@@ -103,7 +103,7 @@ def segments_by(
     pause between two acts longer than that starts a new segment.
 
     Leadership is keyed by fencing token, which identifies a term only below its ceiling: once a
-    hand edit has put it at 2^63-1, every later grant keeps it (rule 7), and one process's two
+    hand edit has put it at 2^63-1, every later grant keeps it (ceiling C2), and one process's two
     terms around another's would merge into one span that seems to overlap the other's term.
     The journal writes an act every 5 ms while leading, so a pause of ``split_after`` seconds
     means the process was not leading in it."""
