@@ -42,7 +42,7 @@ from k8slease.operator.fold import GroupFold
 from k8slease.operator.groupspec import GroupSpec, parse_spec
 from k8slease.operator.history import Notice
 from k8slease.operator.patch import merge_patch, significant
-from k8slease.operator.settings import OperatorSettings
+from k8slease.operator.settings import OperatorConfig
 from k8slease.shown import shown
 
 log = get_logger("k8slease.operator.groups")
@@ -105,7 +105,7 @@ def _metadata(body: Mapping[str, Any]) -> Mapping[str, Any]:
 class Registry:
     """All groups the operator follows, keyed by (namespace, group)."""
 
-    def __init__(self, settings: OperatorSettings, *, rng: random.Random | None = None) -> None:
+    def __init__(self, settings: OperatorConfig, *, rng: random.Random | None = None) -> None:
         self.settings = settings
         self._rng = rng or random.Random()
         self.folds: dict[Key, GroupFold] = {}

@@ -20,14 +20,14 @@ import kopf
 
 from k8slease.names import CRD_GROUP, CRD_PLURAL, CRD_VERSION, LABEL_GROUP
 from k8slease.operator.runtime import OperatorRuntime
-from k8slease.operator.settings import OperatorSettings
+from k8slease.operator.settings import OperatorConfig
 
 SETTINGS_KEY = "k8slease_settings"
 RUNTIME_KEY = "k8slease_runtime"
 LEASES = ("coordination.k8s.io", "v1", "leases")
 
 
-def configure_kopf(settings: kopf.OperatorSettings, ops: OperatorSettings) -> None:
+def configure_kopf(settings: kopf.OperatorSettings, ops: OperatorConfig) -> None:
     """Adjust kopf's settings for an observe-only operator."""
     # kopf would turn handler log lines into Events on the observed objects (Leases); the
     # operator posts its own Events on ScheduledJobGroups instead.
@@ -67,8 +67,8 @@ def _runtime(memo: Any) -> OperatorRuntime | None:
 @kopf.on.startup()
 async def start_operator(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
     ops = memo.get(SETTINGS_KEY)
-    if not isinstance(ops, OperatorSettings):
-        ops = OperatorSettings.from_env()
+    if not isinstance(ops, OperatorConfig):
+        ops = OperatorConfig.from_env()
         memo[SETTINGS_KEY] = ops
     configure_kopf(settings, ops)
     runtime = OperatorRuntime(ops)

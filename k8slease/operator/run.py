@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from k8slease.errors import ConfigError
 from k8slease.kube.identity import checked_namespace, default_namespace
 from k8slease.logs import get_logger
-from k8slease.operator.settings import ENV_PREFIX, OperatorSettings
+from k8slease.operator.settings import ENV_PREFIX, OperatorConfig
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -124,14 +124,14 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def settings_from_args(argv: Sequence[str]) -> OperatorSettings:
+def settings_from_args(argv: Sequence[str]) -> OperatorConfig:
     return _settings(_parser().parse_args(list(argv)))
 
 
-def _settings(args: argparse.Namespace) -> OperatorSettings:
+def _settings(args: argparse.Namespace) -> OperatorConfig:
     for namespace in args.namespace:
         checked_namespace(namespace, source="--namespace")
-    base = OperatorSettings.from_env()
+    base = OperatorConfig.from_env()
     changes: dict[str, object] = {
         "kubeconfig": args.kubeconfig or base.kubeconfig,
         "standalone": args.standalone,
@@ -174,7 +174,7 @@ def configure_logging(level: str) -> None:
     logging.getLogger("urllib3").setLevel(logging.WARNING)
 
 
-def _preflight(settings: OperatorSettings, *, install: bool) -> None:
+def _preflight(settings: OperatorConfig, *, install: bool) -> None:
     """Fail fast, with the fix in the message, on what kopf would retry forever."""
     from k8slease.kube.apiclient import default_api_client
     from k8slease.operator import preflight

@@ -39,7 +39,7 @@ from k8slease.operator.groups import (
     PostEvent,
     Registry,
 )
-from k8slease.operator.settings import OperatorSettings
+from k8slease.operator.settings import OperatorConfig
 
 log = get_logger("k8slease.operator")
 
@@ -51,7 +51,7 @@ class OperatorRuntime:
 
     def __init__(
         self,
-        settings: OperatorSettings,
+        settings: OperatorConfig,
         *,
         api_client: client.ApiClient | None = None,
         clock: Clock | None = None,

@@ -9,13 +9,16 @@ from typing import Any
 
 from k8slease.errors import ConfigError
 
-#: Environment variables read by :meth:`OperatorSettings.from_env` (used under ``kopf run``).
+#: Environment variables read by :meth:`OperatorConfig.from_env` (used under ``kopf run``).
 ENV_PREFIX = "K8SLEASE_OPERATOR_"
 
 
 @dataclass(frozen=True, slots=True)
-class OperatorSettings:
+class OperatorConfig:
     """How the operator watches, writes and alerts.
+
+    Named apart from kopf's ``kopf.OperatorSettings``, which the operator's start-up handler
+    receives beside it: this object is k8slease's options, that one is kopf's machinery.
 
     Intervals are in seconds. ``namespaces`` empty with ``all_namespaces`` False means the
     namespace of the kubeconfig context (or ``default``).
@@ -83,11 +86,11 @@ class OperatorSettings:
         if self.all_namespaces and self.namespaces:
             raise ConfigError("choose namespaces or all_namespaces, not both")
 
-    def with_changes(self, **changes: Any) -> OperatorSettings:
+    def with_changes(self, **changes: Any) -> OperatorConfig:
         return replace(self, **changes)
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> OperatorSettings:
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> OperatorConfig:
         """Settings from ``K8SLEASE_OPERATOR_*`` variables (e.g. ``..._AUTO_CREATE=false``)."""
         env = os.environ if environ is None else environ
         values: dict[str, Any] = {}

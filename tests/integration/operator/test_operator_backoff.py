@@ -24,7 +24,7 @@ from k8slease.names import (
 )
 from k8slease.operator.crd import install_crd
 from k8slease.operator.runtime import OperatorRuntime
-from k8slease.operator.settings import OperatorSettings
+from k8slease.operator.settings import OperatorConfig
 from k8slease.testing.server import APIServer
 
 NS = "backoff"
@@ -62,7 +62,7 @@ def _patch_times(server: APIServer, start: float, until: float) -> list[float]:
     return seen
 
 
-async def _run(server: APIServer, settings: OperatorSettings, seconds: float) -> list[float]:
+async def _run(server: APIServer, settings: OperatorConfig, seconds: float) -> list[float]:
     """Run the write loop for ``seconds`` with every status patch refused; patch times seen."""
     api = server.api_client()
     runtime = OperatorRuntime(settings, api_client=api)
@@ -101,7 +101,7 @@ async def _run(server: APIServer, settings: OperatorSettings, seconds: float) ->
 
 
 def test_refused_status_patches_back_off() -> None:
-    settings = OperatorSettings(
+    settings = OperatorConfig(
         namespaces=(NS,),
         flush_interval=0.02,
         min_write_interval=0.05,

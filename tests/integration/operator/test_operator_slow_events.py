@@ -12,7 +12,7 @@ import pytest
 from k8slease.operator.groups import PostEvent
 from k8slease.operator.history import Notice
 from k8slease.operator.runtime import OperatorRuntime
-from k8slease.operator.settings import OperatorSettings
+from k8slease.operator.settings import OperatorConfig
 from k8slease.testing.server import APIServer
 from tests.support.polling import poll
 
@@ -27,7 +27,7 @@ def test_an_operator_event_slower_than_request_timeout_is_posted_without_holding
 ) -> None:
     server = k8s_embedded_apiserver
     runtime = OperatorRuntime(
-        OperatorSettings(request_timeout=TIMEOUT), api_client=server.api_client()
+        OperatorConfig(request_timeout=TIMEOUT), api_client=server.api_client()
     )
     server.faults.add("create", "events", latency=LATENCY)
     action = PostEvent(

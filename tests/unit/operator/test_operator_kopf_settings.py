@@ -6,19 +6,19 @@ import kopf
 import pytest
 
 from k8slease.operator.handlers import LEASES, configure_kopf
-from k8slease.operator.settings import OperatorSettings
+from k8slease.operator.settings import OperatorConfig
 
 
 @pytest.mark.parametrize(
     ("ops", "scanning_disabled"),
     [
-        (OperatorSettings(namespaces=("team-a",)), True),
-        (OperatorSettings(namespaces=("team-a", "team-b")), True),
-        (OperatorSettings(all_namespaces=True), False),
+        (OperatorConfig(namespaces=("team-a",)), True),
+        (OperatorConfig(namespaces=("team-a", "team-b")), True),
+        (OperatorConfig(all_namespaces=True), False),
     ],
 )
 def test_namespaced_operator_does_not_scan_the_cluster(
-    ops: OperatorSettings, scanning_disabled: bool
+    ops: OperatorConfig, scanning_disabled: bool
 ) -> None:
     """A namespaced operator has no cluster-scoped RBAC (the chart grants none): kopf must not
     list Namespaces and CRDs, or it retries each 403 for about a minute before it starts.

@@ -15,7 +15,7 @@ import pytest
 
 from k8slease.operator.handlers import RUNTIME_KEY, operator_alive
 from k8slease.operator.runtime import OperatorRuntime
-from k8slease.operator.settings import OperatorSettings
+from k8slease.operator.settings import OperatorConfig
 from tests.unit.operator.operator_helpers import group_object, leader_lease
 
 
@@ -31,7 +31,7 @@ def test_a_failing_lease_handler_fails_the_probe_until_an_event_folds_again(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     async def scenario() -> None:
-        runtime = OperatorRuntime(OperatorSettings(), api_client=object())  # type: ignore[arg-type]
+        runtime = OperatorRuntime(OperatorConfig(), api_client=object())  # type: ignore[arg-type]
         await runtime.start()
         try:
             assert _probe(runtime) == "ok"
@@ -60,7 +60,7 @@ def test_a_failing_write_loop_fails_the_probe_until_a_plan_succeeds(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     async def scenario() -> None:
-        settings = OperatorSettings(flush_interval=0.01, evaluate_interval=0.05)
+        settings = OperatorConfig(flush_interval=0.01, evaluate_interval=0.05)
         runtime = OperatorRuntime(settings, api_client=object())  # type: ignore[arg-type]
         original = runtime.registry.plan
         failed = asyncio.Event()

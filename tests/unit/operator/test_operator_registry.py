@@ -16,7 +16,7 @@ from k8slease.operator.groups import (
     PostEvent,
     Registry,
 )
-from k8slease.operator.settings import OperatorSettings
+from k8slease.operator.settings import OperatorConfig
 from tests.unit.operator.operator_helpers import (
     at,
     group_object,
@@ -25,7 +25,7 @@ from tests.unit.operator.operator_helpers import (
     run_record,
 )
 
-SETTINGS = OperatorSettings(
+SETTINGS = OperatorConfig(
     min_write_interval=1.0, renew_write_interval=30.0, evaluate_interval=1000.0
 )
 
@@ -201,9 +201,9 @@ def test_failed_writes_back_off_exponentially_with_jitter_up_to_a_cap() -> None:
 
 def test_backoff_settings_are_validated() -> None:
     with pytest.raises(ConfigError, match="write_backoff_max"):
-        OperatorSettings(write_backoff_initial=5.0, write_backoff_max=1.0)
+        OperatorConfig(write_backoff_initial=5.0, write_backoff_max=1.0)
     with pytest.raises(ConfigError, match="write_backoff_initial"):
-        OperatorSettings(write_backoff_initial=0)
+        OperatorConfig(write_backoff_initial=0)
 
 
 def test_unlabelled_leases_are_ignored() -> None:
@@ -216,21 +216,21 @@ def test_unlabelled_leases_are_ignored() -> None:
 
 def test_settings_validation_and_environment() -> None:
     with pytest.raises(ConfigError):
-        OperatorSettings(flush_interval=0)
+        OperatorConfig(flush_interval=0)
     with pytest.raises(ConfigError):
-        OperatorSettings(namespaces=("a",), all_namespaces=True)
+        OperatorConfig(namespaces=("a",), all_namespaces=True)
     env = {
         "K8SLEASE_OPERATOR_AUTO_CREATE": "false",
         "K8SLEASE_OPERATOR_NAMESPACES": "a, b",
         "K8SLEASE_OPERATOR_EVALUATE_INTERVAL": "2.5",
         "K8SLEASE_OPERATOR_MAX_CONCURRENCY": "3",
     }
-    parsed = OperatorSettings.from_env(env)
+    parsed = OperatorConfig.from_env(env)
     assert parsed.auto_create is False
     assert parsed.namespaces == ("a", "b")
     assert parsed.evaluate_interval == 2.5 and parsed.max_concurrency == 3
     with pytest.raises(ConfigError):
-        OperatorSettings.from_env({"K8SLEASE_OPERATOR_FLUSH_INTERVAL": "-1"})
+        OperatorConfig.from_env({"K8SLEASE_OPERATOR_FLUSH_INTERVAL": "-1"})
 
 
 def opted_in(lease: dict[str, Any]) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 from k8slease.operator.groups import PatchStatus
 from k8slease.operator.runtime import OperatorRuntime
-from k8slease.operator.settings import OperatorSettings
+from k8slease.operator.settings import OperatorConfig
 from tests.support.fakeclock import FakeClock
 from tests.unit.operator.operator_helpers import T0, group_object, leader_lease
 
@@ -21,7 +21,7 @@ def leader_shown(runtime: OperatorRuntime, clock: FakeClock) -> str:
 
 def test_a_wall_clock_jump_does_not_bend_expiry() -> None:
     clock = FakeClock(wall=T0)
-    settings = OperatorSettings(min_write_interval=0.0, renew_write_interval=0.0)
+    settings = OperatorConfig(min_write_interval=0.0, renew_write_interval=0.0)
     runtime = OperatorRuntime(settings, clock=clock)
     runtime.on_object("ADDED", group_object("billing"))
     runtime.on_lease("ADDED", leader_lease("billing", "a", renew=0, duration=15))
