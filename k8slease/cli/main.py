@@ -25,7 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "k8slease.testing.cluster.serve",
         "run a single-node cluster (kubelet, containerd; built from upstream) as root",
     ),
-    "operator": ("k8slease.operator.run", "run the ScheduledJobGroup operator"),
+    "operator": ("k8slease.operator.command", "run the ScheduledJobGroup operator"),
     "demo": (
         "k8slease.cli.demo",
         "run replicas, the operator and a failover on the embedded server",

@@ -8,7 +8,7 @@ runtime's write loop, never by kopf's change-tracking machinery, so kopf adds no
 finalizers to either kind of object.
 
 Settings come from ``memo["k8slease_settings"]`` when the operator is started by
-:mod:`k8slease.operator.run`, otherwise from ``K8SLEASE_OPERATOR_*`` environment variables.
+:mod:`k8slease.operator.command`, otherwise from ``K8SLEASE_OPERATOR_*`` environment variables.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from typing import Any
 import kopf
 
 from k8slease.names import CRD_GROUP, CRD_PLURAL, CRD_VERSION, LABEL_GROUP
-from k8slease.operator.runtime import OperatorRuntime
 from k8slease.operator.settings import OperatorConfig
+from k8slease.operator.writeloop import OperatorRuntime
 
 SETTINGS_KEY = "k8slease_settings"
 RUNTIME_KEY = "k8slease_runtime"

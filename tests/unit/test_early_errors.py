@@ -50,7 +50,7 @@ def test_status_and_operator_exit_2_alike_for_a_broken_kubeconfig(
 ) -> None:
     pytest.importorskip("kopf")
     from k8slease.cli import status
-    from k8slease.operator import run
+    from k8slease.operator import command as run
 
     assert status.main(["--kubeconfig", str(broken_kubeconfig)]) == 2
     assert run.main(["--kubeconfig", str(broken_kubeconfig), "-n", "default"]) == 2
@@ -78,7 +78,7 @@ def test_help_of_a_command_whose_extra_is_missing(
 
 def test_the_operator_takes_log_level() -> None:
     pytest.importorskip("kopf")
-    from k8slease.operator.run import settings_from_args
+    from k8slease.operator.command import settings_from_args
 
     assert settings_from_args(["--log-level", "debug"]).log_level == "DEBUG"
     assert settings_from_args(["-q"]).log_level == "WARNING"

@@ -19,7 +19,7 @@ from k8slease.cli.main import main, missing_extra_hint
 from k8slease.lease.record import LeaseRecord, new_lease
 from k8slease.lease.transport import LeaseTransport
 from k8slease.names import LABEL_GROUP, LABEL_ROLE, ROLE_LEADER
-from k8slease.operator import run as operator_run
+from k8slease.operator import command as operator_run
 from k8slease.testing import serve
 from k8slease.testing.pytest_plugin import ExternalCluster
 from k8slease.testing.server import APIServer

@@ -23,8 +23,8 @@ from k8slease.names import (
     ROLE_LEADER,
 )
 from k8slease.operator.crd import install_crd
-from k8slease.operator.runtime import OperatorRuntime
 from k8slease.operator.settings import OperatorConfig
+from k8slease.operator.writeloop import OperatorRuntime
 from k8slease.testing.server import APIServer
 
 NS = "backoff"

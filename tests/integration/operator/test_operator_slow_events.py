@@ -11,8 +11,8 @@ import pytest
 
 from k8slease.operator.groups import PostEvent
 from k8slease.operator.history import Notice
-from k8slease.operator.runtime import OperatorRuntime
 from k8slease.operator.settings import OperatorConfig
+from k8slease.operator.writeloop import OperatorRuntime
 from k8slease.testing.server import APIServer
 from tests.support.polling import poll
 

@@ -9,10 +9,10 @@ import jsonschema
 import pytest
 
 from k8slease.names import CRD_GROUP, CRD_KIND, CRD_PLURAL, CRD_VERSION
+from k8slease.operator.command import settings_from_args
 from k8slease.operator.crd import CRD_NAME, crd_manifest
 from k8slease.operator.fold import GroupFold
 from k8slease.operator.groupspec import parse_spec
-from k8slease.operator.run import settings_from_args
 from tests.unit.operator.operator_helpers import (
     at,
     group_object,

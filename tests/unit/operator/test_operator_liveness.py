@@ -14,8 +14,8 @@ import kopf
 import pytest
 
 from k8slease.operator.handlers import RUNTIME_KEY, operator_alive
-from k8slease.operator.runtime import OperatorRuntime
 from k8slease.operator.settings import OperatorConfig
+from k8slease.operator.writeloop import OperatorRuntime
 from tests.unit.operator.operator_helpers import group_object, leader_lease
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 from k8slease.operator.groups import PatchStatus
-from k8slease.operator.runtime import OperatorRuntime
 from k8slease.operator.settings import OperatorConfig
+from k8slease.operator.writeloop import OperatorRuntime
 from tests.support.fakeclock import FakeClock
 from tests.unit.operator.operator_helpers import T0, group_object, leader_lease
 
