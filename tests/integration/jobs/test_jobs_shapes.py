@@ -7,28 +7,16 @@ import threading
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from kubernetes import client
 
 from k8slease import JobContext, Jobs, Mode
-from k8slease.clock import SystemClock
 from k8slease.errors import ConfigError
+from tests.support.factories import JobsFactory
+from tests.support.fakeclock import ShiftedClock
 
 T0 = datetime(2026, 11, 30, 2, 0, tzinfo=UTC)
 
 
-class ShiftedClock(SystemClock):
-    """The real monotonic clock with the wall clock fixed at a chosen instant."""
-
-    def __init__(self, now: datetime) -> None:
-        self._now = now
-
-    def now(self) -> datetime:
-        return self._now
-
-
-def test_coroutine_jobs_catch_up_on_a_thread_scheduler(
-    k8s_api_client: client.ApiClient, k8s_namespace: str
-) -> None:
+def test_coroutine_jobs_catch_up_on_a_thread_scheduler(new_jobs: JobsFactory) -> None:
     """``jobs.run()`` / ``with jobs`` use a thread scheduler: the catch-up of an ``async def`` job
     must be awaited there too (it was dropped: "coroutine ... was never awaited")."""
     seen: list[datetime] = []
@@ -39,11 +27,9 @@ def test_coroutine_jobs_catch_up_on_a_thread_scheduler(
         ran.set()
 
     def make(identity: str, now: datetime) -> Jobs:
-        jobs = Jobs(
+        jobs = new_jobs(
             "threadcatchup",
-            namespace=k8s_namespace,
             identity=identity,
-            api_client=k8s_api_client,
             clock=ShiftedClock(now),
             handle_signals=False,
         )
@@ -60,16 +46,8 @@ def test_coroutine_jobs_catch_up_on_a_thread_scheduler(
 
 
 @pytest.mark.parametrize("mode", [Mode.EVERY_REPLICA, Mode.ONCE_PER_TICK])
-def test_a_job_without_a_parameter_runs(
-    k8s_api_client: client.ApiClient, k8s_namespace: str, mode: Mode
-) -> None:
-    jobs = Jobs(
-        "noarg",
-        namespace=k8s_namespace,
-        identity="a",
-        api_client=k8s_api_client,
-        handle_signals=False,
-    )
+def test_a_job_without_a_parameter_runs(mode: Mode, new_jobs: JobsFactory) -> None:
+    jobs = new_jobs("noarg", identity="a", handle_signals=False)
     ran = threading.Event()
 
     # an interval the scheduler does not reach during the test: a scheduled tick claimed first
@@ -83,14 +61,10 @@ def test_a_job_without_a_parameter_runs(
         assert ran.is_set()
 
 
-def test_a_singleton_without_a_parameter_runs(
-    k8s_api_client: client.ApiClient, k8s_namespace: str
-) -> None:
-    jobs = Jobs(
+def test_a_singleton_without_a_parameter_runs(new_jobs: JobsFactory) -> None:
+    jobs = new_jobs(
         "noargsingleton",
-        namespace=k8s_namespace,
         identity="a",
-        api_client=k8s_api_client,
         handle_signals=False,
     )
     ran = threading.Event()

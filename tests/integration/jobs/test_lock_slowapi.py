@@ -21,6 +21,7 @@ from k8slease.jobs.spec import JobSpec, Mode
 from k8slease.lease.transport import LeaseTransport
 from k8slease.lease.view import LeaseView
 from k8slease.testing.server import APIServer
+from tests.support.factories import make_lock
 
 TIMEOUT = 0.3  # request_timeout: what every request used to be bounded by
 LATENCY = 0.8  # more than that, well within what is at stake (a 6 s lock keeps 4 s)
@@ -34,7 +35,7 @@ def transport(k8s_embedded_apiserver: APIServer) -> Iterator[LeaseTransport]:
 
 
 def _lock(transport: LeaseTransport, *, grace: float | None) -> JobLock:
-    return JobLock(
+    return make_lock(
         transport,
         group="billing",
         job="invoices",

@@ -1,0 +1,62 @@
+"""Test doubles that record what the code under test reports (``tests.support.recorders``):
+the Events it posts and the skips it counts, with a way to wait for them from another thread."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+
+class PostedEvents:
+    """Stands in for an ``EventRecorder``: keeps every posted Event (its involved object, reason,
+    message, type and action) and sets ``first`` on the first one."""
+
+    def __init__(self) -> None:
+        self.events: list[dict[str, Any]] = []
+        self.first = threading.Event()
+
+    def post(
+        self,
+        involved: Mapping[str, Any],
+        *,
+        reason: str,
+        message: str,
+        type_: str = "Normal",
+        action: str = "",
+    ) -> bool:
+        self.events.append(
+            {
+                "involved": dict(involved),
+                "reason": reason,
+                "message": message,
+                "type": type_,
+                "action": action,
+            }
+        )
+        self.first.set()
+        return True
+
+    @property
+    def reasons(self) -> list[str]:
+        """The reasons of the Events posted so far, in order."""
+        return [event["reason"] for event in self.events]
+
+
+class CountedSkips:
+    """Stands in for the metrics of a job group: keeps every skip it is told of as
+    ``(group, job, reason)`` and sets ``third`` once three are counted."""
+
+    def __init__(self) -> None:
+        self.skips: list[tuple[str, str, str]] = []
+        self.third = threading.Event()
+
+    def skipped(self, group: str, job: str, reason: str) -> None:
+        self.skips.append((group, job, reason))
+        if len(self.skips) >= 3:
+            self.third.set()
+
+    @property
+    def reasons(self) -> list[str]:
+        """The reasons of the skips counted so far, in order."""
+        return [reason for _, _, reason in self.skips]
