@@ -55,3 +55,22 @@ def make_lock(
 #: what the ``new_jobs`` fixture (tests/integration/jobs/conftest.py) returns: :func:`make_jobs`
 #: bound to a test's API client and namespace
 JobsFactory = Callable[..., Jobs]
+
+
+def make_replicas(group: str, server: Any, count: int, **options: Any) -> list[Jobs]:
+    """``count`` replicas ``r0``, ``r1``, ... of the ``Jobs`` group ``group`` in the default
+    namespace of ``server``, each on an API client of its own; ``options`` as in
+    :func:`make_jobs`. Not started (``tests.support.lifecycle.all_started``)."""
+    return [
+        make_jobs(group, server.api_client(), identity=f"r{i}", **options) for i in range(count)
+    ]
+
+
+def hourly_catch_up(
+    new_jobs: JobsFactory, group: str, job: Callable[..., Any], *, identity: str, **options: Any
+) -> Jobs:
+    """A ``Jobs`` group whose one job, ``hourly``, runs ``job`` every hour with 3 h of grace: a
+    replica started hours after the last run catches up the latest missed tick."""
+    jobs = new_jobs(group, identity=identity, **options)
+    jobs.interval(hours=1, name="hourly", grace=3 * 3600, lock_at_most_for=60)(job)
+    return jobs

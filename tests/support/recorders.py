@@ -1,11 +1,16 @@
 """Test doubles that record what the code under test reports (``tests.support.recorders``):
-the Events it posts and the skips it counts, with a way to wait for them from another thread."""
+the Events it posts, the skips it counts and the ticks a job ran for, with a way to wait for
+them."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
+
+from k8slease import JobContext
 
 
 class PostedEvents:
@@ -60,3 +65,16 @@ class CountedSkips:
     def reasons(self) -> list[str]:
         """The reasons of the skips counted so far, in order."""
         return [reason for _, _, reason in self.skips]
+
+
+class SeenTicks:
+    """An ``async def`` job (:meth:`job`) that notes the tick of each run and sets ``ran``: an
+    asyncio or a threading Event, whichever the test's scheduler lets it wait on."""
+
+    def __init__(self, ran: asyncio.Event | threading.Event) -> None:
+        self.ticks: list[datetime | None] = []
+        self.ran = ran
+
+    async def job(self, ctx: JobContext) -> None:
+        self.ticks.append(ctx.tick)
+        self.ran.set()

@@ -22,8 +22,9 @@ from k8slease.lease.jobrecord import job_state_from_lease
 from k8slease.lease.record import record_from_lease
 from k8slease.lease.transport import LeaseTransport
 from k8slease.testing.server import APIServer
-from tests.support.factories import JobsFactory, make_jobs
+from tests.support.factories import JobsFactory, hourly_catch_up, make_jobs
 from tests.support.fakeclock import FakeClock, ShiftedClock
+from tests.support.recorders import SeenTicks
 from tests.support.timing import NEVER
 
 T0 = datetime(2026, 11, 30, 2, 0, tzinfo=UTC)
@@ -266,28 +267,25 @@ def test_coroutine_jobs_catch_up_on_an_asyncio_scheduler(new_jobs: JobsFactory) 
     now = datetime(2026, 11, 30, 5, 30, tzinfo=UTC)
 
     async def main() -> list[datetime | None]:
-        seen: list[datetime | None] = []
         ran = asyncio.Event()
-
-        async def hourly(ctx: JobContext) -> None:
-            seen.append(ctx.tick)
-            ran.set()
+        hourly = SeenTicks(ran)
 
         def make(identity: str, clock: SystemClock) -> Jobs:
-            jobs = new_jobs(
+            scheduler = AsyncIOScheduler(timezone=UTC)
+            return hourly_catch_up(
+                new_jobs,
                 "asynccatchup",
+                hourly.job,
                 identity=identity,
                 clock=clock,
-                scheduler=AsyncIOScheduler(timezone=UTC),
+                scheduler=scheduler,
             )
-            jobs.interval(hours=1, name="hourly", grace=3 * 3600, lock_at_most_for=60)(hourly)
-            return jobs
 
         before = make("before", ShiftedClock(T0 - timedelta(hours=1)))
         await before.__aenter__()
         await asyncio.to_thread(before.fire, "hourly", T0 - timedelta(hours=1))
         await before.__aexit__(None, None, None)
-        seen.clear()
+        hourly.ticks.clear()
         ran.clear()
         after = make("after", ShiftedClock(now))
         await after.__aenter__()
@@ -295,6 +293,6 @@ def test_coroutine_jobs_catch_up_on_an_asyncio_scheduler(new_jobs: JobsFactory) 
             await asyncio.wait_for(ran.wait(), 10)
         finally:
             await after.__aexit__(None, None, None)
-        return seen
+        return hourly.ticks
 
     assert asyncio.run(main()) == [T0 + timedelta(hours=3)]

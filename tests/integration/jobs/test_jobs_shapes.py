@@ -10,8 +10,9 @@ import pytest
 
 from k8slease import JobContext, Jobs, Mode
 from k8slease.errors import ConfigError
-from tests.support.factories import JobsFactory
+from tests.support.factories import JobsFactory, hourly_catch_up
 from tests.support.fakeclock import ShiftedClock
+from tests.support.recorders import SeenTicks
 
 T0 = datetime(2026, 11, 30, 2, 0, tzinfo=UTC)
 
@@ -19,30 +20,27 @@ T0 = datetime(2026, 11, 30, 2, 0, tzinfo=UTC)
 def test_coroutine_jobs_catch_up_on_a_thread_scheduler(new_jobs: JobsFactory) -> None:
     """``jobs.run()`` / ``with jobs`` use a thread scheduler: the catch-up of an ``async def`` job
     must be awaited there too (it was dropped: "coroutine ... was never awaited")."""
-    seen: list[datetime] = []
     ran = threading.Event()
-
-    async def hourly(ctx: JobContext) -> None:
-        seen.append(ctx.tick)
-        ran.set()
+    hourly = SeenTicks(ran)
 
     def make(identity: str, now: datetime) -> Jobs:
-        jobs = new_jobs(
+        clock = ShiftedClock(now)
+        return hourly_catch_up(
+            new_jobs,
             "threadcatchup",
+            hourly.job,
             identity=identity,
-            clock=ShiftedClock(now),
+            clock=clock,
             handle_signals=False,
         )
-        jobs.interval(hours=1, name="hourly", grace=3 * 3600, lock_at_most_for=60)(hourly)
-        return jobs
 
     with make("before", T0 - timedelta(hours=1)) as before:
         before.fire("hourly", T0 - timedelta(hours=1))
-    seen.clear()
+    hourly.ticks.clear()
     ran.clear()
     with make("after", datetime(2026, 11, 30, 5, 30, tzinfo=UTC)):
         assert ran.wait(10), "the missed tick of the async job was caught up"
-    assert seen == [T0 + timedelta(hours=3)]
+    assert hourly.ticks == [T0 + timedelta(hours=3)]
 
 
 @pytest.mark.parametrize("mode", [Mode.EVERY_REPLICA, Mode.ONCE_PER_TICK])
