@@ -24,10 +24,8 @@ import time
 
 from k8slease.election.timing import ElectionTiming
 from k8slease.jobs.context import JobContext
-from k8slease.jobs.registry import Jobs
 from k8slease.jobs.spec import Mode
-from k8slease.kube.apiclient import default_api_client
-from tests.chaos.replica import journal_writer, log_to, replica_args
+from tests.chaos.replica import journal_writer, log_to, replica_args, replica_jobs
 
 
 def main() -> int:
@@ -39,11 +37,9 @@ def main() -> int:
     logging.getLogger("k8slease.jobs").setLevel(logging.DEBUG)  # every skip, with its tick
     write = journal_writer(args.journal)
 
-    jobs = Jobs(
+    jobs = replica_jobs(
+        args,
         "chaosjobs",
-        namespace=args.namespace,
-        identity=args.identity,
-        api_client=default_api_client(kubeconfig=args.kubeconfig),
         election=ElectionTiming(  # one request timeout: the election's, the locks', Events'
             lease_duration=2,
             renew_interval=0.4,

@@ -1,6 +1,7 @@
 """What the chaos replica processes (chaos_jobs.py, chaos_slow_replica.py) share: their common
-arguments, their log (each line stamped with CLOCK_MONOTONIC, which the processes of one machine
-share, and optionally the wall clock) and their journal (one line a fact, flushed as written)."""
+arguments, their Jobs group, their log (each line stamped with CLOCK_MONOTONIC, which the
+processes of one machine share, and optionally the wall clock) and their journal (one line a
+fact, flushed as written)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,10 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from typing import IO
+from typing import IO, Any
+
+from k8slease.jobs.registry import Jobs
+from k8slease.kube.apiclient import default_api_client
 
 
 def replica_args(
@@ -61,3 +65,15 @@ def journal_writer(path: str) -> Callable[[str], None]:
             journal.write(line + "\n")
 
     return write
+
+
+def replica_jobs(args: argparse.Namespace, group: str, **options: Any) -> Jobs:
+    """This replica's ``Jobs`` group ``group``: in ``--namespace`` as ``--identity``, on the API
+    server of ``--kubeconfig``; ``options`` are passed to ``Jobs`` unchanged."""
+    return Jobs(
+        group,
+        namespace=args.namespace,
+        identity=args.identity,
+        api_client=default_api_client(kubeconfig=args.kubeconfig),
+        **options,
+    )

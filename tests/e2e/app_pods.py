@@ -7,10 +7,12 @@ from __future__ import annotations
 import json
 import shutil
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.ticks import GROUP
+from tests.e2e.leasehistory import LeaseHistory
+from tests.e2e.ticks import GROUP, await_ticks
 from tests.support.polling import poll
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -67,6 +69,13 @@ def leader_pod(cluster: Any) -> dict[str, Any] | None:
     held = holder(cluster)
     found = [p for p in pods(cluster) if ready(p) and held.startswith(p["metadata"]["name"] + "-")]
     return found[0] if len(found) == 1 else None
+
+
+def ticking_leader(cluster: Any, history: LeaseHistory, start: datetime) -> dict[str, Any]:
+    """The leader's pod, once the app has run two ticks after ``start`` (past its start-up)."""
+    await_ticks(history, after=start, count=2, judged=False)
+    found: dict[str, Any] = wait_until(lambda: leader_pod(cluster), 60, "a leader")
+    return found
 
 
 def steady(cluster: Any, replicas: int = REPLICAS) -> list[dict[str, Any]]:

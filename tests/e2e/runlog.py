@@ -51,24 +51,21 @@ class PodLogs:
         for follower in list(self._followers.values()):
             follower.join(30)
 
-    def _listed(self) -> list[str]:
-        listed = subprocess.run(
-            [
-                self._kubectl,
-                "get",
-                "pods",
-                "-n",
-                self._namespace,
-                "-l",
-                self._selector,
-                "-o",
-                "jsonpath={range .items[*]}{.metadata.name}{'\\n'}{end}",
-            ],
+    def _get(self, *what: str, jsonpath: str) -> subprocess.CompletedProcess[str]:
+        """``kubectl get WHAT -n NAMESPACE -o jsonpath=JSONPATH`` (30 s at most); a failure is
+        in the answer's return code, never raised."""
+        return subprocess.run(
+            [self._kubectl, "get", *what, "-n", self._namespace, "-o", f"jsonpath={jsonpath}"],
             capture_output=True,
             text=True,
             env=self._env,
             check=False,
             timeout=30,
+        )
+
+    def _listed(self) -> list[str]:
+        listed = self._get(
+            "pods", "-l", self._selector, jsonpath="{range .items[*]}{.metadata.name}{'\\n'}{end}"
         )
         return listed.stdout.split() if listed.returncode == 0 else []
 
@@ -86,22 +83,8 @@ class PodLogs:
 
     def _gone(self, pod: str) -> bool:
         """Whether the pod no longer exists or its container has ended (nothing more to read)."""
-        result = subprocess.run(
-            [
-                self._kubectl,
-                "get",
-                "pod",
-                pod,
-                "-n",
-                self._namespace,
-                "-o",
-                "jsonpath={.status.containerStatuses[0].state.terminated.reason}",
-            ],
-            capture_output=True,
-            text=True,
-            env=self._env,
-            check=False,
-            timeout=30,
+        result = self._get(
+            "pod", pod, jsonpath="{.status.containerStatuses[0].state.terminated.reason}"
         )
         return result.returncode != 0 or bool(result.stdout.strip())
 

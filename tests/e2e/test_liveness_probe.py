@@ -34,10 +34,10 @@ from tests.e2e.app_pods import (
     LEASE_SECONDS,
     NAMESPACE,
     between_ticks,
-    leader_pod,
     pods,
     record,
     steady,
+    ticking_leader,
     wait_until,
 )
 from tests.e2e.leasehistory import LeaseHistory
@@ -81,8 +81,7 @@ def test_wedged_leader_is_restarted_by_its_liveness_probe(
 ) -> None:
     if e2e_cluster.kind != "node":
         pytest.skip("wedges a container's process with ptrace on the node (node cluster only)")
-    await_ticks(history, after=start, count=2, judged=False)
-    pod = wait_until(lambda: leader_pod(e2e_cluster), 60, "a leader")
+    pod = ticking_leader(e2e_cluster, history, start)
     name = pod["metadata"]["name"]
     status = pod["status"]["containerStatuses"][0]
     before = int(status.get("restartCount", 0))

@@ -27,10 +27,10 @@ from tests.e2e.app_pods import (
     NAMESPACE,
     REPO_ROOT,
     between_ticks,
-    leader_pod,
     pods,
     record,
     steady,
+    ticking_leader,
     wait_until,
 )
 from tests.e2e.leasehistory import LeaseHistory
@@ -93,8 +93,7 @@ def test_rollout_restart_runs_every_tick_once(
 def test_leader_pod_deleted_successor_takes_over_within_a_second(
     e2e_cluster: Any, history: LeaseHistory, logs: PodLogs, start: datetime
 ) -> None:
-    await_ticks(history, after=start, count=2, judged=False)
-    old = wait_until(lambda: leader_pod(e2e_cluster), 60, "a leader")["metadata"]["name"]
+    old = ticking_leader(e2e_cluster, history, start)["metadata"]["name"]
     deleted = datetime.now(UTC)
     e2e_cluster.kubectl("delete", "pod", old, "-n", NAMESPACE, "--wait=false")
     handover = wait_until(
@@ -125,8 +124,7 @@ def test_leader_container_killed_successor_takes_over_within_the_lease(
 ) -> None:
     if e2e_cluster.kind != "node":
         pytest.skip("kills the container through the node's containerd (node cluster only)")
-    await_ticks(history, after=start, count=2, judged=False)
-    pod = wait_until(lambda: leader_pod(e2e_cluster), 60, "a leader")
+    pod = ticking_leader(e2e_cluster, history, start)
     old = pod["metadata"]["name"]
     container = pod["status"]["containerStatuses"][0]["containerID"].split("://")[1]
     between_ticks(TICK_SECONDS)  # most kills then find the job idle

@@ -27,9 +27,9 @@ from tests.realserver.accounts import Accounts, chart_rbac, create_all, request_
 from tests.realserver.operator_runs import operator_run
 from tests.realserver.rest import Answer, Rest
 from tests.support.polling import poll
+from tests.support.timing import NEVER
+from tests.support.timing import OPERATOR_FAST as FAST
 
-FAST = {"lease_duration": 2, "renew_interval": 0.3, "renew_deadline": 1.2, "retry_interval": 0.3}
-NEVER = "0 0 1 1 *"
 TICK = datetime(2026, 1, 1, 2, 0, tzinfo=UTC)
 BILLING, REPORTS, SJG_WRITER = "billing-app", "reports-app", "gitops"
 

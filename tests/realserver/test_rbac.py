@@ -37,9 +37,9 @@ from tests.realserver.accounts import (
 from tests.realserver.forbidden import ForbiddenCalls, record_forbidden
 from tests.realserver.operator_runs import OperatorRun, operator_run
 from tests.realserver.rest import Rest
+from tests.support.timing import NEVER
+from tests.support.timing import OPERATOR_FAST as FAST
 
-FAST = {"lease_duration": 2, "renew_interval": 0.3, "renew_deadline": 1.2, "retry_interval": 0.3}
-NEVER = "0 0 1 1 *"  # ticks are fired by the tests, never by the scheduler
 TICK = datetime(2026, 1, 1, 2, 0, tzinfo=UTC)
 APP = "app"
 

@@ -314,6 +314,18 @@ class JobReplica(Replica):
             return True
         return run is not None and run.view.fencing_token == token
 
+    def _holds_kept(self, view: LeaseView | None) -> bool:
+        """Whether ``view`` shows this replica still holding the grant whose run record it
+        keeps unwritten (``settle``): then that record is written by a release first."""
+        kept = self.lock._unwritten
+        return (
+            kept is not None
+            and view is not None
+            and view.record.held
+            and view.record.holder == self.me
+            and view.fencing_token == kept.fencing_token
+        )
+
     # -- settling (JobLock's ``settle``, issue 26) ---------------------------------------------
 
     def _settle(self, k: int, view: LeaseView | None, *, read: bool) -> None:
@@ -326,7 +338,7 @@ class JobReplica(Replica):
         ):
             self._ask(
                 self._read_op,
-                lambda r, e: self._settle_read(k, r, e),
+                self._read_then(k, lambda view: self._settle(k, view, read=True)),
                 timeout=self.claim_timeout,
             )
             return
@@ -364,40 +376,31 @@ class JobReplica(Replica):
                 self.lock._unwritten = never_ran(
                     pending, me=self.me, now=self.clock.wall(self.world.t), why=adoption.why
                 )
-        kept = self.lock._unwritten
-        if (
-            kept is not None
-            and view is not None
-            and view.record.held
-            and view.record.holder == self.me
-            and view.fencing_token == kept.fencing_token
-        ):
+        if self._holds_kept(view):
             self._write_kept(k, view)
             return
         self._claim(k)
 
-    def _settle_read(
-        self, k: int, lease: dict[str, Any] | None, error: TransportError | None
-    ) -> None:
-        if error is not None and not isinstance(error, NotFound):
-            self._skip(k, "unavailable")
-            return
-        self.see(lease)
-        self._settle(k, None if lease is None else LeaseView.decode(lease), read=True)
+    def _read_then(
+        self, k: int, then: Callable[[LeaseView | None], None]
+    ) -> Callable[[dict[str, Any] | None, TransportError | None], None]:
+        """The answer to a read for tick ``k``: an error other than NotFound skips the tick
+        (unavailable); otherwise the Lease (or its absence) is seen and ``then`` gets its view."""
+
+        def answer(lease: dict[str, Any] | None, error: TransportError | None) -> None:
+            if error is not None and not isinstance(error, NotFound):
+                self._skip(k, "unavailable")
+                return
+            self.see(lease)
+            then(None if lease is None else LeaseView.decode(lease))
+
+        return answer
 
     def _write_kept(self, k: int, view: LeaseView, *, again: bool = True) -> None:
         """``settle._write_kept_release``: release with the kept run record, then claim."""
         kept = self.lock._unwritten
         assert kept is not None
-        record, state = release(
-            view.record,
-            view.job,
-            kept,
-            ran_for=float("inf"),
-            lock_at_least_for=0,
-            now=self.clock.wall(self.world.t),
-        )
-        body = lease_with_job_state(lease_with_record(view.body, record), state)
+        body = kept_release(view, kept, now=self.clock.wall(self.world.t))
 
         def answer(lease: dict[str, Any] | None, error: TransportError | None) -> None:
             if error is None and lease is not None:
@@ -410,7 +413,7 @@ class JobReplica(Replica):
                 # the view was stale (an own write landed late): read, settle again once
                 self._ask(
                     self._read_op,
-                    lambda r, e: self._kept_read(k, r, e),
+                    self._read_then(k, lambda view: self._kept_read(k, view)),
                     timeout=self.claim_timeout,
                 )
                 return
@@ -423,22 +426,8 @@ class JobReplica(Replica):
             timeout=self.claim_timeout,
         )
 
-    def _kept_read(
-        self, k: int, lease: dict[str, Any] | None, error: TransportError | None
-    ) -> None:
-        if error is not None and not isinstance(error, NotFound):
-            self._skip(k, "unavailable")
-            return
-        self.see(lease)
-        view = None if lease is None else LeaseView.decode(lease)
-        kept = self.lock._unwritten
-        if (
-            kept is not None
-            and view is not None
-            and view.record.held
-            and view.record.holder == self.me
-            and view.fencing_token == kept.fencing_token
-        ):
+    def _kept_read(self, k: int, view: LeaseView | None) -> None:
+        if self._holds_kept(view):
             self._write_kept(k, view, again=False)
             return
         self._claim(k)
@@ -458,7 +447,7 @@ class JobReplica(Replica):
             self.ledger.claims["read-first"] += 1
             self._ask(
                 self._read_op,
-                lambda r, e: self._read_then_claim(k, r, e, 0),
+                self._read_then(k, lambda view: self._read_then_claim(k, view, 0)),
                 timeout=self.claim_timeout,
             )
 
@@ -553,18 +542,13 @@ class JobReplica(Replica):
         self.ledger.claims["read-after-409"] += 1
         self._ask(
             self._read_op,
-            lambda r, e: self._read_then_claim(k, r, e, 1),
+            self._read_then(k, lambda view: self._read_then_claim(k, view, 1)),
             timeout=self.claim_timeout,
         )
 
-    def _read_then_claim(
-        self, k: int, lease: dict[str, Any] | None, error: TransportError | None, attempt: int
-    ) -> None:
-        if error is not None and not isinstance(error, NotFound):
-            self._skip(k, "unavailable")  # try_acquire raised: the runner reports it
-            return
-        self.see(lease)
-        view = None if lease is None else LeaseView.decode(lease)
+    def _read_then_claim(self, k: int, view: LeaseView | None, attempt: int) -> None:
+        # an unavailable read skipped the tick (``_read_then``): try_acquire raised, the runner
+        # reports it
         judged = self._judge(k, view)
         if judged.claim.verdict is not Verdict.GRANT:
             # after a lost write the lock returns LOST_RACE, having logged why it skips: the
@@ -899,6 +883,15 @@ class JobReplica(Replica):
                 self.see(None if kind == "DELETED" else event)
 
         self._ask(op, answer)
+
+
+def kept_release(view: LeaseView, kept: RunRecord, *, now: datetime) -> dict[str, Any]:
+    """``settle._write_kept_release``'s body: ``view``'s Lease released with the kept run record
+    ``kept`` (it ran for an unknown time, so nothing holds the lock on)."""
+    record, state = release(
+        view.record, view.job, kept, ran_for=float("inf"), lock_at_least_for=0, now=now
+    )
+    return lease_with_job_state(lease_with_record(view.body, record), state)
 
 
 class _Run:

@@ -28,16 +28,14 @@ from k8slease.errors import NotFound, TransportError
 from k8slease.jobs.grant import Grant
 from k8slease.jobs.leadergate import bind_to_leadership
 from k8slease.jobs.lock import _Judged
-from k8slease.jobs.lockrules import release
 from k8slease.jobs.lostticks import nobody_leads
 from k8slease.jobs.misfire import MisfirePolicy, missed_ticks
 from k8slease.jobs.unsettled import Settled, landed, never_ran, settle_claim
-from k8slease.lease.jobrecord import RunRecord, lease_with_job_state
-from k8slease.lease.record import lease_with_record
+from k8slease.lease.jobrecord import RunRecord
 from k8slease.lease.view import LeaseView
 from tests.sim.sim_core import T0
 from tests.sim.sim_election import ElectionReplica
-from tests.sim.sim_jobs import JobReplica, _Run
+from tests.sim.sim_jobs import JobReplica, _Run, kept_release
 
 LEADER_JOB = "leaderjob"
 #: the longest hop from the claim's thread back to the event loop (a pause may fall in it)
@@ -294,15 +292,7 @@ class LeaderJobReplica(JobReplica):
         ):
             self._settling = False
             return
-        new_record, state = release(
-            record,
-            view.job,
-            kept,
-            ran_for=float("inf"),
-            lock_at_least_for=0,
-            now=self.clock.wall(self.world.t),
-        )
-        body = lease_with_job_state(lease_with_record(view.body, new_record), state)
+        body = kept_release(view, kept, now=self.clock.wall(self.world.t))
 
         def answer(lease: dict[str, Any] | None, error: TransportError | None) -> None:
             if error is None and lease is not None:

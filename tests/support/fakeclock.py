@@ -117,3 +117,15 @@ class JumpingClock(SystemClock):
 
     def monotonic(self) -> float:
         return super().monotonic() + self.jumped
+
+
+class ShiftedClock(SystemClock):
+    """The real monotonic clock with the wall clock fixed at a chosen instant: for tests whose
+    code really waits (a scheduler, a thread) but must see a chosen "now" (catch-up after
+    downtime)."""
+
+    def __init__(self, now: datetime) -> None:
+        self._now = now
+
+    def now(self) -> datetime:
+        return self._now

@@ -191,6 +191,30 @@ def condition(status: dict[str, Any], ctype: str) -> dict[str, Any]:
     return next((c for c in status.get("conditions", []) if c.get("type") == ctype), {})
 
 
+def wait_condition(
+    api: client.ApiClient,
+    namespace: str,
+    name: str,
+    ctype: str,
+    *,
+    status: str | None = None,
+    reason: str | None = None,
+    timeout: float = 15.0,
+) -> dict[str, Any]:
+    """Wait until the group's ``ctype`` condition has ``status`` and/or ``reason`` (each that is
+    given); returns the group's status."""
+    want = {k: v for k, v in (("status", status), ("reason", reason)) if v is not None}
+    if not want:
+        raise ValueError("wait_condition needs a status or a reason to wait for")
+
+    def met(s: dict[str, Any]) -> bool:
+        found = condition(s, ctype)
+        return all(found.get(k) == v for k, v in want.items())
+
+    what = f"{ctype}=" + "/".join(want.values())
+    return wait_status(api, namespace, name, met, what, timeout=timeout)
+
+
 def group_events(api: client.ApiClient, namespace: str, name: str) -> list[dict[str, Any]]:
     events = client.CoreV1Api(api).list_namespaced_event(namespace)
     return [

@@ -1,19 +1,23 @@
-"""Helpers for the elector's integration tests: a Lease watcher that tests wait on."""
+"""Helpers for the elector's integration tests: a Lease watcher that tests wait on, and electors
+made on a test's server that are stopped (and their API clients closed) after the test."""
 
 from __future__ import annotations
 
 import subprocess
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
 from kubernetes import client
 
+from k8slease import LeaderElector
 from k8slease.clock import Clock, SystemClock
+from k8slease.election.seams import Seams
 from k8slease.errors import TransportError
 from k8slease.lease.record import LeaseRecord, record_from_lease
 from k8slease.lease.transport import LeaseTransport
+from k8slease.metrics import NoopMetrics
 
 FAST: dict[str, Any] = {
     "lease_duration": 2,
@@ -151,3 +155,42 @@ def server_for_lease(request: pytest.FixtureRequest, namespace: str, name: str) 
             if exc.status != 404:
                 raise
     return shared
+
+
+def tracked_elector(
+    server: Any,
+    things: list[Any],
+    lease: str,
+    identity: str,
+    *,
+    timing: Mapping[str, Any],
+    clock: Clock | None = None,
+    namespace: str = "default",
+    **options: Any,
+) -> LeaderElector:
+    """An elector (no metrics, ``timing`` unless ``options`` says otherwise) for ``lease`` on an
+    API client of its own to ``server``; both are added to ``things`` for
+    :func:`stop_and_close` after the test."""
+    api = server.api_client()
+    things.append(api)
+    settings: dict[str, Any] = {"metrics": NoopMetrics(), **timing, **options}
+    made = LeaderElector(
+        lease,
+        namespace=namespace,
+        identity=identity,
+        api_client=api,
+        seams=Seams(clock=clock),
+        **settings,
+    )
+    things.append(made)
+    return made
+
+
+def stop_and_close(things: list[Any], *, stop_timeout: float) -> None:
+    """After a test: stop its electors (``stop_timeout`` s each at most) and close the rest
+    (API clients, watchers), the last made first."""
+    for thing in reversed(things):
+        if isinstance(thing, LeaderElector):
+            thing.stop(timeout=stop_timeout)
+        else:
+            thing.close()

@@ -19,11 +19,15 @@ import kubernetes
 import pytest
 
 from k8slease import LeaderElector, LeadershipContext
-from k8slease.election.seams import Seams
-from k8slease.metrics import NoopMetrics
 from k8slease.names import ANN_FENCING_TOKEN, LABEL_GROUP, LABEL_ROLE
 from k8slease.testing.server import APIServer
-from tests.integration.election.elector_helpers import FAST, LeaseWatcher, server_for_lease
+from tests.integration.election.elector_helpers import (
+    FAST,
+    LeaseWatcher,
+    server_for_lease,
+    stop_and_close,
+    tracked_elector,
+)
 from tests.support.fakeclock import FakeClock
 from tests.support.polling import poll
 
@@ -42,21 +46,11 @@ def server(request: pytest.FixtureRequest, k8s_apiserver: APIServer) -> APIServe
 def cleanup() -> Iterator[list[Any]]:
     things: list[Any] = []
     yield things
-    for thing in reversed(things):
-        if isinstance(thing, LeaderElector):
-            thing.stop(timeout=5)
-        else:
-            thing.close()
+    stop_and_close(things, stop_timeout=5)
 
 
 def elector(server: APIServer, cleanup: list[Any], identity: str, **kwargs: Any) -> LeaderElector:
-    client = server.api_client()
-    cleanup.append(client)
-    options: dict[str, Any] = {"namespace": NS, "metrics": NoopMetrics(), **FAST, **kwargs}
-    seams = Seams(clock=options.pop("clock", None))
-    made = LeaderElector("demo", identity=identity, api_client=client, seams=seams, **options)
-    cleanup.append(made)
-    return made
+    return tracked_elector(server, cleanup, "demo", identity, timing=FAST, namespace=NS, **kwargs)
 
 
 def watcher(server: APIServer, cleanup: list[Any], clock: FakeClock | None = None) -> LeaseWatcher:

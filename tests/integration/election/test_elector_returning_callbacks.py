@@ -14,7 +14,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import threading
 
 import pytest
 from kubernetes import client
@@ -24,6 +23,7 @@ from k8slease.lease.record import record_from_lease
 from k8slease.lease.transport import LeaseTransport
 from k8slease.testing.server import APIServer
 from tests.integration.election.elector_helpers import ChildOutput
+from tests.support.threads import returns_within
 
 pytestmark = pytest.mark.slow
 
@@ -106,10 +106,7 @@ def test_run_returns_after_the_release_when_the_work_returns(
         on_stopped_leading=lambda: calls.append("stopped"),
         **TIMING,  # type: ignore[arg-type]
     )
-    runner = threading.Thread(target=elector.run, daemon=True)
-    runner.start()
-    runner.join(timeout=10)
-    assert not runner.is_alive(), "run() returned once the work had returned"
+    assert returns_within(elector.run, 10), "run() returned once the work had returned"
     assert calls == ["started", "stopped"], "one term, not a new one every retry interval"
     assert holder(k8s_api_client, "work-returns") == ""
     assert elector.wait(0)

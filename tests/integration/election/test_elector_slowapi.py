@@ -16,9 +16,12 @@ import pytest
 
 from k8slease import ElectionTiming, LeaderElector
 from k8slease.election.budgets import tolerated_latency
-from k8slease.metrics import NoopMetrics
 from k8slease.testing.server import APIServer
-from tests.integration.election.elector_helpers import server_for_lease
+from tests.integration.election.elector_helpers import (
+    server_for_lease,
+    stop_and_close,
+    tracked_elector,
+)
 
 NS = "default"
 #: request_timeout (the old bound of every request) = min(10, 3 / 3) = 1 s; tolerated: 1.5 s
@@ -40,22 +43,11 @@ def server(request: pytest.FixtureRequest, k8s_apiserver: APIServer) -> APIServe
 def things() -> Iterator[list[Any]]:
     made: list[Any] = []
     yield made
-    for thing in reversed(made):
-        if isinstance(thing, LeaderElector):
-            thing.stop(timeout=10)
-        else:
-            thing.close()
+    stop_and_close(made, stop_timeout=10)
 
 
 def _elector(server: APIServer, things: list[Any], identity: str, **kwargs: Any) -> LeaderElector:
-    api = server.api_client()
-    things.append(api)
-    made = LeaderElector(
-        "slow", namespace=NS, identity=identity, api_client=api, metrics=NoopMetrics(),
-        **SLOW, **kwargs,
-    )  # fmt: skip
-    things.append(made)
-    return made
+    return tracked_elector(server, things, "slow", identity, timing=SLOW, namespace=NS, **kwargs)
 
 
 @pytest.mark.embedded_only  # faults

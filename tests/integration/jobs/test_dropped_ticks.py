@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -16,36 +15,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from k8slease import Jobs
 from k8slease.jobs.dropped import MASK, DroppedTicks
 from k8slease.testing.server import APIServer
-
-
-class Posted:
-    def __init__(self) -> None:
-        self.reasons: list[str] = []
-        self.first = threading.Event()
-
-    def post(
-        self,
-        involved: Mapping[str, Any],
-        *,
-        reason: str,
-        message: str,
-        type_: str = "Normal",
-        action: str = "",
-    ) -> bool:
-        self.reasons.append(reason)
-        self.first.set()
-        return True
-
-
-class Counted:
-    def __init__(self) -> None:
-        self.skips: list[str] = []
-        self.third = threading.Event()
-
-    def skipped(self, group: str, job: str, reason: str) -> None:
-        self.skips.append(reason)
-        if len(self.skips) >= 3:
-            self.third.set()
+from tests.support.recorders import CountedSkips, PostedEvents
 
 
 def test_ticks_dropped_while_a_run_waits_are_reported_once_per_outage(
@@ -53,7 +23,7 @@ def test_ticks_dropped_while_a_run_waits_are_reported_once_per_outage(
 ) -> None:
     scheduler = BackgroundScheduler(timezone=UTC)
     release = threading.Event()
-    posted, counted = Posted(), Counted()
+    posted, counted = PostedEvents(), CountedSkips()
     reporter = DroppedTicks(group="g", names={"g:slow": "slow"}, events=posted, metrics=counted)
 
     scheduler.add_listener(reporter, MASK)
@@ -74,7 +44,7 @@ def test_ticks_dropped_while_a_run_waits_are_reported_once_per_outage(
             release.set()
             scheduler.shutdown(wait=True)
     assert posted.reasons == ["TicksDropped"]
-    assert set(counted.skips) == {"dropped"} and len(counted.skips) >= 3
+    assert set(counted.reasons) == {"dropped"} and len(counted.reasons) >= 3
     warnings = [e for e in caplog_events(caplog) if e["event"] == "job.ticks_dropped"]
     assert len(warnings) == 1 and warnings[0]["why"] == "max-instances"
 

@@ -8,19 +8,15 @@ import threading
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
-from k8slease import JobContext, Jobs, Mode
+from k8slease import JobContext, Mode
 from k8slease.testing.server import APIServer
+from tests.support.factories import make_jobs
 
 
 def test_async_jobs_run_under_async_with_on_the_running_loop(
     k8s_embedded_apiserver: APIServer,
 ) -> None:
-    jobs = Jobs(
-        "asyncjobs",
-        namespace="default",
-        identity="a",
-        api_client=k8s_embedded_apiserver.api_client(),
-    )
+    jobs = make_jobs("asyncjobs", k8s_embedded_apiserver.api_client(), identity="a")
     loops: list[asyncio.AbstractEventLoop] = []
 
     async def main() -> None:
@@ -40,12 +36,7 @@ def test_async_jobs_run_under_async_with_on_the_running_loop(
 
 
 def test_async_jobs_run_on_a_thread_scheduler_too(k8s_embedded_apiserver: APIServer) -> None:
-    jobs = Jobs(
-        "asyncjobs",
-        namespace="default",
-        identity="a",
-        api_client=k8s_embedded_apiserver.api_client(),
-    )
+    jobs = make_jobs("asyncjobs", k8s_embedded_apiserver.api_client(), identity="a")
     ran = threading.Event()
 
     @jobs.interval(seconds=1, mode=Mode.EVERY_REPLICA)

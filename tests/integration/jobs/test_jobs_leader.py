@@ -16,8 +16,8 @@ from k8slease import ElectionTiming, JobContext, Jobs, Mode
 from k8slease.election.elector import LeaderElector
 from k8slease.jobs.wrap import wrap
 from k8slease.testing.server import APIServer
-
-FAST = {"lease_duration": 2.0, "renew_interval": 0.5, "renew_deadline": 1.5}
+from tests.support.factories import JobsFactory, make_jobs
+from tests.support.timing import JOBS_FAST as FAST
 
 
 class Journal:
@@ -38,19 +38,15 @@ class Journal:
 
 
 @pytest.fixture
-def group_of(
-    k8s_api_client: client.ApiClient, k8s_namespace: str
-) -> Iterator[Callable[..., list[Jobs]]]:
+def group_of(new_jobs: JobsFactory) -> Iterator[Callable[..., list[Jobs]]]:
     made: list[Jobs] = []
 
     def make(count: int, register: Callable[[Jobs], None], **options: Any) -> list[Jobs]:
         replicas = []
         for i in range(count):
-            jobs = Jobs(
+            jobs = new_jobs(
                 "leaders",
-                namespace=k8s_namespace,
                 identity=f"r{i}",
-                api_client=k8s_api_client,
                 election=ElectionTiming(**FAST),
                 **options,
             )
@@ -127,12 +123,8 @@ def test_a_leader_cut_off_from_the_api_stops_its_leader_jobs_before_its_lease_ex
 ) -> None:
     server = k8s_embedded_apiserver
     journal = Journal()
-    jobs = Jobs(
-        "cutoff",
-        namespace="default",
-        identity="only",
-        api_client=server.api_client(),
-        election=ElectionTiming(**FAST),
+    jobs = make_jobs(
+        "cutoff", server.api_client(), identity="only", election=ElectionTiming(**FAST)
     )
 
     @jobs.singleton(mode=Mode.LEADER, name="poller")

@@ -22,9 +22,11 @@ from k8slease import JobContext, Jobs, Mode
 from k8slease.lease.jobrecord import job_state_from_lease
 from k8slease.lease.record import record_from_lease
 from k8slease.lease.transport import LeaseTransport
+from tests.support.factories import JobsFactory
 from tests.support.fakeclock import FakeClock
+from tests.support.firing import fire_together
+from tests.support.timing import NEVER
 
-NEVER = "0 0 1 1 *"  # the scheduler itself does not fire during a test; ticks are driven
 T0 = datetime(2026, 11, 30, 2, 0, tzinfo=UTC)
 
 
@@ -45,17 +47,13 @@ class Runs:
 
 
 @pytest.fixture
-def replicas(
-    k8s_api_client: client.ApiClient, k8s_namespace: str
-) -> Iterator[Callable[..., list[Jobs]]]:
+def replicas(new_jobs: JobsFactory) -> Iterator[Callable[..., list[Jobs]]]:
     started: list[Jobs] = []
 
     def make(count: int, register: Callable[[Jobs], None], group: str = "billing") -> list[Jobs]:
         made = []
         for i in range(count):
-            jobs = Jobs(
-                group, namespace=k8s_namespace, identity=f"replica-{i}", api_client=k8s_api_client
-            )
+            jobs = new_jobs(group, identity=f"replica-{i}")
             register(jobs)
             jobs.start()
             made.append(jobs)
@@ -78,23 +76,7 @@ def test_once_per_tick_runs_exactly_once_per_tick_across_three_replicas(
     group = replicas(3, register)
     ticks = [T0 + timedelta(minutes=i) for i in range(25)]
     for tick in ticks:
-        barrier = threading.Barrier(3)
-        outcomes: list[str | None] = []
-
-        def fire(
-            jobs: Jobs,
-            tick: datetime = tick,
-            barrier: threading.Barrier = barrier,
-            outcomes: list[str | None] = outcomes,
-        ) -> None:
-            barrier.wait()
-            outcomes.append(jobs.fire("invoices", tick))
-
-        threads = [threading.Thread(target=fire, args=(jobs,)) for jobs in group]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        outcomes = fire_together(group, "invoices", tick)
         assert outcomes.count("succeeded") == 1 and outcomes.count(None) == 2, outcomes
     assert runs.per_tick() == Counter({tick: 1 for tick in ticks})
     tokens = [token for _, _, token in runs.items]
@@ -225,9 +207,7 @@ def test_a_long_run_keeps_its_lock_alive_past_lock_at_most_for(
     assert state.last_run.holder == "replica-0"
 
 
-def test_runs_and_skips_are_counted_in_metrics(
-    k8s_api_client: client.ApiClient, k8s_namespace: str
-) -> None:
+def test_runs_and_skips_are_counted_in_metrics(new_jobs: JobsFactory) -> None:
     prometheus_client = pytest.importorskip("prometheus_client")
     from k8slease.metrics import PrometheusJobMetrics
 
@@ -236,11 +216,9 @@ def test_runs_and_skips_are_counted_in_metrics(
     started = []
     try:
         for i in range(2):
-            jobs = Jobs(
+            jobs = new_jobs(
                 "metered",
-                namespace=k8s_namespace,
                 identity=f"m{i}",
-                api_client=k8s_api_client,
                 metrics=metrics,
             )
             jobs.cron(NEVER, name="report", lock_at_most_for=60)(lambda ctx: None)
@@ -263,7 +241,7 @@ def test_runs_and_skips_are_counted_in_metrics(
 
 
 def test_fencing_tokens_keep_growing_when_the_lock_lease_is_deleted(
-    k8s_api_client: client.ApiClient, k8s_namespace: str
+    k8s_api_client: client.ApiClient, k8s_namespace: str, new_jobs: JobsFactory
 ) -> None:
     """Deleting a job's Lease (say, to "reset" it) must not hand out tokens that a fenced store
     has already seen: this replica remembers the highest token it saw. A Lease that vanished
@@ -271,13 +249,7 @@ def test_fencing_tokens_keep_growing_when_the_lock_lease_is_deleted(
     have claimed it, unseen, just before the deletion."""
     runs = Runs()
     clock = FakeClock(wall=T0 + timedelta(minutes=3))
-    jobs = Jobs(
-        "billing",
-        namespace=k8s_namespace,
-        identity="solo",
-        api_client=k8s_api_client,
-        clock=clock,
-    )
+    jobs = new_jobs("billing", identity="solo", clock=clock)
     jobs.cron(NEVER, name="invoices", lock_at_most_for=60)(runs.add)
     jobs.start()
     try:

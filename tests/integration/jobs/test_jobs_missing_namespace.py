@@ -13,7 +13,8 @@ from datetime import UTC, datetime
 import pytest
 from kubernetes import client
 
-from k8slease import JobContext, Jobs, Mode
+from k8slease import JobContext, Mode
+from tests.support.factories import make_jobs
 
 TICK = datetime(2026, 11, 30, 2, 0, tzinfo=UTC)
 
@@ -23,10 +24,9 @@ def test_jobs_in_a_missing_namespace_warn_with_a_hint_and_are_not_ready(
     k8s_api_client: client.ApiClient, caplog: pytest.LogCaptureFixture, fail_open: bool
 ) -> None:
     namespace = f"absent-{uuid.uuid4().hex[:8]}"
-    jobs = Jobs(
-        "nowhere", namespace=namespace, identity="a", api_client=k8s_api_client,
-        handle_signals=False,
-    )  # fmt: skip
+    jobs = make_jobs(
+        "nowhere", k8s_api_client, identity="a", namespace=namespace, handle_signals=False
+    )
     ran: list[datetime] = []
 
     @jobs.cron("0 0 1 1 *", mode=Mode.ONCE_PER_TICK, fail_open=fail_open)
@@ -48,10 +48,9 @@ def test_jobs_become_ready_once_the_namespace_exists(
     k8s_api_client: client.ApiClient,
 ) -> None:
     namespace = f"late-{uuid.uuid4().hex[:8]}"
-    jobs = Jobs(
-        "later", namespace=namespace, identity="a", api_client=k8s_api_client,
-        handle_signals=False,
-    )  # fmt: skip
+    jobs = make_jobs(
+        "later", k8s_api_client, identity="a", namespace=namespace, handle_signals=False
+    )
 
     @jobs.cron("0 0 1 1 *", mode=Mode.ONCE_PER_TICK)
     def report(ctx: JobContext) -> None: ...

@@ -22,20 +22,12 @@ from k8slease.lease.jobrecord import job_state_from_lease
 from k8slease.lease.record import record_from_lease
 from k8slease.lease.transport import LeaseTransport
 from k8slease.testing.server import APIServer
-from tests.support.fakeclock import FakeClock
+from tests.support.factories import JobsFactory, hourly_catch_up, make_jobs
+from tests.support.fakeclock import FakeClock, ShiftedClock
+from tests.support.recorders import SeenTicks
+from tests.support.timing import NEVER
 
-NEVER = "0 0 1 1 *"
 T0 = datetime(2026, 11, 30, 2, 0, tzinfo=UTC)
-
-
-class ShiftedClock(SystemClock):
-    """The real monotonic clock with the wall clock fixed at a chosen instant."""
-
-    def __init__(self, now: datetime) -> None:
-        self._now = now
-
-    def now(self) -> datetime:
-        return self._now
 
 
 @pytest.fixture
@@ -47,7 +39,10 @@ def stop_after() -> Iterator[list[Jobs]]:
 
 
 def test_catch_up_runs_missed_ticks_once_across_replicas_per_policy(
-    k8s_api_client: client.ApiClient, k8s_namespace: str, stop_after: list[Jobs]
+    k8s_api_client: client.ApiClient,
+    k8s_namespace: str,
+    stop_after: list[Jobs],
+    new_jobs: JobsFactory,
 ) -> None:
     """Hourly jobs last ran at 01:00; every replica was down until 05:30. With grace 3 h:
     RUN_ALL runs 03:00, 04:00 and 05:00, COALESCE only 05:00, SKIP nothing; each once, although
@@ -75,11 +70,9 @@ def test_catch_up_runs_missed_ticks_once_across_replicas_per_policy(
             )
 
     # Before the downtime: one replica ran the 01:00 tick of each job.
-    before = Jobs(
+    before = new_jobs(
         "nightly",
-        namespace=k8s_namespace,
         identity="before",
-        api_client=k8s_api_client,
         clock=ShiftedClock(T0 - timedelta(hours=1)),
     )
     register(before)
@@ -92,11 +85,9 @@ def test_catch_up_runs_missed_ticks_once_across_replicas_per_policy(
 
     now = datetime(2026, 11, 30, 5, 30, tzinfo=UTC)
     for i in range(3):
-        jobs = Jobs(
+        jobs = new_jobs(
             "nightly",
-            namespace=k8s_namespace,
             identity=f"after-{i}",
-            api_client=k8s_api_client,
             clock=ShiftedClock(now),
         )
         register(jobs)
@@ -131,13 +122,7 @@ def test_an_unreachable_api_server_skips_coordinated_jobs_and_warns_once(
 ) -> None:
     server = k8s_embedded_apiserver
     ran: list[str] = []
-    jobs = Jobs(
-        "billing",
-        namespace="default",
-        identity="solo",
-        api_client=server.api_client(),
-        request_timeout=2,
-    )
+    jobs = make_jobs("billing", server.api_client(), identity="solo", request_timeout=2)
     jobs.cron(NEVER, name="invoices")(lambda ctx: ran.append("invoices"))
     jobs.cron(NEVER, name="metrics-push", fail_open=True)(lambda ctx: ran.append("push"))
     stop_after.append(jobs)
@@ -165,7 +150,7 @@ def test_a_forbidden_answer_also_skips_rather_than_running_everywhere(
     k8s_embedded_apiserver: APIServer, stop_after: list[Jobs]
 ) -> None:
     server = k8s_embedded_apiserver
-    jobs = Jobs("billing", namespace="default", identity="solo", api_client=server.api_client())
+    jobs = make_jobs("billing", server.api_client(), identity="solo")
     jobs.cron(NEVER, name="invoices")(lambda ctx: pytest.fail("must not run"))
     stop_after.append(jobs)
     jobs.start()
@@ -199,7 +184,7 @@ def test_a_hand_edited_lock_lease_is_treated_as_held_then_repaired(
     server.store.commit("coordination.k8s.io/leases", "MODIFIED", stored)
     ran: list[datetime | None] = []
     clock = FakeClock(wall=T0)
-    jobs = Jobs("billing", namespace="default", identity="solo", api_client=api, clock=clock)
+    jobs = make_jobs("billing", api, identity="solo", clock=clock)
     jobs.cron(NEVER, name="invoices", lock_at_most_for=60)(lambda ctx: ran.append(ctx.tick))
     stop_after.append(jobs)
     jobs.start()
@@ -216,7 +201,7 @@ def test_a_hand_edited_lock_lease_is_treated_as_held_then_repaired(
 
 
 def test_coroutine_jobs_run_on_an_asyncio_scheduler_and_get_their_tick(
-    k8s_api_client: client.ApiClient, k8s_namespace: str
+    new_jobs: JobsFactory,
 ) -> None:
     async def main() -> list[tuple[str, datetime | None]]:
         seen: list[tuple[str, datetime | None]] = []
@@ -230,11 +215,9 @@ def test_coroutine_jobs_run_on_an_asyncio_scheduler_and_get_their_tick(
 
         replicas = []
         for i in range(2):
-            jobs = Jobs(
+            jobs = new_jobs(
                 "asyncgroup",
-                namespace=k8s_namespace,
                 identity=f"a{i}",
-                api_client=k8s_api_client,
                 scheduler=AsyncIOScheduler(timezone=UTC),
             )
             jobs.interval(seconds=1, name="report", lock_at_most_for=5)(report)
@@ -255,7 +238,7 @@ def test_coroutine_jobs_run_on_an_asyncio_scheduler_and_get_their_tick(
 
 
 def test_the_real_scheduler_fires_each_interval_tick_once_across_three_replicas(
-    k8s_api_client: client.ApiClient, k8s_namespace: str, stop_after: list[Jobs]
+    stop_after: list[Jobs], new_jobs: JobsFactory
 ) -> None:
     seen: list[tuple[str, datetime | None, int | None]] = []
     cond = threading.Condition()
@@ -266,7 +249,7 @@ def test_the_real_scheduler_fires_each_interval_tick_once_across_three_replicas(
             cond.notify_all()
 
     for i in range(3):
-        jobs = Jobs("ticker", namespace=k8s_namespace, identity=f"t{i}", api_client=k8s_api_client)
+        jobs = new_jobs("ticker", identity=f"t{i}")
         jobs.interval(seconds=1, name="tick", lock_at_most_for=5)(tick_job)
         stop_after.append(jobs)
         jobs.start()
@@ -280,36 +263,29 @@ def test_the_real_scheduler_fires_each_interval_tick_once_across_three_replicas(
     assert len(set(tokens)) == len(tokens)
 
 
-def test_coroutine_jobs_catch_up_on_an_asyncio_scheduler(
-    k8s_api_client: client.ApiClient, k8s_namespace: str
-) -> None:
+def test_coroutine_jobs_catch_up_on_an_asyncio_scheduler(new_jobs: JobsFactory) -> None:
     now = datetime(2026, 11, 30, 5, 30, tzinfo=UTC)
 
     async def main() -> list[datetime | None]:
-        seen: list[datetime | None] = []
         ran = asyncio.Event()
-
-        async def hourly(ctx: JobContext) -> None:
-            seen.append(ctx.tick)
-            ran.set()
+        hourly = SeenTicks(ran)
 
         def make(identity: str, clock: SystemClock) -> Jobs:
-            jobs = Jobs(
+            scheduler = AsyncIOScheduler(timezone=UTC)
+            return hourly_catch_up(
+                new_jobs,
                 "asynccatchup",
-                namespace=k8s_namespace,
+                hourly.job,
                 identity=identity,
-                api_client=k8s_api_client,
                 clock=clock,
-                scheduler=AsyncIOScheduler(timezone=UTC),
+                scheduler=scheduler,
             )
-            jobs.interval(hours=1, name="hourly", grace=3 * 3600, lock_at_most_for=60)(hourly)
-            return jobs
 
         before = make("before", ShiftedClock(T0 - timedelta(hours=1)))
         await before.__aenter__()
         await asyncio.to_thread(before.fire, "hourly", T0 - timedelta(hours=1))
         await before.__aexit__(None, None, None)
-        seen.clear()
+        hourly.ticks.clear()
         ran.clear()
         after = make("after", ShiftedClock(now))
         await after.__aenter__()
@@ -317,6 +293,6 @@ def test_coroutine_jobs_catch_up_on_an_asyncio_scheduler(
             await asyncio.wait_for(ran.wait(), 10)
         finally:
             await after.__aexit__(None, None, None)
-        return seen
+        return hourly.ticks
 
     assert asyncio.run(main()) == [T0 + timedelta(hours=3)]

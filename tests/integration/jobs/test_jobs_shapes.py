@@ -7,69 +7,45 @@ import threading
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from kubernetes import client
 
 from k8slease import JobContext, Jobs, Mode
-from k8slease.clock import SystemClock
 from k8slease.errors import ConfigError
+from tests.support.factories import JobsFactory, hourly_catch_up
+from tests.support.fakeclock import ShiftedClock
+from tests.support.recorders import SeenTicks
 
 T0 = datetime(2026, 11, 30, 2, 0, tzinfo=UTC)
 
 
-class ShiftedClock(SystemClock):
-    """The real monotonic clock with the wall clock fixed at a chosen instant."""
-
-    def __init__(self, now: datetime) -> None:
-        self._now = now
-
-    def now(self) -> datetime:
-        return self._now
-
-
-def test_coroutine_jobs_catch_up_on_a_thread_scheduler(
-    k8s_api_client: client.ApiClient, k8s_namespace: str
-) -> None:
+def test_coroutine_jobs_catch_up_on_a_thread_scheduler(new_jobs: JobsFactory) -> None:
     """``jobs.run()`` / ``with jobs`` use a thread scheduler: the catch-up of an ``async def`` job
     must be awaited there too (it was dropped: "coroutine ... was never awaited")."""
-    seen: list[datetime] = []
     ran = threading.Event()
-
-    async def hourly(ctx: JobContext) -> None:
-        seen.append(ctx.tick)
-        ran.set()
+    hourly = SeenTicks(ran)
 
     def make(identity: str, now: datetime) -> Jobs:
-        jobs = Jobs(
+        clock = ShiftedClock(now)
+        return hourly_catch_up(
+            new_jobs,
             "threadcatchup",
-            namespace=k8s_namespace,
+            hourly.job,
             identity=identity,
-            api_client=k8s_api_client,
-            clock=ShiftedClock(now),
+            clock=clock,
             handle_signals=False,
         )
-        jobs.interval(hours=1, name="hourly", grace=3 * 3600, lock_at_most_for=60)(hourly)
-        return jobs
 
     with make("before", T0 - timedelta(hours=1)) as before:
         before.fire("hourly", T0 - timedelta(hours=1))
-    seen.clear()
+    hourly.ticks.clear()
     ran.clear()
     with make("after", datetime(2026, 11, 30, 5, 30, tzinfo=UTC)):
         assert ran.wait(10), "the missed tick of the async job was caught up"
-    assert seen == [T0 + timedelta(hours=3)]
+    assert hourly.ticks == [T0 + timedelta(hours=3)]
 
 
 @pytest.mark.parametrize("mode", [Mode.EVERY_REPLICA, Mode.ONCE_PER_TICK])
-def test_a_job_without_a_parameter_runs(
-    k8s_api_client: client.ApiClient, k8s_namespace: str, mode: Mode
-) -> None:
-    jobs = Jobs(
-        "noarg",
-        namespace=k8s_namespace,
-        identity="a",
-        api_client=k8s_api_client,
-        handle_signals=False,
-    )
+def test_a_job_without_a_parameter_runs(mode: Mode, new_jobs: JobsFactory) -> None:
+    jobs = new_jobs("noarg", identity="a", handle_signals=False)
     ran = threading.Event()
 
     # an interval the scheduler does not reach during the test: a scheduled tick claimed first
@@ -83,14 +59,10 @@ def test_a_job_without_a_parameter_runs(
         assert ran.is_set()
 
 
-def test_a_singleton_without_a_parameter_runs(
-    k8s_api_client: client.ApiClient, k8s_namespace: str
-) -> None:
-    jobs = Jobs(
+def test_a_singleton_without_a_parameter_runs(new_jobs: JobsFactory) -> None:
+    jobs = new_jobs(
         "noargsingleton",
-        namespace=k8s_namespace,
         identity="a",
-        api_client=k8s_api_client,
         handle_signals=False,
     )
     ran = threading.Event()

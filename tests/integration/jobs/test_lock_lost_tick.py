@@ -17,6 +17,7 @@ from k8slease.kube.events import EventRecorder
 from k8slease.lease.jobrecord import job_state_from_lease
 from k8slease.lease.transport import LeaseTransport
 from k8slease.testing.server import APIServer
+from tests.support.factories import make_lock
 from tests.support.fakeclock import FakeClock
 
 TICK = datetime(2026, 11, 30, 2, 0, tzinfo=UTC)
@@ -32,14 +33,8 @@ def test_a_tick_claimed_by_a_holder_that_died_mid_run_is_reported_lost(
     events = EventRecorder(server.api_client(), "default", identity="b", clock=clock)
 
     def lock(identity: str) -> JobLock:
-        return JobLock(
-            transport,
-            group="g",
-            job="j",
-            identity=identity,
-            lock_at_most_for=60,
-            clock=clock,
-            events=events,
+        return make_lock(
+            transport, job="j", identity=identity, lock_at_most_for=60, clock=clock, events=events
         )
 
     dead, heir = lock("a"), lock("b")

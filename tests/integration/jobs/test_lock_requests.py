@@ -24,9 +24,11 @@ from k8slease.lease.observe import Observations
 from k8slease.lease.transport import LeaseTransport
 from k8slease.lease.view import LeaseView
 from k8slease.testing.server import APIServer
+from tests.support.factories import make_jobs, make_lock
 from tests.support.fakeclock import FakeClock
+from tests.support.firing import fire_together
+from tests.support.timing import NEVER
 
-NEVER = "0 0 1 1 *"
 T0 = datetime(2026, 11, 30, 2, 0, tzinfo=UTC)
 STEP = 0.5
 IDENTITIES = ["replica-0", "replica-1", "replica-2"]
@@ -52,11 +54,10 @@ def group(
     def make(clock: Clock | None = None, count: int = 3) -> tuple[list[Jobs], Runs]:
         runs = Runs()
         for identity in IDENTITIES[:count]:
-            jobs = Jobs(
+            jobs = make_jobs(
                 "billing",
-                namespace="default",
+                k8s_embedded_apiserver.api_client(),
                 identity=identity,
-                api_client=k8s_embedded_apiserver.api_client(),
                 clock=clock,
                 claim_step=STEP,
             )
@@ -96,22 +97,6 @@ def settle_caches(replicas: list[Jobs], tick: datetime) -> None:
     )
 
 
-def fire_together(replicas: list[Jobs], tick: datetime) -> list[str | None]:
-    barrier = threading.Barrier(len(replicas))
-    outcomes: list[str | None] = []
-
-    def fire(jobs: Jobs) -> None:
-        barrier.wait()
-        outcomes.append(jobs.fire("invoices", tick))
-
-    threads = [threading.Thread(target=fire, args=(jobs,)) for jobs in replicas]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(30)
-    return outcomes
-
-
 def lease_requests(server: APIServer) -> Counter[str]:
     return Counter(
         f"{r.verb} {r.code}"
@@ -134,7 +119,7 @@ def test_a_tick_costs_a_claim_and_a_release_and_no_read_at_three_replicas(
     server.stats.reset()
     ticks = [T0 + timedelta(minutes=10 + m) for m in range(12)]
     for tick in ticks:
-        outcomes = fire_together(replicas, tick)
+        outcomes = fire_together(replicas, "invoices", tick)
         assert sorted(outcomes, key=str) == [None, None, "succeeded"], outcomes
         settle_caches(replicas, tick)
     measured = Counter(tick for _, tick, _ in runs.items if tick in ticks)
@@ -245,7 +230,7 @@ def test_a_replica_second_in_order_waits_one_step_unless_it_alone_fires(
     cache = ClaimCache(observations, lambda: True, step=STEP)
 
     def lock(identity: str, ordered: bool = True) -> JobLock:
-        return JobLock(
+        return make_lock(
             transport,
             group="billing",
             job="invoices",

@@ -21,6 +21,7 @@ from k8slease.jobs.spec import JobSpec, Mode
 from k8slease.lease.transport import LeaseTransport
 from k8slease.lease.view import LeaseView
 from k8slease.testing.server import APIServer
+from tests.support.factories import make_lock
 
 TIMEOUT = 0.3  # request_timeout: what every request used to be bounded by
 LATENCY = 0.8  # more than that, well within what is at stake (a 6 s lock keeps 4 s)
@@ -33,8 +34,13 @@ def transport(k8s_embedded_apiserver: APIServer) -> Iterator[LeaseTransport]:
     api.close()
 
 
+def _slow_leases(server: APIServer, latency: float) -> None:
+    """Every Lease read, create and update on ``server`` takes ``latency`` s from now on."""
+    server.faults.add(["get", "create", "update"], "leases", latency=latency)
+
+
 def _lock(transport: LeaseTransport, *, grace: float | None) -> JobLock:
-    return JobLock(
+    return make_lock(
         transport,
         group="billing",
         job="invoices",
@@ -50,7 +56,7 @@ def test_a_slow_claim_extension_and_release_succeed_past_request_timeout(
 ) -> None:
     server = k8s_embedded_apiserver
     lock = _lock(transport, grace=300)
-    server.faults.add(["get", "create", "update"], "leases", latency=LATENCY)
+    _slow_leases(server, LATENCY)
     tick = datetime.now(UTC).replace(microsecond=0)
     grant = lock.try_acquire(tick)
     assert isinstance(grant, Grant), grant
@@ -69,9 +75,8 @@ def test_a_slow_claim_extension_and_release_succeed_past_request_timeout(
 def test_a_claim_is_not_waited_for_past_the_ticks_grace(
     k8s_embedded_apiserver: APIServer, transport: LeaseTransport
 ) -> None:
-    server = k8s_embedded_apiserver
     lock = _lock(transport, grace=2.0)
-    server.faults.add(["get", "create", "update"], "leases", latency=3.0)
+    _slow_leases(k8s_embedded_apiserver, 3.0)
     # the tick is 1.5 s old: 0.5 s of grace left, so the claim gives up after about that
     tick = datetime.now(UTC) - timedelta(seconds=1.5)
     with pytest.raises(Unavailable, match="timed out"):
@@ -94,7 +99,7 @@ def test_a_leader_jobs_slow_claim_answered_after_the_leadership_ended_does_not_r
     runner = TickRunner(
         spec, group="billing", identity="replica-0", lock=lock, is_leader=lambda: next(answers)
     )
-    k8s_embedded_apiserver.faults.add(["get", "create", "update"], "leases", latency=LATENCY)
+    _slow_leases(k8s_embedded_apiserver, LATENCY)
     tick = datetime.now(UTC).replace(microsecond=0)
     outcome = runner.run_tick(tick)
     k8s_embedded_apiserver.faults.clear()

@@ -10,19 +10,16 @@ import pytest
 
 from k8slease import Jobs
 from k8slease.testing.server import APIServer
+from tests.support.factories import make_jobs
+from tests.support.timing import NEVER
 
-NEVER = "0 0 1 1 *"
 T0 = datetime(2026, 11, 30, 2, 0, tzinfo=UTC)
 
 
 @pytest.fixture
 def jobs(k8s_embedded_apiserver: APIServer) -> Iterator[Jobs]:
-    made = Jobs(
-        "billing",
-        namespace="default",
-        identity="solo",
-        api_client=k8s_embedded_apiserver.api_client(),
-        request_timeout=2,
+    made = make_jobs(
+        "billing", k8s_embedded_apiserver.api_client(), identity="solo", request_timeout=2
     )
     made.cron(NEVER, name="invoices")(lambda ctx: None)
     made.start()

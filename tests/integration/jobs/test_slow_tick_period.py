@@ -17,9 +17,10 @@ from datetime import datetime
 
 import pytest
 
-from k8slease import ElectionTiming, JobContext, Jobs
+from k8slease import ElectionTiming, JobContext
 from k8slease.jobs.lockbudget import shortest_tick_period, ticks_between_runs
 from k8slease.testing.server import APIServer
+from tests.support.factories import make_replicas
 from tests.support.lifecycle import all_started
 from tests.support.polling import poll
 
@@ -43,7 +44,6 @@ def test_the_formula() -> None:
 def runs(k8s_embedded_apiserver: APIServer) -> Iterator[tuple[APIServer, list[datetime]]]:
     ticks: list[datetime] = []
     lock = threading.Lock()
-    group: list[Jobs] = []
 
     def job(ctx: JobContext) -> None:
         assert ctx.tick is not None
@@ -51,18 +51,12 @@ def runs(k8s_embedded_apiserver: APIServer) -> Iterator[tuple[APIServer, list[da
             ticks.append(ctx.tick)
         ctx.lost.wait(RUN)
 
-    for i in range(3):
-        jobs = Jobs(
-            "period",
-            namespace="default",
-            identity=f"r{i}",
-            api_client=k8s_embedded_apiserver.api_client(),
-            election=TIMING,
-            handle_signals=False,
-            claim_step=0,  # every replica judges at the tick: the bounds meet (see the formula)
-        )
+    # claim_step=0: every replica judges at the tick, so the bounds meet (see the formula)
+    group = make_replicas(
+        "period", k8s_embedded_apiserver, 3, election=TIMING, handle_signals=False, claim_step=0
+    )
+    for jobs in group:
         jobs.interval(seconds=1, lock_at_most_for=30, name="tick")(job)
-        group.append(jobs)
     with all_started(group):
         yield k8s_embedded_apiserver, ticks
 

@@ -21,6 +21,7 @@ import pytest
 from k8slease import ElectionTiming, JobContext, Jobs, Mode
 from k8slease.election.budgets import tolerated_latency
 from k8slease.testing.server import APIServer
+from tests.support.factories import make_replicas
 from tests.support.lifecycle import all_started
 from tests.support.polling import poll
 
@@ -34,7 +35,6 @@ SPELL = float(os.environ.get("K8SLEASE_SLOW_SECONDS", "12"))
 def replicas(k8s_embedded_apiserver: APIServer) -> Iterator[tuple[list[Jobs], list[tuple]]]:
     runs: list[tuple[str, str, datetime]] = []
     lock = threading.Lock()
-    group: list[Jobs] = []
 
     def record(kind: str, who: str) -> object:
         def job(ctx: JobContext) -> None:
@@ -44,20 +44,14 @@ def replicas(k8s_embedded_apiserver: APIServer) -> Iterator[tuple[list[Jobs], li
 
         return job
 
-    for i in range(3):
-        jobs = Jobs(
-            "slow",
-            namespace="default",
-            identity=f"r{i}",
-            api_client=k8s_embedded_apiserver.api_client(),
-            election=TIMING,  # its request_timeout is the one of the locks and Events too
-            handle_signals=False,
-        )
+    # TIMING's request_timeout is the one of the locks and Events too
+    group = make_replicas("slow", k8s_embedded_apiserver, 3, election=TIMING, handle_signals=False)
+    for jobs in group:
+        who = jobs.identity
         jobs.interval(seconds=EVERY, lock_at_most_for=12, grace=EVERY, name="tick")(
-            record("tick", f"r{i}")
+            record("tick", who)
         )
-        jobs.interval(seconds=EVERY, mode=Mode.LEADER, name="lead")(record("lead", f"r{i}"))
-        group.append(jobs)
+        jobs.interval(seconds=EVERY, mode=Mode.LEADER, name="lead")(record("lead", who))
     with all_started(group):
         yield group, runs
 

@@ -18,9 +18,9 @@ from k8slease.lease.jobrecord import job_state_from_lease
 from k8slease.lease.record import record_from_lease
 from k8slease.lease.transport import LeaseTransport
 from tests.support.fakeclock import FakeClock
+from tests.support.timing import NEVER
 
 T0 = datetime(2026, 11, 30, 2, 0, tzinfo=UTC)
-NEVER = "0 0 1 1 *"
 
 Make = Callable[[int], list[TickLock]]
 

@@ -40,12 +40,13 @@ from tests.support.operators import (
     get_group,
     group_events,
     operator_process,
+    wait_condition,
     wait_for,
     wait_status,
 )
+from tests.support.timing import OPERATOR_FAST as FAST
 
 NS = "ops"
-FAST = {"lease_duration": 2, "renew_interval": 0.3, "renew_deadline": 1.2, "retry_interval": 0.3}
 
 
 @pytest.fixture(scope="module")
@@ -193,13 +194,7 @@ def test_missing_run_raises_the_condition_and_a_warning(
     grant = lock.try_acquire(minute - timedelta(minutes=5))
     assert grant is not None
     lock.finish(grant, "succeeded")
-    status = wait_status(
-        api,
-        NS,
-        "missing-grp",
-        lambda s: condition(s, "RunMissing").get("status") == "True",
-        "RunMissing=True",
-    )
+    status = wait_condition(api, NS, "missing-grp", "RunMissing", status="True")
     assert "job report: no run for tick" in condition(status, "RunMissing")["message"]
     (job,) = status["jobs"]
     assert job["missedTick"] == (minute - timedelta(minutes=4)).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -214,13 +209,7 @@ def test_missing_run_raises_the_condition_and_a_warning(
     grant = lock.try_acquire(datetime.now(UTC).replace(second=0, microsecond=0))
     assert grant is not None
     lock.finish(grant, "succeeded")
-    wait_status(
-        api,
-        NS,
-        "missing-grp",
-        lambda s: condition(s, "RunMissing").get("status") == "False",
-        "RunMissing=False",
-    )
+    wait_condition(api, NS, "missing-grp", "RunMissing", status="False")
 
 
 def test_groups_with_leases_but_no_object_are_created(
@@ -259,13 +248,7 @@ def test_malformed_leases_and_specs_get_a_message_not_a_crash(
     transport.create(body)
     spec = {"jobs": [{"name": "sync", "schedule": "61 * * * *"}]}  # passes the schema pattern
     create_group(api, NS, "bad-grp", spec)
-    status = wait_status(
-        api,
-        NS,
-        "bad-grp",
-        lambda s: condition(s, "Degraded").get("status") == "True",
-        "Degraded=True",
-    )
+    status = wait_condition(api, NS, "bad-grp", "Degraded", status="True")
     message = status["message"]
     assert "bad schedule '61 * * * *'" in message
     assert "k8slease.io/fencing-token is not a non-negative integer" in message
@@ -280,13 +263,7 @@ def test_malformed_leases_and_specs_get_a_message_not_a_crash(
         "bad-grp",
         {"spec": {"jobs": [{"name": "sync", "schedule": "1 * * * *"}]}},
     )
-    status = wait_status(
-        api,
-        NS,
-        "bad-grp",
-        lambda s: condition(s, "Degraded").get("reason") == "MalformedLease",
-        "Degraded=MalformedLease",
-    )
+    status = wait_condition(api, NS, "bad-grp", "Degraded", reason="MalformedLease")
     assert "bad schedule" not in status["message"]
 
 

@@ -10,8 +10,7 @@ from k8slease.election.elector import LeaderElector
 from k8slease.operator.crd import install_crd
 from k8slease.testing.server import APIServer
 from tests.support.operators import operator_process, wait_status
-
-FAST = {"lease_duration": 2.0, "renew_interval": 0.5, "renew_deadline": 1.5}
+from tests.support.timing import JOBS_FAST as FAST
 
 
 def test_all_namespaces_keeps_groups_in_every_namespace(

@@ -27,7 +27,7 @@ from k8slease.names import LABEL_GROUP, LABEL_ROLE, ROLE_LEADER
 from k8slease.operator.crd import install_crd
 from k8slease.testing.controlplane import audit
 from k8slease.testing.server import APIServer
-from tests.support.operators import FAST_ENV, condition, get_group, stop_process, wait_status
+from tests.support.operators import FAST_ENV, get_group, stop_process, wait_condition, wait_status
 
 LEASE_WRITES = ("create", "update", "patch", "delete", "deletecollection")
 
@@ -126,13 +126,7 @@ def test_operator_makes_no_lease_writes(server: Counted, tmp_path: Path) -> None
             assert status["failovers"][-1]["reason"] == "expired"
         # Nobody renews now: the operator keeps evaluating (LeaderElected turns False) on its own.
         for group in leases:
-            wait_status(
-                api,
-                NS,
-                group,
-                lambda s: condition(s, "LeaderElected").get("reason") == "LeaseExpired",
-                f"{group} expired",
-            )
+            wait_condition(api, NS, group, "LeaderElected", reason="LeaseExpired")
         writes_seen = lease_writes(server)
         patches = server.count("patch", "scheduledjobgroups/status")
         assert proc.poll() is None, log.read_text()[-3000:]

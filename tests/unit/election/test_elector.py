@@ -25,16 +25,8 @@ from k8slease.lease.record import record_from_lease
 from k8slease.lease.view import LeaseView
 from k8slease.metrics import NoopMetrics, PrometheusMetrics
 from tests.support.fakeclock import FakeClock, JumpingClock
+from tests.support.timing import MEMORY_FAST as FAST
 from tests.unit.election.elector_memstore import MemoryLeaseStore, MemoryTransport, make_elector
-
-FAST = {
-    "namespace": "default",
-    "lease_duration": 2,
-    "renew_interval": 0.3,
-    "renew_deadline": 1.0,
-    "retry_interval": 0.5,
-}
-
 
 make = partial(make_elector, defaults=FAST)
 

@@ -6,7 +6,6 @@ the sync one."""
 from __future__ import annotations
 
 import asyncio
-import threading
 from functools import partial
 from typing import Any
 
@@ -17,6 +16,7 @@ from k8slease.election.seams import Seams
 from k8slease.lease.record import record_from_lease
 from k8slease.metrics import NoopMetrics, PrometheusMetrics
 from tests.support.fakeclock import JumpingClock
+from tests.support.threads import returns_within
 from tests.unit.election.elector_memstore import MemoryLeaseStore, MemoryTransport, make_elector
 
 FAST: dict[str, Any] = dict(
@@ -43,10 +43,7 @@ def test_release_on_return_ends_run_after_the_release(
         on_started_leading=lambda: calls.append("started"),
         on_stopped_leading=lambda: calls.append("stopped"),
     )
-    runner = threading.Thread(target=elector.run, daemon=True)
-    runner.start()
-    runner.join(timeout=5)
-    assert not runner.is_alive(), "run() returns once the work has returned"
+    assert returns_within(elector.run, 5), "run() returns once the work has returned"
     assert calls == ["started", "stopped"]
     assert record_from_lease(store.get("demo")).holder == ""
     assert elector.wait(0)

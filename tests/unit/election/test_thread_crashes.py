@@ -24,15 +24,8 @@ from k8slease.lease.informer import LeaseInformer
 from k8slease.lease.observe import Observations
 from k8slease.logs import get_logger
 from k8slease.metrics import NoopMetrics
+from tests.support.timing import MEMORY_FAST as FAST
 from tests.unit.election.elector_memstore import MemoryLeaseStore, MemoryTransport
-
-FAST = {
-    "namespace": "default",
-    "lease_duration": 2,
-    "renew_interval": 0.3,
-    "renew_deadline": 1.0,
-    "retry_interval": 0.5,
-}
 
 
 class Injected(RuntimeError):
@@ -47,17 +40,28 @@ def make(transport: MemoryTransport, made: list[LeaderElector]) -> LeaderElector
     return elector
 
 
+def started_crashing(
+    electors: list[LeaderElector], monkeypatch: pytest.MonkeyPatch, method: str, where: str
+) -> LeaderElector:
+    """A started elector on a fresh store whose runner's ``method`` (the body of one of its
+    threads) is replaced by one that raises :class:`Injected` at once, naming ``where``."""
+    elector = make(MemoryTransport(MemoryLeaseStore()), electors)
+
+    def boom() -> None:
+        raise Injected(f"injected into {where}")
+
+    monkeypatch.setattr(elector._runner, method, boom)
+    elector.start()
+    return elector
+
+
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
 def test_a_crashed_command_loop_fails_healthz_for_good(
     electors: list[LeaderElector], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    elector = make(MemoryTransport(MemoryLeaseStore()), electors)
-
-    def boom() -> None:
-        raise Injected("injected into the elector's command loop")
-
-    monkeypatch.setattr(elector._runner, "_loop_commands", boom)
-    elector.start()
+    elector = started_crashing(
+        electors, monkeypatch, "_loop_commands", "the elector's command loop"
+    )
     assert elector.wait(timeout=10), "the command loop ended"
     threads = elector._runner.threads
     assert "elector" in threads.down() and "Injected" in threads.down()["elector"]
@@ -69,13 +73,7 @@ def test_a_crashed_command_loop_fails_healthz_for_good(
 def test_a_crashed_watchdog_stops_the_election_and_fails_healthz(
     electors: list[LeaderElector], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    elector = make(MemoryTransport(MemoryLeaseStore()), electors)
-
-    def boom() -> None:
-        raise Injected("injected into the watchdog")
-
-    monkeypatch.setattr(elector._runner, "_watch_deadline", boom)
-    elector.start()
+    elector = started_crashing(electors, monkeypatch, "_watch_deadline", "the watchdog")
     assert elector.wait(timeout=10), "a dead watchdog stops the election"
     assert list(elector._runner.threads.down()) == ["watchdog"]
     assert not elector.healthy() and not elector.is_leader

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
@@ -25,34 +24,10 @@ from k8slease.jobs.executors import _TickView
 from k8slease.jobs.runner import TickRunner
 from k8slease.jobs.spec import JobSpec, Mode
 from tests.support.fakeclock import FakeClock
+from tests.support.recorders import CountedSkips, PostedEvents
 from tests.unit.jobs.test_indeterminate_writes import Store, _lock
 
 JOB_ID = "k8slease:g:job"
-
-
-class _Posted:
-    def __init__(self) -> None:
-        self.events: list[dict[str, Any]] = []
-
-    def post(
-        self,
-        involved: Mapping[str, Any],
-        *,
-        reason: str,
-        message: str,
-        type_: str = "Normal",
-        action: str = "",
-    ) -> bool:
-        self.events.append({"involved": dict(involved), "reason": reason, "type": type_})
-        return True
-
-
-class _Counted:
-    def __init__(self) -> None:
-        self.skips: list[tuple[str, str, str]] = []
-
-    def skipped(self, group: str, job: str, reason: str) -> None:
-        self.skips.append((group, job, reason))
 
 
 def _executed(fire: Any, tick: Any) -> JobExecutionEvent:
@@ -81,7 +56,7 @@ def test_a_tick_fired_while_the_previous_run_holds_the_lock_posts_the_event_and_
     caplog: pytest.LogCaptureFixture, coroutine: bool
 ) -> None:
     clock = FakeClock()
-    counted, posted = _Counted(), _Posted()
+    counted, posted = CountedSkips(), PostedEvents()
     dropped = DroppedTicks(group="g", names={JOB_ID: "job"}, events=posted, metrics=counted)
     runner: TickRunner | None = None
     inner: list[JobExecutionEvent] = []

@@ -19,6 +19,7 @@ from k8slease.jobs.lockcache import ClaimCache
 from k8slease.jobs.lockrules import Verdict
 from k8slease.lease.observe import Observations
 from k8slease.lease.view import LeaseView
+from tests.support.factories import make_lock
 from tests.support.fakeclock import FakeClock
 
 NAME = "g.job"
@@ -105,24 +106,14 @@ class Store:
 def _lock(
     store: Store, clock: FakeClock, me: str = "r0", *, at_most: float = 600, grace: float = 300
 ) -> JobLock:
-    return JobLock(
-        store,  # type: ignore[arg-type]
-        group="g",
-        job="job",
-        identity=me,
-        lock_at_most_for=at_most,
-        clock=clock,
-        grace=grace,
-    )
+    return make_lock(store, identity=me, lock_at_most_for=at_most, clock=clock, grace=grace)
 
 
 def _cached_lock(store: Store, clock: FakeClock, observations: Observations) -> JobLock:
     """r0's lock (30 s at most) judging on ``observations`` through a claim cache, unordered:
     the informer-fed shape of a lock that Jobs builds."""
-    return JobLock(
-        store,  # type: ignore[arg-type]
-        group="g",
-        job="job",
+    return make_lock(
+        store,
         identity="r0",
         lock_at_most_for=30,
         clock=clock,
@@ -271,15 +262,7 @@ def test_a_lock_kept_idle_by_lock_at_least_for_is_not_silent(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     clock, store = FakeClock(), Store()
-    r0 = JobLock(
-        store,  # type: ignore[arg-type]
-        group="g",
-        job="job",
-        identity="r0",
-        lock_at_most_for=60,
-        lock_at_least_for=60,
-        clock=clock,
-    )
+    r0 = make_lock(store, identity="r0", lock_at_most_for=60, lock_at_least_for=60, clock=clock)
     r1 = _lock(store, clock, "r1", at_most=60)
     grant = r0.try_acquire(_tick(clock))
     assert isinstance(grant, Grant)

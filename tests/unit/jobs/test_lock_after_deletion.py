@@ -7,11 +7,12 @@ from datetime import timedelta
 from typing import Any
 
 from k8slease.errors import AlreadyExists, NotFound
-from k8slease.jobs.lock import Grant, JobLock
+from k8slease.jobs.lock import Grant
 from k8slease.jobs.lockrules import Verdict
 from k8slease.lease.jobrecord import JobState, lease_with_job_state
 from k8slease.lease.record import LeaseRecord, new_lease
 from k8slease.lease.view import LeaseView
+from tests.support.factories import make_lock
 from tests.support.fakeclock import FakeClock
 
 NAME = "g.job"
@@ -61,14 +62,7 @@ def test_a_tick_seen_claimed_after_a_far_future_claim_is_not_claimed_again_after
     is set aside as suspect, but T, seen claimed, still counts (it may have run)."""
     clock = FakeClock()
     transport = _Gone()
-    lock = JobLock(
-        transport,  # type: ignore[arg-type]
-        group="g",
-        job="job",
-        identity="me",
-        lock_at_most_for=15,
-        clock=clock,
-    )
+    lock = make_lock(transport, identity="me", lock_at_most_for=15, clock=clock)
     tick = clock.now() + timedelta(seconds=5)
     far = clock.now() + timedelta(days=20)
     lock.observations.see(NAME, LeaseView.decode(_lease(clock, "", 4, far, "5")))  # the hand edit
@@ -116,14 +110,7 @@ def test_a_tick_seen_claimed_is_not_claimed_again_when_a_far_future_claim_overwr
     edited = _lease(clock, "other", 5, far, "7")
     edited["spec"] = granted["spec"]  # the edit touched the annotation only
     transport = _Edited(edited)
-    lock = JobLock(
-        transport,  # type: ignore[arg-type]
-        group="g",
-        job="job",
-        identity="me",
-        lock_at_most_for=15,
-        clock=clock,
-    )
+    lock = make_lock(transport, identity="me", lock_at_most_for=15, clock=clock)
     lock.observations.see(NAME, LeaseView.decode(granted))  # other claims T
     clock.advance(20)  # ... and stops renewing: its lock expires
 

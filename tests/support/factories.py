@@ -1,0 +1,76 @@
+"""Builders of the objects most tests construct (``tests.support.factories``): a ``Jobs`` group
+and a per-job ``JobLock``, each with the arguments a test names and nothing else changed.
+
+They exist so a test says only what it varies (its group, identity, clock, timing); every other
+option is the library's own default, so a test built through them checks what a user gets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kubernetes import client
+
+from k8slease import Jobs
+from k8slease.jobs.lock import JobLock
+from k8slease.lease.transport import LeaseTransport
+
+
+def make_jobs(
+    group: str,
+    api_client: client.ApiClient,
+    *,
+    identity: str,
+    namespace: str = "default",
+    **options: Any,
+) -> Jobs:
+    """A ``Jobs`` group named ``group`` in ``namespace`` as ``identity`` on ``api_client``;
+    ``options`` are passed to ``Jobs`` unchanged (clock, election, handle_signals, ...)."""
+    return Jobs(group, namespace=namespace, identity=identity, api_client=api_client, **options)
+
+
+def make_lock(
+    transport: LeaseTransport | Any,
+    *,
+    identity: str,
+    lock_at_most_for: float,
+    group: str = "g",
+    job: str = "job",
+    **options: Any,
+) -> JobLock:
+    """``identity``'s lock on ``group``/``job`` through ``transport`` (a real one or a test
+    double) holding for at most ``lock_at_most_for`` s; ``options`` are passed to ``JobLock``
+    unchanged (clock, events, observations, cache, ordered, grace, ...)."""
+    return JobLock(
+        transport,
+        group=group,
+        job=job,
+        identity=identity,
+        lock_at_most_for=lock_at_most_for,
+        **options,
+    )
+
+
+#: what the ``new_jobs`` fixture (tests/integration/jobs/conftest.py) returns: :func:`make_jobs`
+#: bound to a test's API client and namespace
+JobsFactory = Callable[..., Jobs]
+
+
+def make_replicas(group: str, server: Any, count: int, **options: Any) -> list[Jobs]:
+    """``count`` replicas ``r0``, ``r1``, ... of the ``Jobs`` group ``group`` in the default
+    namespace of ``server``, each on an API client of its own; ``options`` as in
+    :func:`make_jobs`. Not started (``tests.support.lifecycle.all_started``)."""
+    return [
+        make_jobs(group, server.api_client(), identity=f"r{i}", **options) for i in range(count)
+    ]
+
+
+def hourly_catch_up(
+    new_jobs: JobsFactory, group: str, job: Callable[..., Any], *, identity: str, **options: Any
+) -> Jobs:
+    """A ``Jobs`` group whose one job, ``hourly``, runs ``job`` every hour with 3 h of grace: a
+    replica started hours after the last run catches up the latest missed tick."""
+    jobs = new_jobs(group, identity=identity, **options)
+    jobs.interval(hours=1, name="hourly", grace=3 * 3600, lock_at_most_for=60)(job)
+    return jobs

@@ -1,0 +1,80 @@
+"""Test doubles that record what the code under test reports (``tests.support.recorders``):
+the Events it posts, the skips it counts and the ticks a job ran for, with a way to wait for
+them."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from k8slease import JobContext
+
+
+class PostedEvents:
+    """Stands in for an ``EventRecorder``: keeps every posted Event (its involved object, reason,
+    message, type and action) and sets ``first`` on the first one."""
+
+    def __init__(self) -> None:
+        self.events: list[dict[str, Any]] = []
+        self.first = threading.Event()
+
+    def post(
+        self,
+        involved: Mapping[str, Any],
+        *,
+        reason: str,
+        message: str,
+        type_: str = "Normal",
+        action: str = "",
+    ) -> bool:
+        self.events.append(
+            {
+                "involved": dict(involved),
+                "reason": reason,
+                "message": message,
+                "type": type_,
+                "action": action,
+            }
+        )
+        self.first.set()
+        return True
+
+    @property
+    def reasons(self) -> list[str]:
+        """The reasons of the Events posted so far, in order."""
+        return [event["reason"] for event in self.events]
+
+
+class CountedSkips:
+    """Stands in for the metrics of a job group: keeps every skip it is told of as
+    ``(group, job, reason)`` and sets ``third`` once three are counted."""
+
+    def __init__(self) -> None:
+        self.skips: list[tuple[str, str, str]] = []
+        self.third = threading.Event()
+
+    def skipped(self, group: str, job: str, reason: str) -> None:
+        self.skips.append((group, job, reason))
+        if len(self.skips) >= 3:
+            self.third.set()
+
+    @property
+    def reasons(self) -> list[str]:
+        """The reasons of the skips counted so far, in order."""
+        return [reason for _, _, reason in self.skips]
+
+
+class SeenTicks:
+    """An ``async def`` job (:meth:`job`) that notes the tick of each run and sets ``ran``: an
+    asyncio or a threading Event, whichever the test's scheduler lets it wait on."""
+
+    def __init__(self, ran: asyncio.Event | threading.Event) -> None:
+        self.ticks: list[datetime | None] = []
+        self.ran = ran
+
+    async def job(self, ctx: JobContext) -> None:
+        self.ticks.append(ctx.tick)
+        self.ran.set()
