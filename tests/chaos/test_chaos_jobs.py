@@ -439,6 +439,9 @@ def _check(
                 tick := TICK_FIELD.search(line)
             ):
                 skips.setdefault(_epoch(tick.group(1)), set()).add("dropped")
+            elif "lock.skipped_silent_holder " in line and (tick := TICK_FIELD.search(line)):
+                # skipped for a holder gone silent: a WARNING per tick (rule 8), a report
+                skips.setdefault(_epoch(tick.group(1)), set()).add("silent")
             elif "lock.skipped" in line and (tick := TICK_FIELD.search(line)):
                 why = WHY.search(line)
                 skips.setdefault(_epoch(tick.group(1)), set()).add(why.group(1) if why else "?")
@@ -454,6 +457,7 @@ def _check(
     held_by_lost: list[int] = []
     unexplained: list[int] = []
     dropped: list[int] = []
+    warned_silent: list[int] = []
     for tick in range(first, final, step):
         if tick in started or tick in reported_lost:
             continue
@@ -464,6 +468,8 @@ def _check(
         why = skips.get(tick, set())
         if "dropped" in why:
             dropped.append(tick)
+        elif "silent" in why:
+            warned_silent.append(tick)
         else:
             (held_by_lost if outage and "held" in why else unexplained).append(tick)
     job = _job_status(status) or {}
@@ -478,7 +484,8 @@ def _check(
         f"\nchaos jobs ({type(c.server).__name__}): faults {c.faults}; {len(runs)} runs "
         f"({len(done)} done, {len(unfinished)} unfinished); ticks {len(range(first, final, step))}"
         f": lost and reported {len(lost_ticks)}, skipped while a lost holder held the lock "
-        f"{len(held_by_lost)}, dropped and reported {len(dropped)}, unexplained "
+        f"{len(held_by_lost)}, dropped and reported {len(dropped)}, skipped for a silent holder"
+        f" at WARNING {len(warned_silent)}, unexplained "
         f"{len(unexplained)}; overlapping runs "
         f"{len(run_overlaps)}, overlapping leaders {len(lead_overlaps)}, ticks run twice "
         f"{len(twice)}, unreported losses {len(unreported)}; lease counts {counts}; times "
