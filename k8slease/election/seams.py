@@ -22,7 +22,7 @@ __all__ = ["Seams"]
 class Seams:
     """Replacements for the elector's clock, transport and random source (all optional).
 
-    * ``clock`` [the system clock]: wall and monotonic time (``tests/fakeclock.py``);
+    * ``clock`` [the system clock]: wall and monotonic time (``tests/support/fakeclock.py``);
     * ``transport`` [a ``LeaseTransport`` on the API client, made at start]: any
       :class:`~k8slease.lease.transport.LeaseAPI` (an in-memory store in unit tests);
     * ``rng`` [a fresh ``random.Random``]: the source of the retry jitter.

@@ -220,9 +220,9 @@ def one_timing(timing: ElectionTiming | None, **loose: float | None) -> Election
     if not isinstance(timing, ElectionTiming):
         raise ConfigError(f"timing must be an ElectionTiming, got {timing!r}")
     if given := sorted(key for key, value in loose.items() if value is not None):
+        keywords = ", ".join(f"{key}=" for key in given)
         raise ConfigError(
-            f"pass the timing either as timing= or as {', '.join(f'{k}=' for k in given)}, not"
-            " both"
+            f"pass the timing either as timing= or as {keywords}, not both"
             " (the keywords build an ElectionTiming)"
         )
     return timing

@@ -106,7 +106,7 @@ class DroppedTicks:
             return
         not_run = getattr(event, "retval", None)
         if isinstance(not_run, NotRun):
-            self._report(name, [not_run.tick], not_run.why)
+            self._report(name, [not_run.tick], not_run.why, counted=True)
         elif event.code in (EVENT_JOB_EXECUTED, EVENT_JOB_ERROR):
             self._ended(name, name, "job.ticks_dropped_ended", "dropped")
         else:
@@ -125,13 +125,14 @@ class DroppedTicks:
             if ticks:
                 self._report(name, ticks, "stopping")
 
-    def _count(self, key: str, name: str, ticks: list[datetime], reason: str) -> bool:
-        """Add ``ticks`` to outage ``key`` and to the skip counter (``reason``); whether they
-        began the outage (then, and only then, it is warned about)."""
+    def _count(self, key: str, name: str, ticks: list[datetime], reason: str | None) -> bool:
+        """Add ``ticks`` to outage ``key`` and to the skip counter (``reason``; ``None``: the
+        runner counted them); whether they began the outage (then, and only then, it is warned
+        about)."""
         with self._lock:
             before = self._outage.get(key, 0)
             self._outage[key] = before + len(ticks)
-        if self._metrics is not None:
+        if self._metrics is not None and reason is not None:
             for _ in ticks:
                 self._metrics.skipped(self.group, name, reason)
         return not before
@@ -143,9 +144,11 @@ class DroppedTicks:
         if ended:
             self._log.warning(event, job=name, **{field: ended})
 
-    def _report(self, name: str, ticks: list[datetime], why: str) -> None:
+    def _report(self, name: str, ticks: list[datetime], why: str, *, counted: bool = False) -> None:
+        """Report ``ticks`` dropped (``why``), once per outage; ``counted``: the runner already
+        counted them as ``dropped`` skips (a :class:`NotRun`), so each tick counts once."""
         first = ticks[0].isoformat() if ticks else "?"
-        if not self._count(name, name, ticks, "dropped"):
+        if not self._count(name, name, ticks, None if counted else "dropped"):
             # warned once per outage; each later drop is still named, at INFO
             self._log.info(
                 "job.ticks_dropped_again", job=name, tick=first, why=why, ticks=len(ticks)

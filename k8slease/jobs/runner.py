@@ -173,7 +173,9 @@ class TickRunner:
         self.losses.ended()
         if isinstance(grant, Verdict):
             self.last_skip = grant
-            self._skip(tick, "locked")
+            # a tick this replica's own previous run keeps from running is dropped, counted here
+            # once; its report (warning, Event, outage) is DroppedTicks' or _said's
+            self._skip(tick, "dropped" if grant is Verdict.RUNNING else "locked")
             if self._leadership_ended():
                 # the claim outlasted the term (a pause while it waited its turn): no other
                 # leader fired this tick unless its term began before the tick came due

@@ -24,8 +24,8 @@ from k8slease.jobs.executors import _TickView
 from k8slease.jobs.runner import TickRunner
 from k8slease.jobs.spec import JobSpec, Mode
 from tests.support.fakeclock import FakeClock
+from tests.support.jobleases import LosingStore, job_lock
 from tests.support.recorders import CountedSkips, PostedEvents
-from tests.unit.jobs.test_indeterminate_writes import Store, _lock
 
 JOB_ID = "k8slease:g:job"
 
@@ -77,7 +77,14 @@ def test_a_tick_fired_while_the_previous_run_holds_the_lock_posts_the_event_and_
         mode=Mode.ONCE_PER_TICK,
         trigger=IntervalTrigger(seconds=2),
     )
-    runner = TickRunner(spec, group="g", identity="r0", lock=_lock(Store(), clock), clock=clock)
+    runner = TickRunner(
+        spec,
+        group="g",
+        identity="r0",
+        lock=job_lock(LosingStore(), clock),
+        clock=clock,
+        metrics=counted,
+    )  # one metrics object for the runner and the listener, as in Jobs
     with caplog.at_level(logging.DEBUG, logger="k8slease"):
         first = _executed(runner.bind(on_loop=False), clock.now())
         dropped(first)
@@ -102,7 +109,7 @@ def test_a_tick_fired_while_the_previous_run_holds_the_lock_posts_the_event_and_
     ]
     assert [(e["reason"], e["type"]) for e in posted.events] == [("TicksDropped", "Warning")]
     assert posted.events[0]["involved"]["metadata"]["name"].endswith("job")
-    assert counted.skips == [("g", "job", "dropped")] * 2
+    assert counted.skips == [("g", "job", "dropped")] * 2  # each tick once, not also `locked`
 
 
 def test_a_tick_lock_claimed_while_this_replica_still_runs_the_previous_one_is_skipped_running(
@@ -114,7 +121,7 @@ def test_a_tick_lock_claimed_while_this_replica_still_runs_the_previous_one_is_s
     ticks = TickLock(
         "g", namespace="default", identity="r0", api_client=client.ApiClient(), clock=clock
     )
-    ticks._transport = Store()  # type: ignore[assignment]  # no API server in unit tests
+    ticks._transport = LosingStore()  # type: ignore[assignment]  # no API server in unit tests
     tick = clock.now()
     with (
         caplog.at_level(logging.DEBUG, logger="k8slease"),

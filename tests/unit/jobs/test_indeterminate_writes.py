@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from k8slease.errors import AlreadyExists, Conflict, NotFound, Unavailable
+from k8slease.errors import Unavailable
 from k8slease.jobs.lock import Grant, JobLock
 from k8slease.jobs.lockcache import ClaimCache
 from k8slease.jobs.lockrules import Verdict
@@ -21,95 +21,12 @@ from k8slease.lease.observe import Observations
 from k8slease.lease.view import LeaseView
 from tests.support.factories import make_lock
 from tests.support.fakeclock import FakeClock
+from tests.support.jobleases import LosingStore, job_lock, logged_events
 
 NAME = "g.job"
 
 
-class Store:
-    """One job Lease with resourceVersions; ``lose`` loses the answers of the next writes
-    (``"applied"``: applied then lost; ``"down"``: not applied; ``"later"``: applied when
-    :meth:`land` is called)."""
-
-    namespace = "default"
-    request_timeout = 5.0
-
-    def __init__(self) -> None:
-        self.lease: dict[str, Any] | None = None
-        self.rv = 0
-        self.lose: list[str] = []
-        self.down = False
-        self.late: list[dict[str, Any]] = []
-        self.writes = 0
-
-    def _store(self, body: dict[str, Any]) -> dict[str, Any]:
-        self.rv += 1
-        stored = copy.deepcopy(body)
-        stored["metadata"]["resourceVersion"] = str(self.rv)
-        stored["metadata"].setdefault("uid", "u1")
-        self.lease = stored
-        self.writes += 1
-        return copy.deepcopy(stored)
-
-    def get(self, name: str) -> dict[str, Any]:
-        if self.down:
-            raise Unavailable("timed out", status=None)
-        if self.lease is None:
-            raise NotFound("not found", status=404)
-        return copy.deepcopy(self.lease)
-
-    def _write(self, body: dict[str, Any], check: Any) -> dict[str, Any]:
-        if self.down:
-            raise Unavailable("timed out", status=None)
-        mode = self.lose.pop(0) if self.lose else ""
-        if mode == "down":
-            raise Unavailable("timed out", status=None)
-        if mode == "later":
-            self.late.append(body)
-            raise Unavailable("timed out", status=None)
-        check(body)
-        written = self._store(body)
-        if mode == "applied":
-            raise Unavailable("connection reset", status=None)
-        return written
-
-    def _check_create(self, body: dict[str, Any]) -> None:
-        if self.lease is not None:
-            raise AlreadyExists("exists", status=409, reason="AlreadyExists")
-
-    def _check_replace(self, body: dict[str, Any]) -> None:
-        if self.lease is None:
-            raise NotFound("gone", status=404)
-        if body["metadata"].get("resourceVersion") != self.lease["metadata"]["resourceVersion"]:
-            raise Conflict("conflict", status=409, reason="Conflict")
-
-    def create(self, body: dict[str, Any]) -> dict[str, Any]:
-        return self._write(body, self._check_create)
-
-    def replace(self, name: str, body: dict[str, Any]) -> dict[str, Any]:
-        return self._write(body, self._check_replace)
-
-    def land(self) -> None:
-        """Apply the writes whose answers were lost, as the server resuming would."""
-        for body in self.late:
-            if "resourceVersion" in body["metadata"]:
-                self._check_replace(body)
-            else:
-                self._check_create(body)
-            self._store(body)
-        self.late.clear()
-
-    def view(self) -> LeaseView:
-        assert self.lease is not None
-        return LeaseView.decode(self.lease)
-
-
-def _lock(
-    store: Store, clock: FakeClock, me: str = "r0", *, at_most: float = 600, grace: float = 300
-) -> JobLock:
-    return make_lock(store, identity=me, lock_at_most_for=at_most, clock=clock, grace=grace)
-
-
-def _cached_lock(store: Store, clock: FakeClock, observations: Observations) -> JobLock:
+def _cached_lock(store: LosingStore, clock: FakeClock, observations: Observations) -> JobLock:
     """r0's lock (30 s at most) judging on ``observations`` through a claim cache, unordered:
     the informer-fed shape of a lock that Jobs builds."""
     return make_lock(
@@ -127,24 +44,18 @@ def _tick(clock: FakeClock, after: float = 0.0) -> datetime:
     return clock.now() + timedelta(seconds=after)
 
 
-def _unanswered_claim(lose: str, **options: float) -> tuple[FakeClock, Store, JobLock, datetime]:
-    """r0's claim of the tick now, whose write is lost the way ``lose`` says (Store.lose): the
+def _unanswered_claim(
+    lose: str, **options: float
+) -> tuple[FakeClock, LosingStore, JobLock, datetime]:
+    """r0's claim of the tick now, whose write is lost the way ``lose`` says (LosingStore.lose): the
     claim raises Unavailable. Returns the clock, the store, r0's lock and the tick."""
-    clock, store = FakeClock(), Store()
-    lock = _lock(store, clock, **options)
+    clock, store = FakeClock(), LosingStore()
+    lock = job_lock(store, clock, **options)
     t1 = _tick(clock)
     store.lose = [lose]
     with pytest.raises(Unavailable):
         lock.try_acquire(t1)
     return clock, store, lock, t1
-
-
-def _events(caplog: pytest.LogCaptureFixture, level: int = logging.WARNING) -> list[str]:
-    return [
-        getattr(r, "k8slease_event", r.getMessage())
-        for r in caplog.records
-        if r.levelno >= level and r.name.startswith("k8slease")
-    ]
 
 
 def test_a_claim_applied_after_its_timeout_is_run_within_its_grace(
@@ -163,7 +74,7 @@ def test_a_claim_applied_after_its_timeout_is_run_within_its_grace(
     assert isinstance(grant, Grant), f"skipped with {grant}"
     assert grant.tick == t1 and grant.fencing_token == store.view().fencing_token
     assert not grant.lost.is_set()
-    assert "lock.claim_applied_late" in _events(caplog)
+    assert "lock.claim_applied_late" in logged_events(caplog)
     lock.finish(grant, "succeeded")
     assert store.view().job.last_run is not None
     assert store.view().job.last_run.outcome == "succeeded"
@@ -187,7 +98,7 @@ def test_a_claim_applied_past_its_grace_is_released_at_once_and_the_next_tick_ru
     assert job.last_run is not None and job.last_run.tick == t1
     assert job.last_run.outcome == "lost" and job.last_run.holder == "r0"
     assert job.count("lost") == 1
-    assert {"lock.claim_applied_late", "lock.tick_lost"} <= set(_events(caplog))
+    assert {"lock.claim_applied_late", "lock.tick_lost"} <= set(logged_events(caplog))
 
 
 def test_a_claim_applied_past_the_keepalive_budget_is_not_run() -> None:
@@ -219,8 +130,8 @@ def test_a_claim_still_in_flight_is_settled_when_it_lands() -> None:
 
 def test_a_claim_that_was_not_applied_is_settled_as_refused() -> None:
     """Server down: the claim never lands; the next tick is claimed normally, token one up."""
-    clock, store = FakeClock(), Store()
-    lock = _lock(store, clock)
+    clock, store = FakeClock(), LosingStore()
+    lock = job_lock(store, clock)
     first = lock.try_acquire(_tick(clock))
     assert isinstance(first, Grant)
     lock.finish(first, "succeeded")
@@ -242,11 +153,11 @@ def test_other_replicas_report_each_tick_skipped_for_a_silent_holder(
     """r0's claim was applied after r0 gave up (and r0 fires no more ticks): r1 skips while the
     lock runs out, each skip at WARNING once the holder has been silent past a keep-alive."""
     clock, store, _, _ = _unanswered_claim("applied", at_most=30)
-    r1 = _lock(store, clock, "r1", at_most=30)
+    r1 = job_lock(store, clock, "r1", at_most=30)
     clock.advance(2)
     with caplog.at_level(logging.DEBUG, logger="k8slease"):
         assert r1.try_acquire(_tick(clock)) is Verdict.HELD  # just seen: not silent yet
-    assert "lock.skipped_silent_holder" not in _events(caplog)
+    assert "lock.skipped_silent_holder" not in logged_events(caplog)
     caplog.clear()
     clock.advance(16)  # past one keep-alive (10 s) + a request timeout (5 s), unchanged
 
@@ -255,15 +166,15 @@ def test_other_replicas_report_each_tick_skipped_for_a_silent_holder(
         clock.advance(2)
         assert r1.try_acquire(_tick(clock)) is Verdict.HELD
 
-    assert _events(caplog).count("lock.skipped_silent_holder") == 2
+    assert logged_events(caplog).count("lock.skipped_silent_holder") == 2
 
 
 def test_a_lock_kept_idle_by_lock_at_least_for_is_not_silent(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    clock, store = FakeClock(), Store()
+    clock, store = FakeClock(), LosingStore()
     r0 = make_lock(store, identity="r0", lock_at_most_for=60, lock_at_least_for=60, clock=clock)
-    r1 = _lock(store, clock, "r1", at_most=60)
+    r1 = job_lock(store, clock, "r1", at_most=60)
     grant = r0.try_acquire(_tick(clock))
     assert isinstance(grant, Grant)
     r0.finish(grant, "succeeded")
@@ -271,14 +182,14 @@ def test_a_lock_kept_idle_by_lock_at_least_for_is_not_silent(
     clock.advance(40)
     with caplog.at_level(logging.WARNING, logger="k8slease"):
         assert r1.try_acquire(_tick(clock)) is Verdict.HELD
-    assert "lock.skipped_silent_holder" not in _events(caplog)
+    assert "lock.skipped_silent_holder" not in logged_events(caplog)
 
 
 def test_a_finished_run_whose_release_was_not_answered_is_written_by_the_next_write() -> None:
     """The run succeeded; its release got no answer (not applied). The record is kept and the
     next claim writes it first: the Lease records the success, never a lost run."""
-    clock, store = FakeClock(), Store()
-    lock = _lock(store, clock, at_most=30)
+    clock, store = FakeClock(), LosingStore()
+    lock = job_lock(store, clock, at_most=30)
     grant = lock.try_acquire(_tick(clock))
     assert isinstance(grant, Grant)
     store.down = True
@@ -298,8 +209,8 @@ def test_a_finished_run_whose_release_was_not_answered_is_written_by_the_next_wr
 
 
 def test_a_release_applied_but_unanswered_is_not_written_twice() -> None:
-    clock, store = FakeClock(), Store()
-    lock = _lock(store, clock, at_most=30)
+    clock, store = FakeClock(), LosingStore()
+    lock = job_lock(store, clock, at_most=30)
     grant = lock.try_acquire(_tick(clock))
     assert isinstance(grant, Grant)
     store.lose = ["applied"]
@@ -317,8 +228,8 @@ def test_a_release_not_answered_is_retried_until_it_lands_before_anyone_may_take
     release is retried in the background and lands once the server answers, within
     lock_at_most_for, so the replica that would have taken the lock over finds the run recorded
     as it ended instead of recording it lost."""
-    clock, store = FakeClock(), Store()
-    r0, r1 = _lock(store, clock, "r0", at_most=30), _lock(store, clock, "r1", at_most=30)
+    clock, store = FakeClock(), LosingStore()
+    r0, r1 = job_lock(store, clock, "r0", at_most=30), job_lock(store, clock, "r1", at_most=30)
     grant = r0.try_acquire(_tick(clock))
     assert isinstance(grant, Grant)
     r1.read_state()
@@ -362,7 +273,7 @@ def test_a_kept_release_written_on_a_stale_view_reads_and_writes_again() -> None
     late, after the view it judges on. The kept release's write on that view is a 409; the lock
     reads, finds the Lease still naming its grant and releases, then claims the next tick,
     instead of skipping it as held by itself."""
-    clock, store = FakeClock(), Store()
+    clock, store = FakeClock(), LosingStore()
     observations = Observations(clock)
     lock = _cached_lock(store, clock, observations)
     grant = lock.try_acquire(_tick(clock))
@@ -391,7 +302,7 @@ def test_an_own_claim_landing_while_the_replica_judges_is_settled_not_skipped() 
     clock = FakeClock()
     observations = Observations(clock)
 
-    class LandsAfterRead(Store):
+    class LandsAfterRead(LosingStore):
         def get(self, name: str) -> dict[str, Any]:
             before = super().get(name)
             if self.late:
@@ -424,14 +335,14 @@ def test_a_claim_applied_long_after_it_was_sent_is_reported_from_the_first_skip(
     holder's own write is older than a keep-alive (10 s) + a request timeout (5 s) + a keep-alive
     of skew allowance: its first skip is at WARNING, not DEBUG (soak seed 8002, tick 151)."""
     clock, store, _, _ = _unanswered_claim("later", at_most=30)
-    r1 = _lock(store, clock, "r1", at_most=30)
+    r1 = job_lock(store, clock, "r1", at_most=30)
     clock.advance(29)
     store.land()
 
     with caplog.at_level(logging.DEBUG, logger="k8slease"):
         assert r1.try_acquire(_tick(clock)) is Verdict.HELD
 
-    assert "lock.skipped_silent_holder" in _events(caplog)
+    assert "lock.skipped_silent_holder" in logged_events(caplog)
 
 
 def test_the_catch_up_read_does_not_make_a_released_grant_look_held_again() -> None:
@@ -440,8 +351,8 @@ def test_the_catch_up_read_does_not_make_a_released_grant_look_held_again() -> N
     by this replica's finished grant, and the next tick was skipped at DEBUG "held by" itself
     (soak seeds 8049, 8197: LEADER ticks lost without a report). The read only informs the
     catch-up now."""
-    clock, store = FakeClock(), Store()
-    lock = _lock(store, clock, at_most=30)
+    clock, store = FakeClock(), LosingStore()
+    lock = job_lock(store, clock, at_most=30)
     grant = lock.try_acquire(_tick(clock))
     assert isinstance(grant, Grant)
     stale = copy.deepcopy(store.lease)  # the read's answer, served before the release
@@ -451,6 +362,6 @@ def test_the_catch_up_read_does_not_make_a_released_grant_look_held_again() -> N
     assert lock.read_state() is not None
     seen = lock.seen()
     assert seen is not None and not seen.record.held, "the stale read was taken as the latest"
-    store.get = Store.get.__get__(store)  # type: ignore[method-assign]
+    store.get = LosingStore.get.__get__(store)  # type: ignore[method-assign]
     clock.advance(10)
     assert isinstance(lock.try_acquire(_tick(clock)), Grant)

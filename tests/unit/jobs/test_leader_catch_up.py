@@ -19,14 +19,14 @@ from k8slease.jobs.lock import Grant
 from k8slease.jobs.runner import TickRunner
 from k8slease.jobs.spec import JobSpec, Mode
 from tests.support.fakeclock import FakeClock
-from tests.unit.jobs.test_indeterminate_writes import Store, _lock
+from tests.support.jobleases import LosingStore, job_lock
 
 
-def _pending_ticks(clock: FakeClock, store: Store, *, late: float) -> list[object]:
+def _pending_ticks(clock: FakeClock, store: LosingStore, *, late: float) -> list[object]:
     """The previous leader ran the tick at T0; the tick at T0+10 s came due between terms; the
     new term begins ``late`` seconds after it: what does its catch-up submit?"""
     t0 = clock.now()
-    previous = _lock(store, clock, "r1")
+    previous = job_lock(store, clock, "r1")
     grant = previous.try_acquire(t0)
     assert isinstance(grant, Grant)
     previous.finish(grant, "succeeded")
@@ -38,14 +38,14 @@ def _pending_ticks(clock: FakeClock, store: Store, *, late: float) -> list[objec
         trigger=IntervalTrigger(seconds=10, start_date=t0),
         grace=5.0,
     )
-    runner = TickRunner(spec, group="g", identity="r0", lock=_lock(store, clock), clock=clock)
+    runner = TickRunner(spec, group="g", identity="r0", lock=job_lock(store, clock), clock=clock)
     scheduler = BackgroundScheduler()
     schedule_catch_up(scheduler, [runner], now=clock.now(), executor="default", on_loop=False)
     return [job.func.args[1] for job in scheduler.get_jobs()]
 
 
 def test_a_tick_due_between_terms_is_caught_up_when_the_term_begins() -> None:
-    clock, store = FakeClock(), Store()
+    clock, store = FakeClock(), LosingStore()
     t1 = clock.now() + timedelta(seconds=10)
 
     assert _pending_ticks(clock, store, late=0.5) == [[t1]]

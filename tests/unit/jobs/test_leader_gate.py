@@ -17,10 +17,10 @@ from k8slease.jobs.lockrules import Verdict
 from k8slease.jobs.runner import TickRunner
 from k8slease.jobs.spec import JobSpec, Mode
 from tests.support.fakeclock import FakeClock
-from tests.unit.jobs.test_indeterminate_writes import Store, _events, _lock
+from tests.support.jobleases import LosingStore, job_lock, logged_events
 
 
-class SlowStore(Store):
+class SlowStore(LosingStore):
     """A store whose writes take ``delay`` seconds of the fake clock."""
 
     def __init__(self, clock: FakeClock, delay: float) -> None:
@@ -43,7 +43,7 @@ class Leadership:
 
 
 def _runner(
-    clock: FakeClock, store: Store, func: Any, leading: Leadership, **lock: float
+    clock: FakeClock, store: LosingStore, func: Any, leading: Leadership, **lock: float
 ) -> TickRunner:
     """r0's runner of a LEADER-class job every 10 s, its lock (``_lock`` options ``lock``) on
     ``store``, leading while ``leading()`` says so."""
@@ -52,7 +52,7 @@ def _runner(
         spec,
         group="g",
         identity="r0",
-        lock=_lock(store, clock, **lock),
+        lock=job_lock(store, clock, **lock),
         is_leader=leading,
         clock=clock,
     )
@@ -71,7 +71,7 @@ def test_a_leader_run_does_not_start_when_leadership_ended_during_the_claim_writ
 
     assert ran == [], "a LEADER run started on a replica that no longer leads"
     assert outcome is None
-    assert "job.not_started" in _events(caplog)
+    assert "job.not_started" in logged_events(caplog)
     job = store.view().job
     assert store.view().record.holder == ""  # released at once
     assert job.last_run is not None and job.last_run.outcome == "lost"
@@ -87,7 +87,7 @@ def test_a_leader_run_does_not_start_when_leadership_ended_during_the_claim_writ
 
 def test_a_leader_run_reads_lost_the_moment_leadership_ends() -> None:
     clock = FakeClock()
-    store = Store()
+    store = LosingStore()
     seen: list[bool] = []
 
     def job(ctx: JobContext) -> None:
@@ -104,7 +104,7 @@ def test_a_leader_run_reads_lost_the_moment_leadership_ends() -> None:
 
 def test_leadership_ended_sets_lost_and_cancels_a_coroutine_run() -> None:
     clock = FakeClock()
-    store = Store()
+    store = LosingStore()
     leading = Leadership(clock, float("inf"))
     started = asyncio.Event()
 
@@ -129,14 +129,14 @@ def test_ticks_skipped_while_the_api_server_was_unreachable_are_named_at_warning
     """Issue 26: with the API server paused across ticks, each skip was a DEBUG line after one
     warning; once the server answers again the replica names every tick it skipped."""
     clock = FakeClock()
-    store = Store()
+    store = LosingStore()
     spec = JobSpec(
         name="job",
         func=lambda ctx: None,
         mode=Mode.ONCE_PER_TICK,
         trigger=IntervalTrigger(seconds=2),
     )
-    runner = TickRunner(spec, group="g", identity="r0", lock=_lock(store, clock), clock=clock)
+    runner = TickRunner(spec, group="g", identity="r0", lock=job_lock(store, clock), clock=clock)
     store.down = True
     skipped = []
     for _ in range(3):
@@ -163,7 +163,7 @@ def test_a_leader_tick_fired_after_the_term_ended_is_reported_lost(
     came due, so it never fired it, and the leaderless watch had missed its time in the pause:
     the tick ran nowhere and nobody said so."""
     clock = FakeClock()
-    store = Store()
+    store = LosingStore()
     ran: list[JobContext] = []
     runner = _runner(clock, store, ran.append, Leadership(clock, clock.monotonic() - 1.0))
 
@@ -171,7 +171,7 @@ def test_a_leader_tick_fired_after_the_term_ended_is_reported_lost(
         outcome = runner.run_tick(clock.now())
 
     assert ran == [] and outcome is None
-    assert "job.ticks_being_lost" in _events(caplog)
+    assert "job.ticks_being_lost" in logged_events(caplog)
     assert runner.losses.count == 1
     assert store.lease is None, "nothing claimed"
 
@@ -183,8 +183,8 @@ def test_a_leader_claim_refused_after_the_term_ended_reports_the_tick_lost(
     turn in the claim order, was paused past its renew deadline, then found the tick claimed
     over (a later tick, by the next leader): a quiet ``locked`` skip, and the tick ran nowhere."""
     clock = FakeClock()
-    store = Store()
-    other = _lock(store, clock, "r1")
+    store = LosingStore()
+    other = job_lock(store, clock, "r1")
     later = clock.now()
     assert not isinstance(other.try_acquire(later), Verdict)  # the next leader's later tick
     ran: list[JobContext] = []
@@ -201,7 +201,7 @@ def test_a_leader_claim_refused_after_the_term_ended_reports_the_tick_lost(
         outcome = runner.run_tick(later - timedelta(seconds=10))
 
     assert ran == [] and outcome is None
-    assert "job.ticks_being_lost" in _events(caplog)
+    assert "job.ticks_being_lost" in logged_events(caplog)
     assert runner.losses.count == 1
 
 
@@ -218,7 +218,7 @@ def test_a_tick_fired_while_this_replica_still_runs_the_previous_one_is_named_at
     released) the previous one; the holder skipped it as ``running`` and the others as ``held``,
     all at DEBUG, and the tick ran nowhere without a word. The holder now says so."""
     clock = FakeClock()
-    store = Store()
+    store = LosingStore()
     inner: list[str | None] = []
     fired: list[str] = []
     runner: TickRunner | None = None
@@ -231,7 +231,7 @@ def test_a_tick_fired_while_this_replica_still_runs_the_previous_one_is_named_at
     spec = JobSpec(
         name="job", func=body, mode=Mode.ONCE_PER_TICK, trigger=IntervalTrigger(seconds=2)
     )
-    runner = TickRunner(spec, group="g", identity="r0", lock=_lock(store, clock), clock=clock)
+    runner = TickRunner(spec, group="g", identity="r0", lock=job_lock(store, clock), clock=clock)
     with caplog.at_level(logging.DEBUG, logger="k8slease"):
         assert runner.run_tick(clock.now()) == "succeeded"
     assert inner == [None], "the next tick did not run inside the first one's run"

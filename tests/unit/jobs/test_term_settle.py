@@ -14,11 +14,11 @@ import pytest
 from k8slease.jobs.context import JobContext
 from k8slease.jobs.runner import TickRunner
 from tests.support.fakeclock import FakeClock
-from tests.unit.jobs.test_indeterminate_writes import Store, _events
+from tests.support.jobleases import LosingStore, logged_events
 from tests.unit.jobs.test_leader_gate import Leadership, SlowStore, _runner
 
 
-def _unanswered_claim(clock: FakeClock, store: Store, leading: Leadership) -> TickRunner:
+def _unanswered_claim(clock: FakeClock, store: LosingStore, leading: Leadership) -> TickRunner:
     """r0 leads, claims a tick; the write's answer is lost, the write not yet applied."""
     ran: list[JobContext] = []
     runner = _runner(clock, store, ran.append, leading, at_most=30)
@@ -32,7 +32,7 @@ def _unanswered_claim(clock: FakeClock, store: Store, leading: Leadership) -> Ti
 def test_a_claim_landing_after_the_term_ended_is_released_at_once_and_named_at_warning(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    clock, store = FakeClock(), Store()
+    clock, store = FakeClock(), LosingStore()
     leading = Leadership(clock, clock.monotonic() + 3.0)
     runner = _unanswered_claim(clock, store, leading)
     clock.advance(4)  # the term ends
@@ -54,7 +54,7 @@ def test_a_claim_landing_after_the_term_ended_is_released_at_once_and_named_at_w
         r for r in caplog.records if getattr(r, "k8slease_event", "") == "lock.claim_applied_late"
     ]
     assert late and "decision=release" in late[0].getMessage()
-    assert "lock.tick_lost" in _events(caplog)
+    assert "lock.tick_lost" in logged_events(caplog)
 
 
 def test_a_claim_left_unanswered_after_the_term_ended_is_settled_too() -> None:
@@ -72,7 +72,7 @@ def test_a_claim_left_unanswered_after_the_term_ended_is_settled_too() -> None:
 
 
 def _settling_after_the_term(
-    clock: FakeClock, store: Store
+    clock: FakeClock, store: LosingStore
 ) -> tuple[Leadership, TickRunner, threading.Thread]:
     """A LEADER claim left unanswered, then the term ended: the settling thread it started."""
     leading = Leadership(clock, clock.monotonic() + 3.0)
@@ -85,7 +85,7 @@ def _settling_after_the_term(
 
 
 def test_a_claim_that_never_lands_is_looked_at_only_until_the_lock_could_be_taken_over() -> None:
-    clock, store = FakeClock(), Store()
+    clock, store = FakeClock(), LosingStore()
     _, _, thread = _settling_after_the_term(clock, store)
 
     clock.run_until(lambda: not thread.is_alive(), limit=40, step=1.0)
@@ -96,7 +96,7 @@ def test_a_claim_that_never_lands_is_looked_at_only_until_the_lock_could_be_take
 
 def test_settling_after_the_term_stops_when_the_replica_leads_again() -> None:
     """Leading again, the claim path settles the claim (and may run it): the thread leaves it."""
-    clock, store = FakeClock(), Store()
+    clock, store = FakeClock(), LosingStore()
     leading, runner, thread = _settling_after_the_term(clock, store)
     leading.until = clock.monotonic() + 600  # a new term
     store.land()

@@ -16,7 +16,7 @@ from k8slease import ConfigError, JobContext, TickLock, TickSkipped
 from k8slease.jobs.lock import JobLock
 from k8slease.jobs.runner import TickRunner
 from tests.support.fakeclock import FakeClock
-from tests.unit.jobs.test_indeterminate_writes import Store
+from tests.support.jobleases import LosingStore
 
 T0 = datetime(2026, 1, 1, 2, 0, tzinfo=UTC)
 
@@ -35,7 +35,9 @@ class Recorder:
         self.skips.append((group, job, reason))
 
 
-def _replica(store: Store, clock: FakeClock, me: str, metrics: Recorder | None = None) -> TickLock:
+def _replica(
+    store: LosingStore, clock: FakeClock, me: str, metrics: Recorder | None = None
+) -> TickLock:
     ticks = TickLock(
         "g",
         namespace="default",
@@ -56,7 +58,7 @@ def clock() -> FakeClock:
 def test_two_replicas_one_tick_exactly_one_runs_and_the_loser_learns_at_once(
     clock: FakeClock,
 ) -> None:
-    store = Store()
+    store = LosingStore()
     metrics = Recorder()
     a, b = _replica(store, clock, "r0", metrics), _replica(store, clock, "r1", metrics)
     ran: list[JobContext] = []
@@ -82,7 +84,7 @@ def test_two_replicas_one_tick_exactly_one_runs_and_the_loser_learns_at_once(
 
 
 def test_each_grant_gets_a_larger_fencing_token_whoever_wins(clock: FakeClock) -> None:
-    store = Store()
+    store = LosingStore()
     replicas = [_replica(store, clock, "r0"), _replica(store, clock, "r1")]
     tokens = []
     for i in range(6):
@@ -98,7 +100,7 @@ def test_each_grant_gets_a_larger_fencing_token_whoever_wins(clock: FakeClock) -
 def test_an_exception_in_the_block_is_recorded_failed_and_raised_again(
     clock: FakeClock, caplog: pytest.LogCaptureFixture
 ) -> None:
-    store = Store()
+    store = LosingStore()
     metrics = Recorder()
     a = _replica(store, clock, "r0", metrics)
     with pytest.raises(ZeroDivisionError), a.hold("job", tick=T0, lock_at_most_for=60):
@@ -116,7 +118,7 @@ def test_an_exception_in_the_block_is_recorded_failed_and_raised_again(
 def test_the_tick_is_now_floored_to_the_period_so_replicas_firing_apart_agree(
     clock: FakeClock,
 ) -> None:
-    store = Store()
+    store = LosingStore()
     a, b = _replica(store, clock, "r0"), _replica(store, clock, "r1")
     clock.advance(7)  # 02:00:07
     with a.hold("job", period=60, lock_at_most_for=30) as ctx:
@@ -131,7 +133,7 @@ def test_the_tick_is_now_floored_to_the_period_so_replicas_firing_apart_agree(
 
 
 def test_lock_at_least_for_keeps_a_fast_run_s_lock(clock: FakeClock) -> None:
-    store = Store()
+    store = LosingStore()
     a, b = _replica(store, clock, "r0"), _replica(store, clock, "r1")
     with a.hold("job", tick=T0, lock_at_most_for=60, lock_at_least_for=30):
         pass
@@ -148,7 +150,7 @@ def test_lock_at_least_for_keeps_a_fast_run_s_lock(clock: FakeClock) -> None:
 def test_an_unreachable_api_server_is_a_skip_with_one_warning(
     clock: FakeClock, caplog: pytest.LogCaptureFixture
 ) -> None:
-    store = Store()
+    store = LosingStore()
     store.down = True
     a = _replica(store, clock, "r0")
     for i in range(2):
@@ -163,7 +165,7 @@ def test_an_unreachable_api_server_is_a_skip_with_one_warning(
 
 
 def test_a_skip_is_logged_at_debug(clock: FakeClock, caplog: pytest.LogCaptureFixture) -> None:
-    store = Store()
+    store = LosingStore()
     a, b = _replica(store, clock, "r0"), _replica(store, clock, "r1")
     caplog.set_level(logging.DEBUG, logger="k8slease")
     with a.hold("job", tick=T0, lock_at_most_for=60):
@@ -179,7 +181,7 @@ def test_a_skip_is_logged_at_debug(clock: FakeClock, caplog: pytest.LogCaptureFi
 def test_the_decorator_runs_zero_and_one_argument_functions_once_per_tick(
     clock: FakeClock,
 ) -> None:
-    store = Store()
+    store = LosingStore()
     a, b = _replica(store, clock, "r0"), _replica(store, clock, "r1")
     seen: list[tuple[str, int | None]] = []
 
@@ -207,7 +209,7 @@ def test_the_decorator_runs_zero_and_one_argument_functions_once_per_tick(
 
 
 def test_the_bare_decorator_names_the_job_after_the_function(clock: FakeClock) -> None:
-    store = Store()
+    store = LosingStore()
     a = _replica(store, clock, "r0")
     store_name: list[str] = []
 
@@ -220,7 +222,7 @@ def test_the_bare_decorator_names_the_job_after_the_function(clock: FakeClock) -
 
 
 def test_the_decorator_records_and_reraises_an_exception(clock: FakeClock) -> None:
-    store = Store()
+    store = LosingStore()
     a = _replica(store, clock, "r0")
 
     @a.once_per_tick("job", lock_at_most_for=60)
@@ -234,7 +236,7 @@ def test_the_decorator_records_and_reraises_an_exception(clock: FakeClock) -> No
 
 
 def test_async_with_and_the_async_decorator(clock: FakeClock) -> None:
-    store = Store()
+    store = LosingStore()
     a, b = _replica(store, clock, "r0"), _replica(store, clock, "r1")
 
     @b.once_per_tick("job", lock_at_most_for=60)
@@ -260,7 +262,7 @@ def test_async_with_and_the_async_decorator(clock: FakeClock) -> None:
 
 
 def test_an_async_job_is_cancelled_when_its_lock_is_lost(clock: FakeClock) -> None:
-    store = Store()
+    store = LosingStore()
     a = _replica(store, clock, "r0")
     cancelled: list[bool] = []
 
@@ -282,7 +284,7 @@ def test_an_async_job_is_cancelled_when_its_lock_is_lost(clock: FakeClock) -> No
 
 
 def test_a_hold_is_used_once(clock: FakeClock) -> None:
-    a = _replica(Store(), clock, "r0")
+    a = _replica(LosingStore(), clock, "r0")
     hold = a.hold("job", tick=T0, lock_at_most_for=60)
     with hold:
         pass
@@ -292,7 +294,7 @@ def test_a_hold_is_used_once(clock: FakeClock) -> None:
 
 def test_tick_lock_jobs_run_on_the_jobs_lock_path(clock: FakeClock) -> None:
     """One code path: the tick lock's job is a JobLock driven by a TickRunner, as in Jobs."""
-    a = _replica(Store(), clock, "r0")
+    a = _replica(LosingStore(), clock, "r0")
     with a.hold("job", tick=T0, lock_at_most_for=60):
         pass
     runner = a._runners["job"][0]
@@ -317,7 +319,7 @@ def test_tick_lock_jobs_run_on_the_jobs_lock_path(clock: FakeClock) -> None:
 def test_bad_options_are_refused_before_any_request(
     clock: FakeClock, kwargs: dict[str, Any], message: str
 ) -> None:
-    store = Store()
+    store = LosingStore()
     a = _replica(store, clock, "r0")
     with pytest.raises(ConfigError, match=message):
         a.hold("job", **kwargs)
@@ -325,7 +327,7 @@ def test_bad_options_are_refused_before_any_request(
 
 
 def test_bad_names_and_shapes_are_refused(clock: FakeClock) -> None:
-    a = _replica(Store(), clock, "r0")
+    a = _replica(LosingStore(), clock, "r0")
     with pytest.raises(ConfigError, match="DNS label"):
         a.hold("Bad_Name", tick=T0)
     with pytest.raises(ConfigError, match="must take one argument"):
@@ -342,7 +344,7 @@ def test_bad_names_and_shapes_are_refused(clock: FakeClock) -> None:
 
 
 def test_a_job_keeps_the_lock_times_of_its_first_use(clock: FakeClock) -> None:
-    a = _replica(Store(), clock, "r0")
+    a = _replica(LosingStore(), clock, "r0")
     with a.hold("job", tick=T0, lock_at_most_for=60):
         pass
     with pytest.raises(ConfigError, match="lock_at_most_for=60"):
@@ -355,7 +357,7 @@ def test_an_earlier_claim_applied_after_its_answer_was_lost_runs_first_then_the_
 ) -> None:
     """Issue 26's case through the decorator: the claim of T0 timed out (skipped as the API
     being unreachable) but was applied; the next call settles it, runs T0, then T1."""
-    store = Store()
+    store = LosingStore()
     a = _replica(store, clock, "r0")
     seen: list[datetime | None] = []
 
@@ -391,7 +393,7 @@ def test_a_decorated_function_takes_only_tick_as_a_scheduler_inspecting_it_sees(
 ) -> None:
     import inspect
 
-    a = _replica(Store(), clock, "r0")
+    a = _replica(LosingStore(), clock, "r0")
 
     @a.once_per_tick("job", period=60)
     def report(ctx: JobContext) -> None:

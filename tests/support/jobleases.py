@@ -1,0 +1,119 @@
+"""A job Lease in memory that can lose answers, and what the lock tests share around it
+(``tests.support.jobleases``).
+
+The store applies conditional writes like kube-apiserver and can lose an answer: the write is
+applied (now, or later) and the caller gets ``Unavailable`` as on a timeout (issue 26).
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from typing import Any
+
+import pytest
+
+from k8slease.errors import AlreadyExists, Conflict, NotFound, Unavailable
+from k8slease.jobs.lock import JobLock
+from k8slease.lease.view import LeaseView
+from tests.support.factories import make_lock
+from tests.support.fakeclock import FakeClock
+
+
+class LosingStore:
+    """One job Lease with resourceVersions; ``lose`` loses the answers of the next writes
+    (``"applied"``: applied then lost; ``"down"``: not applied; ``"later"``: applied when
+    :meth:`land` is called)."""
+
+    namespace = "default"
+    request_timeout = 5.0
+
+    def __init__(self) -> None:
+        self.lease: dict[str, Any] | None = None
+        self.rv = 0
+        self.lose: list[str] = []
+        self.down = False
+        self.late: list[dict[str, Any]] = []
+        self.writes = 0
+
+    def _store(self, body: dict[str, Any]) -> dict[str, Any]:
+        self.rv += 1
+        stored = copy.deepcopy(body)
+        stored["metadata"]["resourceVersion"] = str(self.rv)
+        stored["metadata"].setdefault("uid", "u1")
+        self.lease = stored
+        self.writes += 1
+        return copy.deepcopy(stored)
+
+    def get(self, name: str) -> dict[str, Any]:
+        if self.down:
+            raise Unavailable("timed out", status=None)
+        if self.lease is None:
+            raise NotFound("not found", status=404)
+        return copy.deepcopy(self.lease)
+
+    def _write(self, body: dict[str, Any], check: Any) -> dict[str, Any]:
+        if self.down:
+            raise Unavailable("timed out", status=None)
+        mode = self.lose.pop(0) if self.lose else ""
+        if mode == "down":
+            raise Unavailable("timed out", status=None)
+        if mode == "later":
+            self.late.append(body)
+            raise Unavailable("timed out", status=None)
+        check(body)
+        written = self._store(body)
+        if mode == "applied":
+            raise Unavailable("connection reset", status=None)
+        return written
+
+    def _check_create(self, body: dict[str, Any]) -> None:
+        if self.lease is not None:
+            raise AlreadyExists("exists", status=409, reason="AlreadyExists")
+
+    def _check_replace(self, body: dict[str, Any]) -> None:
+        if self.lease is None:
+            raise NotFound("gone", status=404)
+        if body["metadata"].get("resourceVersion") != self.lease["metadata"]["resourceVersion"]:
+            raise Conflict("conflict", status=409, reason="Conflict")
+
+    def create(self, body: dict[str, Any]) -> dict[str, Any]:
+        return self._write(body, self._check_create)
+
+    def replace(self, name: str, body: dict[str, Any]) -> dict[str, Any]:
+        return self._write(body, self._check_replace)
+
+    def land(self) -> None:
+        """Apply the writes whose answers were lost, as the server resuming would."""
+        for body in self.late:
+            if "resourceVersion" in body["metadata"]:
+                self._check_replace(body)
+            else:
+                self._check_create(body)
+            self._store(body)
+        self.late.clear()
+
+    def view(self) -> LeaseView:
+        assert self.lease is not None
+        return LeaseView.decode(self.lease)
+
+
+def job_lock(
+    store: LosingStore,
+    clock: FakeClock,
+    me: str = "r0",
+    *,
+    at_most: float = 600,
+    grace: float = 300,
+) -> JobLock:
+    """``me``'s lock on ``store`` (the defaults: 600 s at most, 300 s of grace)."""
+    return make_lock(store, identity=me, lock_at_most_for=at_most, clock=clock, grace=grace)
+
+
+def logged_events(caplog: pytest.LogCaptureFixture, level: int = logging.WARNING) -> list[str]:
+    """The k8slease events (``lock.tick_lost``, ...) logged at ``level`` or above, in order."""
+    return [
+        getattr(r, "k8slease_event", r.getMessage())
+        for r in caplog.records
+        if r.levelno >= level and r.name.startswith("k8slease")
+    ]
