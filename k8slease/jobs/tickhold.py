@@ -16,6 +16,7 @@ the skip silent.
 from __future__ import annotations
 
 import asyncio
+import types
 from datetime import datetime
 from functools import partial
 from typing import Literal
@@ -123,8 +124,13 @@ class TickHold:
         ctx, self._attempt = claim(self._runner, self._tick, again=self._again)
         return ctx
 
-    def __exit__(self, *exc_info: object) -> Literal[False]:
-        finish(self._runner, self._take_attempt(), _raised(exc_info))
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: types.TracebackType | None,
+    ) -> Literal[False]:
+        finish(self._runner, self._take_attempt(), exc)
         return False
 
     async def __aenter__(self) -> JobContext:
@@ -134,8 +140,13 @@ class TickHold:
         )
         return ctx
 
-    async def __aexit__(self, *exc_info: object) -> Literal[False]:
-        attempt, exc = self._take_attempt(), _raised(exc_info)
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: types.TracebackType | None,
+    ) -> Literal[False]:
+        attempt = self._take_attempt()
         if isinstance(exc, asyncio.CancelledError):
             # cancelled from outside: release now, without awaiting (the task is going away)
             finish(self._runner, attempt, exc)
@@ -147,9 +158,3 @@ class TickHold:
         """The claim attempt of this ``with``, handed over once (the hold can be used again)."""
         attempt, self._attempt = self._attempt, None
         return attempt
-
-
-def _raised(exc_info: tuple[object, ...]) -> BaseException | None:
-    """The exception of an ``__exit__``'s ``(type, value, traceback)``, ``None`` without one."""
-    value = exc_info[1] if len(exc_info) > 1 else None
-    return value if isinstance(value, BaseException) else None
