@@ -82,7 +82,7 @@ EXCLUDED: list[tuple[str | None, str | None, str | None, str]] = [
 
 #: The child's timings (contract_child.TIMING): the bounds below follow from them.
 RENEW_INTERVAL = 0.5
-RENEW_DEADLINE = 2.5
+RENEW_DEADLINE = 4.0
 #: slack for a busy 2-core machine on top of each bound
 SLACK = 2.0
 CHILDREN = 8
