@@ -12,9 +12,12 @@ import logging
 from typing import Any
 
 import pytest
+from apscheduler.triggers.interval import IntervalTrigger
 
 from k8slease.errors import AlreadyExists, Conflict, NotFound, Unavailable
 from k8slease.jobs.lock import JobLock
+from k8slease.jobs.runner import TickRunner
+from k8slease.jobs.spec import JobSpec, Mode
 from k8slease.lease.view import LeaseView
 from tests.support.factories import make_lock
 from tests.support.fakeclock import FakeClock
@@ -117,3 +120,41 @@ def logged_events(caplog: pytest.LogCaptureFixture, level: int = logging.WARNING
         for r in caplog.records
         if r.levelno >= level and r.name.startswith("k8slease")
     ]
+
+
+class SlowStore(LosingStore):
+    """A store whose writes take ``delay`` seconds of the fake clock."""
+
+    def __init__(self, clock: FakeClock, delay: float) -> None:
+        super().__init__()
+        self.clock, self.delay = clock, delay
+
+    def create(self, body: dict[str, Any]) -> dict[str, Any]:
+        self.clock.advance(self.delay)
+        return super().create(body)
+
+
+class Leadership:
+    """Leads until ``until`` on the monotonic clock (as the elector's belief ends)."""
+
+    def __init__(self, clock: FakeClock, until: float) -> None:
+        self.clock, self.until = clock, until
+
+    def __call__(self) -> bool:
+        return self.clock.monotonic() < self.until
+
+
+def leader_runner(
+    clock: FakeClock, store: LosingStore, func: Any, leading: Leadership, **lock: float
+) -> TickRunner:
+    """r0's runner of a LEADER-class job every 10 s, its lock (``_lock`` options ``lock``) on
+    ``store``, leading while ``leading()`` says so."""
+    spec = JobSpec(name="job", func=func, mode=Mode.LEADER, trigger=IntervalTrigger(seconds=10))
+    return TickRunner(
+        spec,
+        group="g",
+        identity="r0",
+        lock=job_lock(store, clock, **lock),
+        is_leader=leading,
+        clock=clock,
+    )

@@ -17,45 +17,14 @@ from k8slease.jobs.lockrules import Verdict
 from k8slease.jobs.runner import TickRunner
 from k8slease.jobs.spec import JobSpec, Mode
 from tests.support.fakeclock import FakeClock
-from tests.support.jobleases import LosingStore, job_lock, logged_events
-
-
-class SlowStore(LosingStore):
-    """A store whose writes take ``delay`` seconds of the fake clock."""
-
-    def __init__(self, clock: FakeClock, delay: float) -> None:
-        super().__init__()
-        self.clock, self.delay = clock, delay
-
-    def create(self, body: dict[str, Any]) -> dict[str, Any]:
-        self.clock.advance(self.delay)
-        return super().create(body)
-
-
-class Leadership:
-    """Leads until ``until`` on the monotonic clock (as the elector's belief ends)."""
-
-    def __init__(self, clock: FakeClock, until: float) -> None:
-        self.clock, self.until = clock, until
-
-    def __call__(self) -> bool:
-        return self.clock.monotonic() < self.until
-
-
-def _runner(
-    clock: FakeClock, store: LosingStore, func: Any, leading: Leadership, **lock: float
-) -> TickRunner:
-    """r0's runner of a LEADER-class job every 10 s, its lock (``_lock`` options ``lock``) on
-    ``store``, leading while ``leading()`` says so."""
-    spec = JobSpec(name="job", func=func, mode=Mode.LEADER, trigger=IntervalTrigger(seconds=10))
-    return TickRunner(
-        spec,
-        group="g",
-        identity="r0",
-        lock=job_lock(store, clock, **lock),
-        is_leader=leading,
-        clock=clock,
-    )
+from tests.support.jobleases import (
+    Leadership,
+    LosingStore,
+    SlowStore,
+    job_lock,
+    leader_runner,
+    logged_events,
+)
 
 
 def test_a_leader_run_does_not_start_when_leadership_ended_during_the_claim_write(
@@ -64,7 +33,7 @@ def test_a_leader_run_does_not_start_when_leadership_ended_during_the_claim_writ
     clock = FakeClock()
     store = SlowStore(clock, delay=3.0)
     ran: list[JobContext] = []
-    runner = _runner(clock, store, ran.append, Leadership(clock, clock.monotonic() + 1.0))
+    runner = leader_runner(clock, store, ran.append, Leadership(clock, clock.monotonic() + 1.0))
 
     with caplog.at_level(logging.WARNING, logger="k8slease"):
         outcome = runner.run_tick(clock.now())
@@ -95,7 +64,7 @@ def test_a_leader_run_reads_lost_the_moment_leadership_ends() -> None:
         clock.advance(5)  # the renew deadline passes mid-run; no watchdog has run
         seen.append(ctx.lost.is_set())
 
-    runner = _runner(clock, store, job, Leadership(clock, clock.monotonic() + 2.0))
+    runner = leader_runner(clock, store, job, Leadership(clock, clock.monotonic() + 2.0))
     outcome = runner.run_tick(clock.now())
 
     assert seen == [False, True]
@@ -112,7 +81,7 @@ def test_leadership_ended_sets_lost_and_cancels_a_coroutine_run() -> None:
         started.set()
         await asyncio.Event().wait()  # runs until cancelled
 
-    runner = _runner(clock, store, job, leading)
+    runner = leader_runner(clock, store, job, leading)
 
     async def scenario() -> str | None:
         task = asyncio.create_task(runner.run_tick_async(clock.now()))
@@ -165,7 +134,7 @@ def test_a_leader_tick_fired_after_the_term_ended_is_reported_lost(
     clock = FakeClock()
     store = LosingStore()
     ran: list[JobContext] = []
-    runner = _runner(clock, store, ran.append, Leadership(clock, clock.monotonic() - 1.0))
+    runner = leader_runner(clock, store, ran.append, Leadership(clock, clock.monotonic() - 1.0))
 
     with caplog.at_level(logging.WARNING, logger="k8slease"):
         outcome = runner.run_tick(clock.now())
@@ -188,7 +157,7 @@ def test_a_leader_claim_refused_after_the_term_ended_reports_the_tick_lost(
     later = clock.now()
     assert not isinstance(other.try_acquire(later), Verdict)  # the next leader's later tick
     ran: list[JobContext] = []
-    runner = _runner(clock, store, ran.append, Leadership(clock, clock.monotonic() + 1.0))
+    runner = leader_runner(clock, store, ran.append, Leadership(clock, clock.monotonic() + 1.0))
     # the leadership check before the claim passes; the claim is refused after the term ended
     acquire = runner.lock.try_acquire
 

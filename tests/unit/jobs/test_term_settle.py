@@ -14,14 +14,13 @@ import pytest
 from k8slease.jobs.context import JobContext
 from k8slease.jobs.runner import TickRunner
 from tests.support.fakeclock import FakeClock
-from tests.support.jobleases import LosingStore, logged_events
-from tests.unit.jobs.test_leader_gate import Leadership, SlowStore, _runner
+from tests.support.jobleases import Leadership, LosingStore, SlowStore, leader_runner, logged_events
 
 
 def _unanswered_claim(clock: FakeClock, store: LosingStore, leading: Leadership) -> TickRunner:
     """r0 leads, claims a tick; the write's answer is lost, the write not yet applied."""
     ran: list[JobContext] = []
-    runner = _runner(clock, store, ran.append, leading, at_most=30)
+    runner = leader_runner(clock, store, ran.append, leading, at_most=30)
     store.lose = ["later"]
     assert runner.run_tick(clock.now()) is None  # skipped: the API server did not answer
     assert runner.lock is not None and runner.lock._pending is not None
