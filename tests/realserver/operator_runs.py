@@ -19,8 +19,10 @@ from kubernetes.client.exceptions import ApiException
 from k8slease.names import CRD_GROUP, CRD_PLURAL, CRD_VERSION
 from tests.support.operators import start_operator, stop_process, wait_for
 
-#: How an operator log shows a request the API server refused.
-REFUSED = re.compile(r"403|[Ff]orbidden")
+#: How an operator log shows a request the API server refused: the word, or 403 as a status
+#: (``status=403``, ``(403)``, ``403, message=...``), not three digits inside another number
+#: (a log time's milliseconds, ``06:35:07,403``, failed a CI run), a duration or a name
+REFUSED = re.compile(r"(?<![\w,.:-])403(?![\w.])|[Ff]orbidden")
 
 
 #: Seconds a watch stays open before the wait checks again that the operator still runs.
