@@ -56,6 +56,7 @@ from kubernetes import client
 
 from k8slease.kube.microtime import format_microtime
 from k8slease.testing.server import APIServer
+from tests.contract.contract_child import TIMING
 from tests.contract.contract_proxy import CuttableProxy, server_port
 from tests.support.processes import child_env, serving
 
@@ -80,9 +81,9 @@ EXCLUDED: list[tuple[str | None, str | None, str | None, str]] = [
     ("wrap", "async-noarg", None, "wrap() chains plain callbacks only"),
 ]
 
-#: The child's timings (contract_child.TIMING): the bounds below follow from them.
-RENEW_INTERVAL = 0.5
-RENEW_DEADLINE = 4.0
+#: The child's timings: the bounds below follow from them.
+RENEW_INTERVAL = TIMING["renew_interval"]
+RENEW_DEADLINE = TIMING["renew_deadline"]
 #: slack for a busy 2-core machine on top of each bound
 SLACK = 2.0
 CHILDREN = 8
