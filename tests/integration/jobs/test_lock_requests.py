@@ -164,7 +164,7 @@ def test_a_crashed_first_choice_is_taken_over_by_the_second_after_one_step(
     threads = [threading.Thread(target=fire, args=(who,)) for who in (second, third)]
     for thread in threads:
         thread.start()
-    assert clock.settle()
+    assert clock.settle(sleepers=2)  # both wait their turn before the clock moves
     clock.advance(STEP * 0.9)
     assert clock.settle()
     assert lease_requests(server) == Counter()  # nobody has written before the step
@@ -256,7 +256,7 @@ def test_a_replica_second_in_order_waits_one_step_unless_it_alone_fires(
     thread = threading.Thread(target=lambda: result.append(second.try_acquire(tick)))
     thread.start()
     if ordered:
-        assert clock.settle()
+        assert clock.settle(sleepers=1)
         assert not result  # waiting for "a", which never fires
         clock.advance(STEP)
     thread.join(10)
