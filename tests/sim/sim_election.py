@@ -88,6 +88,10 @@ class ElectionReplica(Replica):
             rng=random.Random(world.rng.random()),
         )
         self.machine.set_watching(True, self.mono())
+        #: the watch stream (a new one after each break) and when its last event arrives:
+        #: events of one stream arrive in order, as a real watch's do
+        self._stream = 1
+        self._last_delivery = 0.0
         self._busy = False
         self._wake = 0
         #: for the checks: when (event number) this replica first saw each write (by
@@ -209,12 +213,19 @@ class ElectionReplica(Replica):
         self.later(self.world.t, handle)
 
     def on_change(self, kind: str, lease: dict[str, Any]) -> None:
-        """A change of the leader Lease reaches this replica's watch (if it has one)."""
+        """A change of the leader Lease reaches this replica's watch (if it has one): events
+        arrive in order, each after a random delay; an event of a stream that broke since is
+        lost (the restart's list covers it)."""
         if self.index in self.net.faults.partitioned or not self.machine.watching:
             return
+        stream = self._stream
+        deliver = max(
+            self._last_delivery, self.world.t + self.world.rng.uniform(0, self.net.faults.latency)
+        )
+        self._last_delivery = deliver
 
         def handle() -> None:
-            if self.index in self.net.faults.partitioned:
+            if self.index in self.net.faults.partitioned or stream != self._stream:
                 return
             self.machine.on_watch(
                 LeaseView.decode(lease), deleted=kind == "DELETED", now=self.mono()
@@ -223,11 +234,13 @@ class ElectionReplica(Replica):
             self.world.log(f"r{self.index} watch {kind} {_brief(lease, None)}")
             self.step()
 
-        self.later(self.world.t + self.world.rng.uniform(0, self.net.faults.latency), handle)
+        self.later(deliver, handle)
 
     def set_watching(self, watching: bool, current: dict[str, Any] | None) -> None:
         """The watch broke (partition) or was re-established (then the current state is
-        delivered as a watch restart's list would)."""
+        delivered as a watch restart's list would, before any event of the new stream)."""
+        self._stream += 1
+        self._last_delivery = max(self._last_delivery, self.world.t)
 
         def handle() -> None:
             self.machine.set_watching(watching, self.mono())
