@@ -97,7 +97,15 @@ def nobody_leads(machine: ElectionMachine, *, now: float) -> bool:
       not take it yet (a leader that crashed; a hand edit that removed the holder);
     * it names no holder (a hand edit: no holder, no spec, malformed, deleted) and the last
       holder this replica saw before that was this replica: it stepped down on seeing the edit,
-      and anyone who led since would have written the Lease (watch events come in order).
+      and anyone who led since would have written the Lease (watch events come in order);
+    * it names this replica, which does not lead on it (a create or take applied after it gave
+      up on it, or a term of its own that ended): nobody leads on it, and anyone who took it
+      since would have written it. The candidates
+      wait out such a Lease when it came back after another's held Lease was deleted (rule 4),
+      and nobody else can tell: the deleted Lease's holder sees a Lease naming this replica.
+      That holder may still believe it leads until its renew deadline if it has not seen the
+      deletion, so a tick then may be reported lost though it ran there: a false alarm is
+      possible, a silent loss is not.
 
     ``False`` before the Lease was first seen (this replica cannot tell yet). A tick the
     holder of an edited Lease could still have run (until it sees the edit) is not reported by
@@ -112,6 +120,8 @@ def nobody_leads(machine: ElectionMachine, *, now: float) -> bool:
     if now >= seen.first_seen_at + (timing.renew_deadline + timing.lease_duration) / 2:
         return True
     if _stepped_down_from_edit(machine, seen.record, seen.held_before_absence):
+        return True
+    if _names_us(machine, seen.record):
         return True
     free_at = takeover_at(
         seen.record,
@@ -141,6 +151,17 @@ def _stepped_down_from_edit(
         return False
     last = machine.observer.last_held
     return last is not None and last.holder == machine.identity
+
+
+def _names_us(machine: ElectionMachine, record: LeaseRecord | None) -> bool:
+    """Whether the Lease, as last seen, is held in this replica's name (that it does not lead
+    on it is the caller's check)."""
+    return (
+        record is not None
+        and record.held
+        and not record.malformed
+        and record.holder == machine.identity
+    )
 
 
 def leaderless_watch(

@@ -324,7 +324,8 @@ def _leader_gap(fates: dict[int, str]) -> str | None:
     """The known ways a LEADER tick at which nobody ran it goes unreported (see
     docs/reliability.md), recognised exactly; ``None`` for anything else (a violation). The
     first three are closed in the code and the model (each comes back when its flag in
-    :mod:`sim_leader` is turned off, see ``test_sim.py``); the last is open:
+    :mod:`sim_leader` is turned off, see ``test_sim.py``); the last is closed but for a
+    residue:
 
     * ``watch-missed``: the one replica that knew nobody led (it had stepped down on seeing a
       hand edit) was paused across the tick, so its leaderless watch missed it; every other
@@ -342,6 +343,9 @@ def _leader_gap(fates: dict[int, str]) -> str | None:
       absent or back (a create applied late) naming someone: nobody led, and no replica could
       tell, not even the deleted Lease's holder (it may see a Lease naming another that may
       lead): the LEADER twin of a hand deletion between two creates, outside the safety model.
+      Closed but for a residue: the replica the Lease came back naming reports the tick
+      (``nobody_leads``: a Lease naming it that it does not lead on); left, the ticks before
+      it has seen that Lease.
 
     Every other replica: ``not-leader``.
     """

@@ -248,3 +248,19 @@ def test_a_leaderless_watch_missed_in_a_stall_is_warned_so_no_tick_is_lost_unrep
     assert [_leader_gaps(seed) for seed in (0, 4)] == [{}, {}]
     monkeypatch.setattr(sim_leader, "WATCH_MISSES_WARNED", False)
     assert all("watch-missed" in _leader_gaps(seed) for seed in (0, 4))
+
+
+@pytest.mark.timeout(300)
+def test_a_lease_back_after_a_deletion_is_reported_by_the_replica_it_names(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Seed 8025 (3600 s), tick 369: r2 led, a hand deletion, then r1's create, given up on
+    before, was applied. r1 waited out a Lease naming itself (rule 4), r2 and r0 saw a Lease
+    naming r1 that r1 might lead on: nobody led and nobody said so (``after-deletion``). r1
+    now reports the tick (``nobody_leads``: a Lease naming it that it does not lead on).
+    Taken out, the gap comes back."""
+    import k8slease.jobs.lostticks
+
+    assert _leader_gaps(8025, 3600.0) == {}
+    monkeypatch.setattr(k8slease.jobs.lostticks, "_names_us", lambda machine, record: False)
+    assert "after-deletion" in _leader_gaps(8025, 3600.0)

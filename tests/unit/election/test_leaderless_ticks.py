@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from k8slease.election.commands import Update
 from k8slease.jobs.lostticks import LostTicks, leaderless_watch, nobody_leads
 from k8slease.logs import get_logger
 from k8slease.metrics import NoopJobMetrics
@@ -112,3 +113,41 @@ def test_the_holder_that_steps_down_on_a_hand_edit_reports_the_ticks_at_once(
     assert not nobody_leads(follower, now=cluster.mono(1)), "r0 might not have seen it yet"
     cluster.advance(8.6)
     assert nobody_leads(follower, now=cluster.mono(1))
+
+
+def test_a_lease_naming_this_replica_that_it_does_not_lead_on_reports_the_ticks_at_once() -> None:
+    """Found by the simulation once its leader-Lease watch delivered in order (soak seed 8025,
+    tick 369): r2 led; a hand deletion; r1's create, sent before and given up on, was applied
+    then. r1 waits out a Lease naming itself that came back after another's held Lease was
+    deleted (rule 4); r2, the deleted Lease's holder, saw a Lease naming r1 and could not tell
+    whether r1 led; the third replica neither. Nobody led and nobody said so. r1 knows it does
+    not lead on it: it reports the ticks from the moment it sees it until it leads."""
+    cluster = Cluster(2)
+    while cluster.leader() != 0:
+        cluster.roundtrip(0)
+    for i in (0, 1):
+        cluster.replicas[i].machine.set_watching(True, cluster.mono(i))
+        cluster.deliver_watch(i, 1000)
+    holder, named = cluster.replicas[0].machine, cluster.replicas[1].machine
+    body = cluster.store.get("demo")
+    cluster.store.delete("demo")
+    body["spec"]["holderIdentity"] = "r1"  # r1's create, given up on, applied now
+    body["metadata"].pop("resourceVersion", None)
+    body["metadata"].pop("uid", None)
+    cluster.store.create(body)
+    cluster.advance(0.5)
+    for i in (0, 1):
+        cluster.deliver_watch(i, 1000)
+    assert cluster.leader() is None, "the holder stepped down on seeing the deletion"
+    assert nobody_leads(named, now=cluster.mono(1)), "it does not lead on a Lease naming it"
+    assert not nobody_leads(holder, now=cluster.mono(0)), "r1 might lead: r0 cannot tell"
+    # through the wait of the deletion, until r1 takes the Lease and leads
+    for _ in range(40):
+        taking = isinstance(cluster.act(1), Update)
+        cluster.apply(1)
+        cluster.respond(1)
+        if taking:
+            break
+        assert nobody_leads(named, now=cluster.mono(1)), "still waiting out the deletion"
+        cluster.advance(0.5)
+    assert cluster.leader() == 1 and not nobody_leads(named, now=cluster.mono(1))
