@@ -64,6 +64,9 @@ JOB_LEASE = "g.job"
 JOB = "job"
 #: The informer's pause before listing again after a failed list (jittered 0.8-1.2).
 INFORMER_RETRY = 5.0
+#: how long after a hand edit or deletion of the job Lease quiet skips are the lock waiting it
+#: out (rules 4, 5): twice the simulation's ``lock_at_most_for`` (15 s, ``sim_run``)
+HAND_EDIT_WAIT = 30.0
 #: The claim paths a replica may take: ``ordered`` (the lock's), ``read-first`` (always read, as
 #: while the informer is not synced) and ``unconditional`` (``ordered`` with a write that
 #: overwrites whatever is there: a safeguard removed, to show that the checks catch it).
@@ -93,6 +96,8 @@ class Ledger:
         self.unsettled: dict[str, Callable[[int], bool]] = {}
         #: when (true time) the job Lease was deleted or edited by hand
         self.hand_edits: list[float] = []
+        #: resourceVersions the hand edits (not the deletions) of the job Lease wrote
+        self.hand_edit_rvs: set[int] = set()
         #: what the claims did: from the view / read first, 409s, reads after one, grants
         self.claims: Counter[str] = Counter()
 
@@ -240,6 +245,10 @@ class JobReplica(Replica):
         self.pending: PendingClaim | None = None
         self.pending_meta: tuple[int, int, bool] = (0, 0, False)
         self.seen_at: dict[int, int] = {}  # resourceVersion -> event number first seen
+        #: hand edit or deletion (its resourceVersion) -> when this replica first saw it (the
+        #: Lease absent after a deletion counts as seeing that deletion): it waits it out from
+        #: then (rules 4, 5), so the checks' window for quiet skips starts there too
+        self.saw_hand_edit: dict[int, float] = {}
         # the informer: the stream its watch events belong to (0: none), events held back
         # until the list that opened the stream is processed, the last delivery time
         self._stream = 0
@@ -463,7 +472,12 @@ class JobReplica(Replica):
     def see(self, lease: dict[str, Any] | None) -> None:
         self.observations.see(self.lease, None if lease is None else LeaseView.decode(lease))
         if lease is not None:  # for the checks: when this replica first saw each write
-            self.seen_at.setdefault(int(lease["metadata"]["resourceVersion"]), self.world.events)
+            rv = int(lease["metadata"]["resourceVersion"])
+            self.seen_at.setdefault(rv, self.world.events)
+            if rv in self.ledger.hand_edit_rvs:
+                self.saw_hand_edit.setdefault(rv, self.world.t)
+        elif self.ledger.deletions:
+            self.saw_hand_edit.setdefault(self.ledger.deletions[-1], self.world.t)
         if self.waiting is not None:
             self._rejudge()
 
@@ -492,6 +506,11 @@ class JobReplica(Replica):
         running = None if record is None else self.ledger.running.get(record.holder)
         if record is not None and running is not None and running(record.fencing_token):
             return "held"
+        if any(
+            self.world.t - HAND_EDIT_WAIT <= at <= self.world.t
+            for at in self.saw_hand_edit.values()
+        ):
+            return "held-quiet-after-seen-edit"  # waiting out what it saw (rules 4, 5)
         return "held-quiet"
 
     def _viewed(self) -> LeaseView | None:
