@@ -82,6 +82,17 @@ def test_nothing_is_lost_before_the_lease_was_ever_seen_or_while_this_replica_le
     assert not nobody_leads(machine, now=cluster.mono(0))
 
 
+def _r0_leading_both_watching() -> Cluster:
+    """Two replicas, r0 leading, both watching the Lease and up to date."""
+    cluster = Cluster(2)
+    while cluster.leader() != 0:
+        cluster.roundtrip(0)
+    for i in (0, 1):
+        cluster.replicas[i].machine.set_watching(True, cluster.mono(i))
+        cluster.deliver_watch(i, 1000)
+    return cluster
+
+
 def _drop_holder(lease: dict[str, Any]) -> None:
     lease["spec"].pop("holderIdentity")
 
@@ -96,12 +107,7 @@ def test_the_holder_that_steps_down_on_a_hand_edit_reports_the_ticks_at_once(
     former holder knows: it reports them at once; the others after renew_deadline plus half the
     margin (before that, the holder might not have seen the edit yet). Also when the Lease is
     then deleted."""
-    cluster = Cluster(2)
-    while cluster.leader() != 0:
-        cluster.roundtrip(0)
-    for i in (0, 1):
-        cluster.replicas[i].machine.set_watching(True, cluster.mono(i))
-        cluster.deliver_watch(i, 1000)
+    cluster = _r0_leading_both_watching()
     holder, follower = cluster.replicas[0].machine, cluster.replicas[1].machine
     cluster.store.edit("demo", _drop_holder)
     if then_delete:
@@ -122,12 +128,7 @@ def test_a_lease_naming_this_replica_that_it_does_not_lead_on_reports_the_ticks_
     deleted (rule 4); r2, the deleted Lease's holder, saw a Lease naming r1 and could not tell
     whether r1 led; the third replica neither. Nobody led and nobody said so. r1 knows it does
     not lead on it: it reports the ticks from the moment it sees it until it leads."""
-    cluster = Cluster(2)
-    while cluster.leader() != 0:
-        cluster.roundtrip(0)
-    for i in (0, 1):
-        cluster.replicas[i].machine.set_watching(True, cluster.mono(i))
-        cluster.deliver_watch(i, 1000)
+    cluster = _r0_leading_both_watching()
     holder, named = cluster.replicas[0].machine, cluster.replicas[1].machine
     body = cluster.store.get("demo")
     cluster.store.delete("demo")
