@@ -373,9 +373,10 @@ def _account(ledger: Ledger, out: Outcome, ticks: range) -> None:
         fired = k * PERIOD
         # within the wait of a hand edit: from the edit, or from when a replica that skipped
         # quietly first saw it (a partition or a pause can delay that)
-        after_edit = any(
-            fired - HAND_EDIT_WAIT <= t <= fired + PERIOD for t in ledger.hand_edits
-        ) or "held-quiet-after-seen-edit" in fates.values()
+        after_edit = (
+            any(fired - HAND_EDIT_WAIT <= t <= fired + PERIOD for t in ledger.hand_edits)
+            or "held-quiet-after-seen-edit" in fates.values()
+        )
         if reported:
             out.skips[reported[0]] += 1
         elif (
