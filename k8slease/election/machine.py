@@ -90,6 +90,8 @@ class ElectionMachine(Releasing):
         self.phase = Phase.CANDIDATE
         self.term = 0
         self.watching = False
+        #: since when a watch has delivered every change without a break (``None``: none now)
+        self.watched_since: float | None = None
         self.stopping = False
         self._lead: LeadState | None = None
         self._release: ReleaseState | None = None
@@ -204,6 +206,7 @@ class ElectionMachine(Releasing):
         if watching == self.watching:
             return
         self.watching = watching
+        self.watched_since = now if watching else None
         if not watching:
             self._poll_at = now + self._jitter(self.timing.retry_interval)
 
@@ -224,11 +227,22 @@ class ElectionMachine(Releasing):
             self._step_down(edited_reason(seen), now, release=False, after=Phase.CANDIDATE)
 
     def read_done(self, view: LeaseView | None, *, now: float) -> None:
-        """The outstanding :class:`Read` answered ``view`` (``None``: NotFound) at ``now``."""
+        """The outstanding :class:`Read` answered ``view`` (``None``: NotFound) at ``now``.
+
+        A candidate's read that a watch event overtook is set aside and sent again at once
+        (:meth:`~k8slease.lease.observe.LeaseObserver.overtaken`): taken as the latest, its
+        possibly older answer made candidates wait a whole lease after a graceful release.
+        """
         pending = self._take_pending(Read)
+        purpose = pending.command.purpose
+        if purpose is Purpose.OBSERVE and self.observer.overtaken(
+            view, sightings=pending.sightings
+        ):
+            self._need_read = True
+            self._stop_if_stopping_candidate()
+            return
         self._observe(view, now)
         record = None if view is None else view.record
-        purpose = pending.command.purpose
         if purpose is Purpose.OBSERVE:
             self._need_read = False
             if not self.watching:
@@ -433,7 +447,9 @@ class ElectionMachine(Releasing):
 
     def _issue(self, command: Read | Create | Update, record: LeaseRecord | None = None) -> Command:
         term = self._lead.term if self._lead is not None else self.term
-        self._pending = PendingRequest(command=command, term=term, record=record)
+        self._pending = PendingRequest(
+            command=command, term=term, record=record, sightings=self.observer.sightings
+        )
         return command
 
     def _lead_of(self, term: int) -> LeadState | None:

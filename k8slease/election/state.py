@@ -75,6 +75,8 @@ class PendingRequest:
     command: Read | Create | Update
     term: int
     record: LeaseRecord | None = None
+    #: the observer's sightings when the request went out (``LeaseObserver.overtaken``)
+    sightings: int = 0
 
 
 @dataclass(slots=True)

@@ -56,6 +56,9 @@ __all__ = ["Grant", "JobLock", "LostFlag"]
 
 log = get_logger("k8slease.locks")
 
+#: Reads of the job's Lease, in all, while the informer keeps overtaking the answers.
+_READS_WHEN_OVERTAKEN = 3
+
 
 @dataclass(frozen=True, slots=True)
 class _Judged:
@@ -263,9 +266,19 @@ class JobLock(LockHolding):
 
     def _read_and_see(self) -> tuple[LeaseView | None, Seen]:
         """The job's Lease, read now (``None`` when it does not exist), recorded as seen (an
-        absence too: a Lease seen before and now gone keeps what was seen of it)."""
-        lease = self.leases.find(self.name)
-        self._observations.see(self.name, lease)
+        absence too: a Lease seen before and now gone keeps what was seen of it).
+
+        An answer the informer overtook (it saw something else while the read was out) may be
+        the older of the two; seen last, it would make a Lease released meanwhile look held
+        again and the next tick be skipped quietly. It is read again, up to
+        ``_READS_WHEN_OVERTAKEN`` times in all; the last answer counts whatever it shows."""
+        for attempt in range(1, _READS_WHEN_OVERTAKEN + 1):
+            sightings = self._observations.sightings(self.name)
+            lease = self.leases.find(self.name)
+            if attempt == _READS_WHEN_OVERTAKEN:
+                self._observations.see(self.name, lease)
+            elif self._observations.see_answer(self.name, lease, sightings=sightings):
+                break
         return lease, self._observations.current(self.name)
 
     def _judge(

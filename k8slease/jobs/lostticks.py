@@ -1,13 +1,17 @@
 """Ticks lost in an outage, reported once per outage with their count (issue 22).
 
-Two kinds of outage lose ticks without anyone running them:
+Three kinds of outage lose ticks without anyone running them:
 
 * the API server cannot be asked: a job that does not fail open skips its tick
   (``api-unreachable``);
 * no replica leads: a LEADER-class job's tick fires on no replica at all (only the leader fires
   them; the others keep them paused). Each replica therefore also watches the LEADER jobs'
   triggers and, at each tick, judges from what it has seen of the group Lease whether anyone
-  leads (:func:`nobody_leads`); a tick at which nobody does is lost (``no-leader``).
+  leads (:func:`nobody_leads`); a tick at which nobody does is lost (``no-leader``);
+* the leader finds a LEADER job's lock held by another replica, a former leader (a run past
+  its term, a claim answered after it): that replica's entry is paused, so the tick runs
+  nowhere (``held-by-former-leader``, said by the leader's runner; the ends of a term are
+  ``leadership-ended``).
 
 :class:`LostTicks` warns when the first tick of an outage is lost and, when the outage ends (a
 tick is claimed, or someone leads again) or the replica stops, warns once more with how many
@@ -95,6 +99,11 @@ def nobody_leads(machine: ElectionMachine, *, now: float) -> bool:
       after its last successful write was sent, and that write was applied before this replica
       saw the record it made (or a later one), so nobody leads on it, though candidates may
       not take it yet (a leader that crashed; a hand edit that removed the holder);
+    * the same time has passed since this replica first saw the last record a holder may have
+      written (``LeaseObserver.holder_write_seen_at``), and its watch has delivered every
+      change since: hand edits after it that name no holder or keep its holder, token and
+      ``renewTime`` (a shortened duration, a dropped spec) extend nobody's belief (soak seed
+      8006: a create applied late, its sender cut off, then two such edits);
     * it names no holder (a hand edit: no holder, no spec, malformed, deleted) and the last
       holder this replica saw before that was this replica: it stepped down on seeing the edit,
       and anyone who led since would have written the Lease (watch events come in order);
@@ -117,7 +126,11 @@ def nobody_leads(machine: ElectionMachine, *, now: float) -> bool:
     if seen is None:
         return False
     timing = machine.timing
-    if now >= seen.first_seen_at + (timing.renew_deadline + timing.lease_duration) / 2:
+    belief = (timing.renew_deadline + timing.lease_duration) / 2
+    if now >= seen.first_seen_at + belief:
+        return True
+    written, watched = machine.observer.holder_write_seen_at, machine.watched_since
+    if written is not None and watched is not None and watched <= written <= now - belief:
         return True
     if _stepped_down_from_edit(machine, seen.record, seen.held_before_absence):
         return True

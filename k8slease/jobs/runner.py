@@ -170,13 +170,21 @@ class TickRunner:
                 )
             else:
                 self._log.info("job.api_recovered")
-        self.losses.ended()
+        held_while_leading = grant is Verdict.HELD and self._leads()
+        if not held_while_leading:
+            self.losses.ended()
         if isinstance(grant, Verdict):
             self.last_skip = grant
             # a tick this replica's own previous run keeps from running is dropped, counted here
             # once; its report (warning, Event, outage) is DroppedTicks' or _said's
             self._skip(tick, "dropped" if grant is Verdict.RUNNING else "locked")
-            if self._leadership_ended():
+            if held_while_leading:
+                # this replica leads, yet another holds the LEADER lock: a former leader still
+                # running an earlier tick past its term, or holding a claim answered after it.
+                # This tick runs nowhere (the holder's entry is paused): lost, said here (the
+                # others skip it quietly; soak seed 8119)
+                self.losses.lost(tick, "held-by-former-leader")
+            elif self._leadership_ended():
                 # the claim outlasted the term (a pause while it waited its turn): no other
                 # leader fired this tick unless its term began before the tick came due
                 self.losses.lost(tick, "leadership-ended")
@@ -187,6 +195,10 @@ class TickRunner:
         if self.spec.mode is Mode.LEADER and self._is_leader is not None:
             bind_to_leadership(grant, self._is_leader)
         return self._begin(tick, grant)
+
+    def _leads(self) -> bool:
+        """A LEADER job on a replica that leads (now, on the monotonic clock)."""
+        return self.spec.mode is Mode.LEADER and self._is_leader is not None and self._is_leader()
 
     def _leadership_ended(self) -> bool:
         """A LEADER job on a replica that does not lead (now, on the monotonic clock)."""

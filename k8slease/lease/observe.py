@@ -95,6 +95,14 @@ class LeaseObserver:
         self._current: Observation | None = None
         self._key: str | None = None
         self._last_held: LeaseRecord | None = None
+        #: how many sightings (reads, watch events, write answers) this observer was given
+        self.sightings = 0
+        #: when a record some holder may have written was first seen: a holder, fencing token
+        #: and ``renewTime`` not seen together before (a malformed record naming a holder: any
+        #: change). Hand edits that name no holder (no spec included), or keep all three, do
+        #: not move it: they extend nobody's belief.
+        self.holder_write_seen_at: float | None = None
+        self._holder_write: tuple[object, ...] | None = None
         self.highest_token = 0
         #: The newest job tick ever seen claimed on this Lease (kept when it is deleted).
         self.highest_claimed_tick: datetime | None = None
@@ -117,6 +125,23 @@ class LeaseObserver:
         """The latest observation, or ``None`` before the first one."""
         return self._current
 
+    def is_current(self, lease: LeaseView | None) -> bool:
+        """Whether ``lease`` (``None``: absent) is what the latest observation shows."""
+        return (
+            self._current is not None
+            and content_key(None if lease is None else lease.body) == self._key
+        )
+
+    def overtaken(self, lease: LeaseView | None, *, sightings: int) -> bool:
+        """Whether a read's answer ``lease``, sent when this observer had ``sightings``, was
+        overtaken: something seen since (a watch event, another answer) shows otherwise.
+
+        Such an answer may be the older of the two (served before the change, heard after it).
+        Taken as the latest it would restart the wait on a Lease already released, or make one
+        just created look deleted; a read sent now is at least as new as what was seen.
+        """
+        return sightings != self.sightings and not self.is_current(lease)
+
     def observe(self, lease: LeaseView | None, at: float) -> Observation:
         """Record that ``lease`` (``None``: absent) was seen at monotonic time ``at``.
 
@@ -124,6 +149,7 @@ class LeaseObserver:
         observation, whose ``first_seen_at`` moves only when the content changed.
         """
         view = lease
+        self.sightings += 1
         key = content_key(None if view is None else view.body)
         if view is not None:
             if view.record.held and not view.record.malformed:
@@ -163,6 +189,15 @@ class LeaseObserver:
                 deleted = (previous.held_before_absence, previous.first_seen_at)
             else:
                 deleted = previous.deleted
+        if view is not None and view.record.held:
+            record = view.record
+            mark = (
+                (key,)
+                if record.malformed
+                else (record.holder, record.fencing_token, record.renew_time)
+            )
+            if mark != self._holder_write:
+                self._holder_write, self.holder_write_seen_at = mark, at
         self._key = key
         self._current = Observation(
             view=view,
@@ -214,15 +249,35 @@ class Observations:
     def see(self, name: str, lease: LeaseView | None) -> float:
         """Record ``lease`` (``None``: absent) as seen now; return for how long it is unchanged."""
         with self._lock:
-            observer = self._observers.setdefault(name, LeaseObserver())
-            now = self._clock.monotonic()
-            observation = observer.observe(lease, now)
-            if observation.first_seen_at == now and observation.view is not None:
-                for listener in self._listeners:
-                    listener(observation)
-            self._generation += 1
-            self._changed.notify_all()
-            return max(0.0, now - observation.first_seen_at)
+            return self._see(name, lease)
+
+    def sightings(self, name: str) -> int:
+        """How many sightings of ``name`` were recorded (take it before sending a read)."""
+        with self._lock:
+            observer = self._observers.get(name)
+            return 0 if observer is None else observer.sightings
+
+    def see_answer(self, name: str, lease: LeaseView | None, *, sightings: int) -> bool:
+        """Record a read's answer ``lease``, sent when ``name`` had ``sightings``, unless it was
+        overtaken (:meth:`LeaseObserver.overtaken`); returns whether it was recorded."""
+        with self._lock:
+            observer = self._observers.get(name)
+            if observer is not None and observer.overtaken(lease, sightings=sightings):
+                return False
+            self._see(name, lease)
+            return True
+
+    def _see(self, name: str, lease: LeaseView | None) -> float:
+        """:meth:`see`, under the lock."""
+        observer = self._observers.setdefault(name, LeaseObserver())
+        now = self._clock.monotonic()
+        observation = observer.observe(lease, now)
+        if observation.first_seen_at == now and observation.view is not None:
+            for listener in self._listeners:
+                listener(observation)
+        self._generation += 1
+        self._changed.notify_all()
+        return max(0.0, now - observation.first_seen_at)
 
     def current(self, name: str) -> Seen:
         """What this replica has seen of ``name``, as one snapshot: the last observation, for

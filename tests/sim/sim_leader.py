@@ -28,6 +28,7 @@ from k8slease.errors import NotFound, TransportError
 from k8slease.jobs.grant import Grant
 from k8slease.jobs.leadergate import bind_to_leadership
 from k8slease.jobs.lock import _Judged
+from k8slease.jobs.lockrules import Verdict
 from k8slease.jobs.lostticks import nobody_leads
 from k8slease.jobs.misfire import MisfirePolicy, missed_ticks
 from k8slease.jobs.unsettled import Settled, landed, never_ran, settle_claim
@@ -53,6 +54,9 @@ WATCH_MISSES_WARNED = True
 #: whether a new term catches up its LEADER job's missed ticks (``catch_up``); the tests set it
 #: ``False`` to show the gap it closes
 CATCH_UP = True
+#: ``TickRunner._claim_or_drop``: a LEADER claim refused as held while this replica leads is a
+#: lost tick, reported (``held-by-former-leader``); False takes the report out (tests)
+HELD_WHILE_LEADING_REPORTED = True
 
 
 class LeaderJobReplica(JobReplica):
@@ -146,6 +150,8 @@ class LeaderJobReplica(JobReplica):
         it led, got no answer, and lost leadership before its next claim (so it never settles
         the claim and never says ``lock.claim_applied_late``) is named apart: an open gap."""
         why = super()._why(judged)
+        if HELD_WHILE_LEADING_REPORTED and judged.claim.verdict is Verdict.HELD and self._leads():
+            return "held-by-former-leader"
         record = judged.record
         if why == "held-quiet" and record is not None:
             unsettled = self.ledger.unsettled.get(record.holder)

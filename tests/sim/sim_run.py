@@ -54,6 +54,7 @@ LEADER_REPORTED = REPORTED_SKIPS | {
     "leadership-ended",
     "watch-missed-warned",
     "held-not-started",
+    "held-by-former-leader",
 }
 #: the open gaps: LEADER ticks lost without a report in known ways (``_leader_gap``)
 LEADER_GAPS = {"watch-missed", "held-unsettled-ex-leader", "between-terms", "after-deletion"}

@@ -203,13 +203,15 @@ def test_an_ex_leader_settles_its_unanswered_leader_claim_so_no_tick_is_skipped_
     at DEBUG for a lock held by a claim a former leader had sent without an answer and, its
     LEADER entry paused, never settled (``held-unsettled-ex-leader``). The ex-leader now settles
     the claim when its term ends (``termsettle``): released, never run, the span named at
-    WARNING. Shown with the other two measures that also cover these seeds now taken out (the
-    new term's catch-up, the holder's old ``renewTime``): the gap comes back without it."""
+    WARNING. Shown with the other measures that also cover these seeds now taken out (the new
+    term's catch-up, the holder's old ``renewTime``, the leader's ``held-by-former-leader``
+    report): the gap comes back without it."""
     import k8slease.jobs.lock
     from tests.sim import sim_leader
 
     monkeypatch.setattr(sim_leader, "CATCH_UP", False)
     monkeypatch.setattr(k8slease.jobs.lock, "_age", lambda when, now: None)
+    monkeypatch.setattr(sim_leader, "HELD_WHILE_LEADING_REPORTED", False)
     assert [_leader_gaps(seed) for seed in (4, 7)] == [{}, {}]
     monkeypatch.setattr(sim_leader, "AFTER_TERM_SETTLES", False)
     assert all("held-unsettled-ex-leader" in _leader_gaps(seed) for seed in (4, 7))
@@ -223,15 +225,35 @@ def test_a_claim_applied_long_after_it_was_sent_is_reported_from_the_first_skip(
     sender then cut off past the after-term settling's bound; the claim landed late and the new
     leader skipped tick 151 at DEBUG (``held-unsettled-ex-leader``). The holder's ``renewTime``
     was 29 s old: the skip is now at WARNING (``silent_holder(renewed_ago=...)``). Shown on seed
-    8015 since the model's leader-Lease watch delivers its events in order (8002 no longer
-    meets the case): without the ``renewTime`` clause the gap comes back there."""
+    8023 (8015 once the model's leader-Lease watch was ordered, 8023 since a read overtaken by
+    the watch is read again): with the leader's ``held-by-former-leader`` report also taken
+    out, the gap comes back without the ``renewTime`` clause."""
     import k8slease.jobs.lock
     from tests.sim import sim_leader
 
     monkeypatch.setattr(sim_leader, "CATCH_UP", False)
-    assert _leader_gaps(8015, 3600.0) == {}
+    assert _leader_gaps(8023, 3600.0) == {}
+    monkeypatch.setattr(sim_leader, "HELD_WHILE_LEADING_REPORTED", False)
+    assert _leader_gaps(8023, 3600.0) == {}
     monkeypatch.setattr(k8slease.jobs.lock, "_age", lambda when, now: None)
-    assert "held-unsettled-ex-leader" in _leader_gaps(8015, 3600.0)
+    assert "held-unsettled-ex-leader" in _leader_gaps(8023, 3600.0)
+
+
+@pytest.mark.timeout(300)
+def test_a_leader_that_finds_its_lock_held_by_a_former_leader_reports_the_tick(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Seed 8119 (3600 s), tick 491: r2 led, claimed tick 488 and was paused 10.6 s; r1 took
+    over; r2's claim, sent on resuming, was granted after its term (not started), and r1
+    skipped tick 491 as held by r2, at DEBUG: nobody ran it, nobody said so. The leader's runner
+    now reports a LEADER tick held by another replica (``held-by-former-leader``). Taken out,
+    the seed fails again."""
+    from tests.sim import sim_leader
+
+    assert _leader_gaps(8119, 3600.0) == {}
+    monkeypatch.setattr(sim_leader, "HELD_WHILE_LEADING_REPORTED", False)
+    out = simulate(8119, seconds=3600.0, late_applies=True, leader_jobs=True)
+    assert any("LEADER tick 491: not run and not reported" in v for v in out.violations)
 
 
 @pytest.mark.timeout(300)
@@ -241,13 +263,14 @@ def test_a_leaderless_watch_missed_in_a_stall_is_warned_so_no_tick_is_lost_unrep
     """Seeds 0 and 3 (600 s) lost LEADER ticks without a report: the one replica that knew
     nobody led (it had stepped down on seeing a hand edit) was paused across the tick, so its
     leaderless watch missed it past its grace (``watch-missed``). The miss is now warned about
-    (``DroppedTicks(watches=...)``). Taken out, the gap comes back: on seeds 0 and 4 since the
-    model's leader-Lease watch delivers its events in order (seed 3 no longer meets the case)."""
+    (``DroppedTicks(watches=...)``). Taken out, the gap comes back: on seeds 5 and 8 since a
+    read overtaken by the watch is read again (0 and 4 after the model's leader-Lease watch was
+    ordered, 0 and 3 before)."""
     from tests.sim import sim_leader
 
-    assert [_leader_gaps(seed) for seed in (0, 4)] == [{}, {}]
+    assert [_leader_gaps(seed) for seed in (5, 8)] == [{}, {}]
     monkeypatch.setattr(sim_leader, "WATCH_MISSES_WARNED", False)
-    assert all("watch-missed" in _leader_gaps(seed) for seed in (0, 4))
+    assert all("watch-missed" in _leader_gaps(seed) for seed in (5, 8))
 
 
 @pytest.mark.timeout(300)
@@ -258,9 +281,10 @@ def test_a_lease_back_after_a_deletion_is_reported_by_the_replica_it_names(
     before, was applied. r1 waited out a Lease naming itself (rule 4), r2 and r0 saw a Lease
     naming r1 that r1 might lead on: nobody led and nobody said so (``after-deletion``). r1
     now reports the tick (``nobody_leads``: a Lease naming it that it does not lead on).
-    Taken out, the gap comes back."""
+    Taken out, the gap comes back: on seed 8055 since a read overtaken by the watch is read
+    again."""
     import k8slease.jobs.lostticks
 
-    assert _leader_gaps(8025, 3600.0) == {}
+    assert _leader_gaps(8055, 3600.0) == {}
     monkeypatch.setattr(k8slease.jobs.lostticks, "_names_us", lambda machine, record: False)
-    assert "after-deletion" in _leader_gaps(8025, 3600.0)
+    assert "after-deletion" in _leader_gaps(8055, 3600.0)

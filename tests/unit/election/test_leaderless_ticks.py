@@ -152,3 +152,48 @@ def test_a_lease_naming_this_replica_that_it_does_not_lead_on_reports_the_ticks_
         assert nobody_leads(named, now=cluster.mono(1)), "still waiting out the deletion"
         cluster.advance(0.5)
     assert cluster.leader() == 1 and not nobody_leads(named, now=cluster.mono(1))
+
+
+def _shorten(lease: dict[str, Any]) -> None:
+    lease["spec"]["leaseDurationSeconds"] = 1
+
+
+def _drop_spec(lease: dict[str, Any]) -> None:
+    lease.pop("spec")
+
+
+def _new_holder(lease: dict[str, Any]) -> None:
+    lease["spec"].update(holderIdentity="go-controller", renewTime="2026-01-01T00:00:09.000000Z")
+
+
+@pytest.mark.parametrize(
+    ("edits", "watch_breaks", "reported"),
+    [
+        ((_shorten, _drop_spec), False, True),
+        ((_drop_holder,), False, True),
+        ((_shorten, _drop_spec), True, False),  # a change may have been missed meanwhile
+        ((_shorten, _new_holder), False, False),  # someone new may lead
+    ],
+    ids=["shorten-then-drop-spec", "drop-holder", "watch-broke-between", "a-new-holder"],
+)
+def test_hand_edits_after_the_last_holder_write_do_not_delay_the_report(
+    edits: tuple[Any, ...], watch_breaks: bool, reported: bool
+) -> None:
+    """Found by the soak (seed 8006, tick 232): a create applied after its sender, cut off, gave
+    up on it; then two hand edits (a shorter duration, the spec dropped). Each edit restarted
+    the "unchanged for renew_deadline plus half the margin" wait, so nobody led and nobody said
+    so. No holder writes such an edit: the belief of whoever wrote the Lease last ends
+    renew_deadline after this replica first saw that write, if its watch has shown it every
+    change since."""
+    cluster = _r0_leading_both_watching()  # then r0 is cut off: it writes nothing more
+    follower = cluster.replicas[1].machine
+    for edit in edits:
+        cluster.advance(3.0)
+        cluster.store.edit("demo", edit)
+        cluster.deliver_watch(1, 1000)
+        if watch_breaks:
+            follower.set_watching(False, cluster.mono(1))
+            follower.set_watching(True, cluster.mono(1))
+    assert not nobody_leads(follower, now=cluster.mono(1)), "r0 may still believe"
+    cluster.advance(8.6 - 3.0 * len(edits))  # 8.6 s after r0's last write was seen
+    assert nobody_leads(follower, now=cluster.mono(1)) is reported

@@ -168,6 +168,64 @@ def test_graceful_stop_releases_and_a_watching_candidate_takes_over_at_once() ->
     assert lease_record(c).fencing_token == released.fencing_token + 1
 
 
+def test_a_read_answered_after_a_newer_watch_event_does_not_hide_a_release() -> None:
+    """A read served before the release and answered after the watch delivered the release must
+    not put the held record back as the latest observation: the candidate would wait a whole
+    lease instead of taking over at once (CI saw a 2.01 s graceful takeover with a 2 s lease)."""
+    c, old, new = _two_with_a_leader()
+    candidate = c.replicas[new].machine
+    c.deliver_watch(new, 100)
+    candidate.set_watching(False, c.mono(new))  # its watch broke: it polls
+    command = c.act(new)
+    while not isinstance(command, Read):  # until the candidate, polling, reads
+        c.advance(0.25)
+        c.roundtrip(old)  # the leader renews when due
+        c.deliver_watch(new, 100)
+        command = c.act(new)
+    assert command.purpose is Purpose.OBSERVE
+    c.apply(new)  # served now, while old still holds the Lease ...
+    candidate.set_watching(True, c.mono(new))  # ... and meanwhile its watch is back
+    c.stop(old)
+    c.roundtrip(old)  # release read
+    c.roundtrip(old)  # release write
+    released = lease_record(c)
+    assert released.holder == ""
+    c.deliver_watch(new, 100)  # the watch delivers the release ...
+    c.respond(new)  # ... and then the read's answer (old holding) arrives
+    for _ in range(3):  # no time passes: a read or two, then the take
+        command = c.roundtrip(new)
+        if isinstance(command, Update):
+            break
+    assert isinstance(command, Update) and command.purpose is Purpose.TAKE, command
+    assert c.leader() == new
+    assert lease_record(c).fencing_token == released.fencing_token + 1
+
+
+def test_a_read_answered_after_the_create_it_missed_does_not_make_the_lease_look_deleted() -> None:
+    """The case CI hit: a candidate's first read (NotFound) is served before the leader's
+    create and heard after its watch delivered the create. Taken as the latest, the Lease
+    looked deleted by hand, and its release was waited out for a whole lease."""
+    c = Cluster(2)
+    candidate = c.replicas[1].machine
+    assert isinstance(c.act(1), Read)
+    c.apply(1)  # served now: no Lease yet
+    assert isinstance(c.roundtrip(0), Read) and isinstance(c.roundtrip(0), Create)
+    assert c.leader() == 0
+    candidate.set_watching(True, c.mono(1))
+    c.deliver_watch(1, 100)  # ADDED, held by r0 ...
+    c.respond(1)  # ... then the NotFound
+    c.stop(0)
+    c.roundtrip(0)  # release read
+    c.roundtrip(0)  # release write
+    c.deliver_watch(1, 100)
+    for _ in range(3):  # no time passes
+        command = c.roundtrip(1)
+        if isinstance(command, Update):
+            break
+    assert isinstance(command, Update) and command.purpose is Purpose.TAKE, command
+    assert c.leader() == 1
+
+
 def release_steps(c: Cluster, *, lose: list[bool]) -> list[str]:
     """Drive replica 0's release, losing the answers ``lose`` says (in order); the steps taken."""
     steps: list[str] = []

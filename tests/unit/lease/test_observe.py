@@ -77,3 +77,17 @@ def test_last_held_follows_the_newest_term_whatever_the_holders_clocks_say() -> 
     assert observer.last_held.fencing_token == 2
     assert observer.last_held.renew_time is not None
     assert observer.last_held.renew_time.minute == 0
+
+
+def test_a_read_answer_is_overtaken_only_when_something_else_was_seen_while_it_was_out() -> None:
+    observer = LeaseObserver()
+    old, new = _lease("2026-01-01T00:00:00.000000Z"), _lease("2026-01-01T00:00:02.000000Z")
+    observer.observe(old, 1.0)
+    sent = observer.sightings
+    assert not observer.overtaken(new, sightings=sent), "nothing seen since: the answer is news"
+    observer.observe(old, 2.0)  # the same content again (a relist, a bookmark's object)
+    assert not observer.overtaken(old, sightings=sent)
+    observer.observe(new, 3.0)  # the watch saw a change while the read was out
+    assert observer.overtaken(old, sightings=sent), "old content heard after new: may be older"
+    assert observer.overtaken(None, sightings=sent)
+    assert not observer.overtaken(new, sightings=sent), "agrees with what was seen"
