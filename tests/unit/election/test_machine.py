@@ -177,11 +177,14 @@ def test_a_read_answered_after_a_newer_watch_event_does_not_hide_a_release() -> 
     c.deliver_watch(new, 100)
     candidate.set_watching(False, c.mono(new))  # its watch broke: it polls
     command = c.act(new)
-    while not isinstance(command, Read):  # until the candidate, polling, reads
+    for _ in range(100):  # until the candidate, polling, reads (25 s of its clock at most)
+        if isinstance(command, Read):
+            break
         c.advance(0.25)
         c.roundtrip(old)  # the leader renews when due
         c.deliver_watch(new, 100)
         command = c.act(new)
+    assert isinstance(command, Read), f"the polling candidate never read: {command!r}"
     assert command.purpose is Purpose.OBSERVE
     c.apply(new)  # served now, while old still holds the Lease ...
     candidate.set_watching(True, c.mono(new))  # ... and meanwhile its watch is back
