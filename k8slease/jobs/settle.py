@@ -144,6 +144,8 @@ def retry_kept_release(lock: SettlingLock[Any], *, until: float, every: float) -
                 return
             try:
                 with lock._active_lock:
+                    if lock._unwritten is None:
+                        return  # a claim carried it while this thread waited for the lock
                     lease, _ = lock._look(fresh=True)
                     if lease is None or lease.record.holder != lock.identity:
                         return  # taken over or gone: the next claim write carries it

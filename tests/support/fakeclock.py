@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 import weakref
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -89,8 +90,15 @@ class FakeClock:
             waiting = [t for t in self._known if self._asleep.get(t) == self._generation]
             return len(waiting) == len(self._known) and len(waiting) >= sleepers
 
+        deadline = time.monotonic() + timeout
         with self._lock:
-            return self._changed.wait_for(settled, timeout)
+            # asked again every RECHECK too: a thread that ends says nothing when it does
+            while not settled():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._changed.wait(min(left, self.RECHECK))
+            return True
 
     def run_until(
         self, done: Callable[[], bool], *, limit: float, step: float = 0.05, sleepers: int = 0

@@ -37,6 +37,8 @@ def test_a_claim_landing_after_the_term_ended_is_released_at_once_and_named_at_w
     clock.advance(4)  # the term ends
     with caplog.at_level(logging.WARNING, logger="k8slease"):
         runner.leadership_ended()
+        # the settling thread has looked once (the claim still open) before the clock moves
+        assert clock.settle(sleepers=1)
         clock.advance(1)
         store.land()  # the claim applied after r0 gave up on it and stopped leading
         assert store.view().record.holder == "r0"
@@ -64,6 +66,7 @@ def test_a_claim_left_unanswered_after_the_term_ended_is_settled_too() -> None:
     leading = Leadership(clock, clock.monotonic() + 1.0)  # the term ends during the claim
     runner = _unanswered_claim(clock, store, leading)
     assert runner._settling is not None
+    assert clock.settle(sleepers=1)  # it has looked once, the claim still open
     store.land()
 
     assert clock.run_until(lambda: store.view().record.holder == "", limit=5, step=0.5)
@@ -80,6 +83,9 @@ def _settling_after_the_term(
     runner.leadership_ended()
     thread = runner._settling
     assert thread is not None
+    # it has looked once (the claim still open) and waits: the clock knows it from then on
+    # (CI once moved the clock past a thread still in its first look, which it did not know)
+    assert clock.settle(sleepers=1)
     return leading, runner, thread
 
 
