@@ -235,6 +235,7 @@ def test_a_release_not_answered_is_retried_until_it_lands_before_anyone_may_take
     r1.read_state()
     store.down = True
     r0.finish(grant, "succeeded")
+    assert clock.settle(sleepers=1)  # the retry thread waits: the clock knows it from now on
     assert not clock.run_until(lambda: store.view().record.holder == "", limit=3, step=0.5)
     store.down = False
 
