@@ -402,10 +402,8 @@ class ElectionMachine(Releasing):
         if self.stopping:
             # Granted while stopping: never start leading, give it straight back.
             self.term += 1
-            give_up_at = sent_at + self.timing.lease_duration
-            self._release = ReleaseState(term=self.term, record=record, give_up_at=give_up_at)
+            self._begin_release(self.term, record, lease, sent_at + self.timing.lease_duration)
             self._after_release = Phase.STOPPED
-            self.phase = Phase.RELEASING
             return
         if now >= leader_deadline(sent_at, self.timing.renew_deadline):
             return  # the answer came too late to act on; the record shows us, retake later
@@ -438,10 +436,11 @@ class ElectionMachine(Releasing):
         self._need_read = False
         self._not_before = float("-inf")
         if release:
+            # written on the term's last body unless a Conflict put that in doubt
+            known = None if lead.needs_reread else lead.lease
             give_up_at = lead.last_ok_sent + self.timing.lease_duration
-            self._release = ReleaseState(lead.term, lead.record, give_up_at)
+            self._begin_release(lead.term, lead.record, known, give_up_at)
             self._after_release = after
-            self.phase = Phase.RELEASING
         else:
             self.phase = after
 

@@ -1,16 +1,24 @@
 """The release steps of :class:`~k8slease.election.machine.ElectionMachine`: giving the Lease back.
 
-A release is a fresh read (is the Lease still ours, by holder and fencing token?) and a write
-conditional on what that read returned. An attempt that fails is tried again, read first, until
-the term's lease would run out (:class:`~k8slease.election.state.ReleaseState`): one lost
-answer, one connection broken mid-answer or one write that crossed ours must not leave the Lease
-naming a stopped process for a whole lease duration. A 409 is read again at once, any other
-failure after ``renew_retry_interval``; a Lease deleted meanwhile needs no release.
+A release is a write conditional on the ``resourceVersion`` of the body this term last wrote
+(as client-go's ``release()``): one request when nothing else wrote since, which is what a
+graceful stop on a busy or slow server needs. When the term's last write is in doubt (a Conflict
+asked for a re-read), and for every later attempt, it reads first (is the Lease still ours, by
+holder and fencing token?) and writes on what the read returned. An attempt that fails is tried
+again, read first, until the term's lease would run out
+(:class:`~k8slease.election.state.ReleaseState`): one lost answer, one connection broken
+mid-answer or one write that crossed ours must not leave the Lease naming a stopped process for
+a whole lease duration. A 409 is read again at once, any other failure after
+``renew_retry_interval``; a Lease deleted meanwhile needs no release.
+
+No request of a release is sent while the term's work still runs (the elector's thread holds it
+back, :meth:`Releasing.release_postponed`): a released Lease lets another replica start.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from k8slease.election.commands import Command, Phase, Purpose, Read, Update, Wait
 from k8slease.election.state import ReleaseState
@@ -37,6 +45,29 @@ class Releasing:
 
     def _jitter(self, base: float) -> float:
         raise NotImplementedError
+
+    def _take_pending(self, *kinds: type[Read] | type[Update]) -> object:
+        raise NotImplementedError
+
+    def _begin_release(
+        self, term: int, record: LeaseRecord, lease: dict[str, Any] | None, give_up_at: float
+    ) -> None:
+        """Start giving back the Lease of ``term``: at once, on ``lease`` (the body the term last
+        wrote), or, when ``None``, after a fresh read."""
+        release = ReleaseState(term=term, record=record, give_up_at=give_up_at)
+        if lease is not None:
+            release.fresh, release.read_done = dict(lease), True
+        self._release = release
+        self.phase = Phase.RELEASING
+
+    def release_postponed(self, now: float) -> None:
+        """The release's outstanding request was not sent: the term's work still runs. It is
+        sent, as it was, after ``renew_retry_interval``, until the release gives up."""
+        self._take_pending(Read, Update)
+        release = self._release
+        retry = self.timing.renew_retry_interval
+        if release is None or not release.postpone(now, retry_in=retry):
+            self._finish_release(now)
 
     def _release_command(self, now: float, wall: datetime) -> Command | None:
         """The next step of the release under way (None: it is over, carry on)."""

@@ -39,14 +39,15 @@ WRITTEN_KEPT = 16
 
 @dataclass(slots=True)
 class ReleaseState:
-    """A release under way: the term it ends, what a fresh read returned, and its retries.
+    """A release under way: the term it ends, the body its write is conditional on, its retries.
 
-    A release is a fresh read and a conditional write. An attempt that fails (a timeout, a 5xx, a
-    connection broken mid-answer, a 409 from a write that crossed ours) is tried again, read
-    first, until ``give_up_at``: one lease duration after the term's last successful renew was
-    sent, when candidates that saw that renew may take over anyway (a release is a write
-    conditional on the fresh read, so a late one cannot undo a takeover: it meets a 409). The
-    first attempt is always made.
+    A release is a conditional write: its first attempt on the body the term last wrote (``fresh``
+    set, ``read_done`` true: one request, as client-go's), later ones on a fresh read. An attempt
+    that fails (a timeout, a 5xx, a connection broken mid-answer, a 409 from a write that crossed
+    ours) is tried again, read first, until ``give_up_at``: one lease duration after the term's
+    last successful renew was sent, when candidates that saw that renew may take over anyway (the
+    write is conditional, so a late one cannot undo a takeover: it meets a 409). The first
+    attempt is always made.
     """
 
     term: int
@@ -65,6 +66,14 @@ class ReleaseState:
         self.fresh, self.read_done = None, False
         self.not_before = now + retry_in
         self.attempts += 1
+        return True
+
+    def postpone(self, now: float, *, retry_in: float) -> bool:
+        """The next request was held back at ``now`` (the term's work still runs): send it in
+        ``retry_in``, as it was, while there is time before ``give_up_at``; returns whether."""
+        if now + retry_in >= self.give_up_at:
+            return False
+        self.not_before = now + retry_in
         return True
 
 

@@ -40,6 +40,9 @@ from k8slease.metrics import ElectorMetrics
 
 R = TypeVar("R")
 
+#: The requests of a release: held back while the ended term's work still runs.
+_RELEASING = frozenset({Purpose.RELEASE_READ, Purpose.RELEASE})
+
 #: How long a watch stream stays open before it is renewed (seconds).
 WATCH_TIMEOUT_SECONDS = 60
 
@@ -185,18 +188,13 @@ class ElectionRunner:
             if isinstance(command, Wait):
                 self._sleep(command.until, generation)
                 continue
-            if (
-                isinstance(command, Read)
-                and command.purpose is Purpose.RELEASE_READ
-                and not self._may_release()
-            ):
+            if command.purpose in _RELEASING and not self._may_release():
                 self.step(self._release_postponed, wake=False)
                 continue
             self._execute(command)
 
     def _release_postponed(self) -> None:
-        not_yet = Unavailable("leadership work still running; not releasing")
-        self.machine.read_failed(not_yet, now=self._clock.monotonic())
+        self.machine.release_postponed(self._clock.monotonic())
 
     def _sleep(self, until: float | None, generation: int) -> None:
         with self._cond:

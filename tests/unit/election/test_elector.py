@@ -415,3 +415,37 @@ def test_asyncio_integration_runs_coroutines_on_the_loop_and_cancels_them(
     asyncio.run(main())
     assert seen == {"loop": True, "token": 1, "cancelled": True, "stopped_on_loop": True}
     assert holder(store) == ""
+
+
+def test_no_release_request_is_sent_while_the_ended_term_s_work_still_runs(
+    store: MemoryLeaseStore, electors: list[LeaderElector]
+) -> None:
+    """The release's first request is its write, on the body the term last wrote; like the read
+    that used to come first, it is held back until the work has returned: released earlier, the
+    Lease would let another replica start beside work that still runs."""
+    finish = threading.Event()
+
+    def work(ctx: LeadershipContext) -> None:
+        ctx.lost.wait()
+        finish.wait(10)  # ignores the loss a while longer
+
+    a = make(store, electors, "a", on_started_leading=work).start()
+    assert a.wait_until_leading(5)
+    machine = a._runner.machine
+    held_back = threading.Semaphore(0)
+    postpone = machine.release_postponed
+
+    def counted(now: float) -> None:
+        postpone(now)
+        held_back.release()
+
+    machine.release_postponed = counted  # type: ignore[method-assign]
+    stopper = threading.Thread(target=a.stop)
+    stopper.start()
+    for _ in range(2):
+        assert held_back.acquire(timeout=5), "the release was not held back"
+    assert holder(store) == "a", "released while the work still ran"
+    finish.set()
+    stopper.join(5)
+    assert not stopper.is_alive()
+    assert holder(store) == ""

@@ -119,8 +119,7 @@ def test_a_real_release_is_still_taken_at_once() -> None:
     c = Cluster(2)
     leader, other = _lead(c)
     c.stop(leader)
-    c.roundtrip(leader)  # release read
-    c.roundtrip(leader)  # release write
+    c.roundtrip(leader)  # the release: one write
     c.deliver_watch(other, 1000)
     assert isinstance(c.roundtrip(other), Update)
     assert c.leader() == other

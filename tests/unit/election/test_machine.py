@@ -153,9 +153,7 @@ def test_graceful_stop_releases_and_a_watching_candidate_takes_over_at_once() ->
     c.stop(old)
     assert isinstance(c.replicas[old].events[-1], StoppedLeading)
     assert c.leader() is None
-    command = c.roundtrip(old)
-    assert isinstance(command, Read) and command.purpose is Purpose.RELEASE_READ
-    command = c.roundtrip(old)
+    command = c.roundtrip(old)  # one request: the write, on the body the term last wrote
     assert isinstance(command, Update) and command.purpose is Purpose.RELEASE
     assert isinstance(c.replicas[old].events[-1], Released)
     assert isinstance(c.act(old), Done)
@@ -189,8 +187,7 @@ def test_a_read_answered_after_a_newer_watch_event_does_not_hide_a_release() -> 
     c.apply(new)  # served now, while old still holds the Lease ...
     candidate.set_watching(True, c.mono(new))  # ... and meanwhile its watch is back
     c.stop(old)
-    c.roundtrip(old)  # release read
-    c.roundtrip(old)  # release write
+    c.roundtrip(old)  # the release: one write
     released = lease_record(c)
     assert released.holder == ""
     c.deliver_watch(new, 100)  # the watch delivers the release ...
@@ -218,8 +215,7 @@ def test_a_read_answered_after_the_create_it_missed_does_not_make_the_lease_look
     c.deliver_watch(1, 100)  # ADDED, held by r0 ...
     c.respond(1)  # ... then the NotFound
     c.stop(0)
-    c.roundtrip(0)  # release read
-    c.roundtrip(0)  # release write
+    c.roundtrip(0)  # the release: one write
     c.deliver_watch(1, 100)
     for _ in range(3):  # no time passes
         command = c.roundtrip(1)
@@ -251,8 +247,8 @@ def release_steps(c: Cluster, *, lose: list[bool]) -> list[str]:
 
 @pytest.mark.parametrize(
     "lose",
-    [[True], [False, True], [True, True, False, True]],
-    ids=["read-lost", "write-lost", "three-lost"],
+    [[True], [True, True], [True, False, True], [True, True, False, True]],
+    ids=["write-lost", "write-then-read-lost", "write-then-rewrite-lost", "three-lost"],
 )
 def test_a_failed_release_attempt_is_tried_again_within_the_term_s_lease(
     lose: list[bool],
@@ -285,10 +281,10 @@ def test_a_release_gives_up_when_the_term_s_lease_would_run_out() -> None:
 def test_a_release_that_meets_a_409_reads_again_at_once_and_writes_on_the_fresh_lease() -> None:
     c = Cluster(1)
     c.run_until(lambda: c.leader() == 0)
-    c.stop(0)
-    assert isinstance(c.roundtrip(0), Read)  # the fresh read
-    # someone relabels the Lease between the read and the write: the write meets a 409
+    # someone relabels the Lease after the last renew: the release's write on the body the
+    # term last wrote meets a 409
     c.store.edit(NAME, lambda lease: lease["metadata"].setdefault("labels", {}).update(x="y"))
+    c.stop(0)
     command = c.roundtrip(0)
     assert isinstance(command, Update) and command.purpose is Purpose.RELEASE
     assert lease_record(c).holder == "r0"
@@ -300,12 +296,40 @@ def test_a_release_that_meets_a_409_reads_again_at_once_and_writes_on_the_fresh_
     assert c.store.get(NAME)["metadata"]["labels"]["x"] == "y", "the edit is kept"
 
 
+def test_a_release_after_a_conflicted_renew_reads_first() -> None:
+    """A renew that met a 409 leaves the term's last body in doubt (the machine re-reads):
+    stopped then, the release reads before it writes."""
+    c = Cluster(1)
+    c.run_until(lambda: c.leader() == 0)
+    c.store.edit(NAME, lambda lease: lease["metadata"].setdefault("labels", {}).update(x="y"))
+    command = c.act(0)
+    for _ in range(100):  # until the renew falls due (no watch event delivered)
+        if not isinstance(command, Wait):
+            break
+        c.advance(command.until - c.mono(0))
+        command = c.act(0)
+    assert isinstance(command, Update) and command.purpose is Purpose.RENEW, command
+    c.apply(0)
+    c.respond(0)  # 409: the edit came first
+    lead = c.replicas[0].machine._lead
+    assert lead is not None and lead.needs_reread
+    c.stop(0)
+    command = c.roundtrip(0)
+    assert isinstance(command, Read) and command.purpose is Purpose.RELEASE_READ
+    command = c.roundtrip(0)
+    assert isinstance(command, Update) and command.purpose is Purpose.RELEASE
+    assert lease_record(c).holder == ""
+
+
 def test_release_is_skipped_when_a_fresh_read_shows_someone_else() -> None:
     c = Cluster(1)
     c.run_until(lambda: c.leader() == 0)
     c.stop(0)
     c.store.edit(NAME, lambda lease: lease["spec"].update(holderIdentity="other"))
-    c.roundtrip(0)  # release read: not ours
+    command = c.roundtrip(0)  # the write on the term's last body: 409
+    assert isinstance(command, Update) and command.purpose is Purpose.RELEASE
+    command = c.roundtrip(0)  # the fresh read: not ours
+    assert isinstance(command, Read) and command.purpose is Purpose.RELEASE_READ
     assert isinstance(c.act(0), Done)
     assert lease_record(c).holder == "other"
 
