@@ -171,8 +171,6 @@ class LeaderElector:
         self._terms = TermCallbacks(self, self._clock, metrics, log, own_threads, self._work_ended)
         self._runner = ElectionRunner(
             machine,
-            name=self.name,
-            timing=self.timing,
             clock=self._clock,
             metrics=metrics,
             rng=rng,

@@ -25,7 +25,6 @@ from k8slease.clock import Clock
 from k8slease.election.budgets import election_budget
 from k8slease.election.commands import Create, Done, Event, Phase, Purpose, Read, Update, Wait
 from k8slease.election.machine import ElectionMachine
-from k8slease.election.timing import ElectionTiming
 from k8slease.errors import AlreadyExists, Conflict, TransportError, Unavailable
 from k8slease.kube.backoff import backoff_delay
 from k8slease.kube.complaints import RepeatedErrors
@@ -62,8 +61,6 @@ class ElectionRunner:
         self,
         machine: ElectionMachine,
         *,
-        name: str,
-        timing: ElectionTiming,
         clock: Clock,
         metrics: ElectorMetrics,
         rng: random.Random,
@@ -74,8 +71,8 @@ class ElectionRunner:
         transport: LeaseAPI | None = None,
     ) -> None:
         self.machine = machine
-        self.name = name
-        self.timing = timing
+        self.name = machine.name
+        self.timing = machine.timing
         self.transport = transport
         self._clock = clock
         self._metrics = metrics

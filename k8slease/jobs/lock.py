@@ -365,8 +365,14 @@ class JobLock(LockHolding):
         """Write a granted claim conditionally on ``lease`` (create when ``None``)."""
         claim, record = judged.claim, judged.record
         assert claim.record is not None and claim.state is not None
-        now = claim.record.renew_time or self._clock.now()
-        sent = self._clock.monotonic()
+        # the write as sent: what settles it if no answer comes, and what its grant starts from
+        write = PendingClaim(
+            tick=tick,
+            fencing_token=claim.record.fencing_token,
+            resource_version="" if lease is None else lease.resource_version,
+            sent_wall=claim.record.renew_time or self._clock.now(),
+            sent_mono=self._clock.monotonic(),
+        )
         try:
             if lease is None:
                 written = self.leases.create_new(
@@ -390,16 +396,7 @@ class JobLock(LockHolding):
             return Verdict.LOST_RACE
         except Unavailable as exc:
             # no answer: the claim may yet be applied; the next look at the Lease settles it
-            self._pending = still_pending(
-                self._pending,
-                PendingClaim(
-                    tick=tick,
-                    fencing_token=claim.record.fencing_token,
-                    resource_version="" if lease is None else lease.resource_version,
-                    sent_mono=sent,
-                    sent_wall=now,
-                ),
-            )
+            self._pending = still_pending(self._pending, write)
             self._highest_token = max(self._highest_token, claim.record.fencing_token)
             self._log.warning(
                 "lock.claim_unanswered",
@@ -415,7 +412,7 @@ class JobLock(LockHolding):
         self._pending = None
         view = written
         self._observations.see(self.name, view)
-        grant = self._grant(view, tick, claim.record.fencing_token, now, sent)
+        grant = self._grant(view, write)
         if record is not None and record.malformed:
             self._log.warning("lock.repaired_malformed_lease", problems=list(record.problems))
         if claim.lost_tick is not None and record is not None:
@@ -423,19 +420,18 @@ class JobLock(LockHolding):
         self._log.info("lock.acquired", tick=tick.isoformat(), fencing_token=grant.fencing_token)
         return grant
 
-    def _grant(
-        self, view: LeaseView, tick: datetime, token: int, started: datetime, sent: float
-    ) -> Grant:
-        """The grant of ``tick`` whose claim write (sent at ``sent``) ``view`` shows."""
-        self._highest_token = max(self._highest_token, token)
+    def _grant(self, view: LeaseView, write: PendingClaim) -> Grant:
+        """The grant of the claim ``write`` (its tick and token, sent at ``write.sent_mono``),
+        which ``view`` shows applied."""
+        self._highest_token = max(self._highest_token, write.fencing_token)
         return Grant(
             job=self.job,
-            tick=tick,
-            fencing_token=token,
-            started_wall=started,
-            started_mono=sent,
+            tick=write.tick,
+            fencing_token=write.fencing_token,
+            started_wall=write.sent_wall,
+            started_mono=write.sent_mono,
             _view=view,
-            _last_ok_send=sent,
+            _last_ok_send=write.sent_mono,
             _clock=self._clock,
             _budget=keep_budget(self.lock_at_most_for),
         )

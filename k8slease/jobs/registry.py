@@ -52,6 +52,7 @@ from k8slease.jobs.singletons import SingletonRun
 from k8slease.jobs.spec import JobOptions, JobSpec, Mode
 from k8slease.jobs.triggers import INTERVAL_ANCHOR, cron_trigger, interval_trigger, job_spec
 from k8slease.jobs.wiring import (
+    JobWiring,
     catch_up,
     default_scheduler,
     job_events,
@@ -316,18 +317,17 @@ class Jobs:
                 step=self.claim_step,
                 spread=self.claim_spread,
             )
-        self.runners = make_runners(
-            self._specs.values(),
+        wiring = JobWiring(
             group=self.group,
             identity=self.identity,
             transport=transport,
             events=events,
             observations=observations,
             cache=cache,
-            is_leader=lambda: self.is_leader,
             metrics=self._metrics,
             clock=self._clock,
         )
+        self.runners = make_runners(self._specs.values(), wiring, is_leader=lambda: self.is_leader)
         scheduler = self._scheduler or default_scheduler(self._loop)
         self._scheduler = scheduler
         self._dropped = schedule_jobs(

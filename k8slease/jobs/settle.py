@@ -59,9 +59,7 @@ class SettlingLock(Protocol[G_co]):
 
     def _look(self, *, fresh: bool) -> tuple[LeaseView | None, bool]: ...
 
-    def _grant(
-        self, view: LeaseView, tick: datetime, token: int, started: datetime, sent: float
-    ) -> G_co: ...
+    def _grant(self, view: LeaseView, write: PendingClaim) -> G_co: ...
 
     def _report_lost(self, tick: datetime, holder: str, lease: LeaseView) -> None: ...
 
@@ -121,9 +119,7 @@ def _applied(
         held_until=now.isoformat(),
     )
     if adoption.decision is Decision.RUN:
-        return lock._grant(
-            lease, pending.tick, pending.fencing_token, pending.sent_wall, pending.sent_mono
-        )
+        return lock._grant(lease, pending)
     lock._unwritten = never_ran(pending, me=lock.identity, now=now, why=adoption.why)
     lock._report_lost(pending.tick, lock.identity, lease)
     return None

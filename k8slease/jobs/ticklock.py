@@ -38,12 +38,10 @@ from k8slease.callbacks import call_with_optional, cancellable
 from k8slease.clock import Clock, SystemClock
 from k8slease.errors import ConfigError
 from k8slease.jobs.context import JobContext
-from k8slease.jobs.lock import JobLock
 from k8slease.jobs.lockcache import ClaimCache
 from k8slease.jobs.lockrules import check_lock_times
 from k8slease.jobs.runner import TickRunner, _Attempt
 from k8slease.jobs.spec import (
-    DEFAULT_GRACE,
     DEFAULT_LOCK_AT_MOST_FOR,
     JobSpec,
     Mode,
@@ -53,7 +51,7 @@ from k8slease.jobs.spec import (
 from k8slease.jobs.tickhold import TickHold, TickSkipped, claim, finish
 from k8slease.jobs.tickof import check_period, check_tick, resolve_tick
 from k8slease.jobs.triggers import INTERVAL_ANCHOR
-from k8slease.jobs.wiring import job_events, job_informer
+from k8slease.jobs.wiring import JobWiring, job_events, job_informer
 from k8slease.kube.apiclient import api_client_if_configured, check_api_client, default_api_client
 from k8slease.kube.events import EventRecorder
 from k8slease.kube.identity import default_namespace, identity_or_default
@@ -302,20 +300,6 @@ class TickLock:
             if self._closed:
                 raise ConfigError("this TickLock is closed")
             transport, events = self._io()
-            lock = JobLock(
-                transport,
-                group=self.group,
-                job=job,
-                identity=self.identity,
-                lock_at_most_for=times.most,
-                lock_at_least_for=times.least,
-                clock=self._clock,
-                events=events,
-                observations=self._observations,
-                cache=self._cache,
-                ordered=False,  # no turns: a replica that loses learns it at once
-                grace=DEFAULT_GRACE,
-            )
             spec = JobSpec(
                 name=job,
                 func=_unused_body,
@@ -324,14 +308,18 @@ class TickLock:
                 lock_at_most_for=times.most,
                 lock_at_least_for=times.least,
             )
-            runner = TickRunner(
-                spec,
+            wiring = JobWiring(
                 group=self.group,
                 identity=self.identity,
-                lock=lock,
+                transport=transport,
+                events=events,
+                observations=self._observations,
+                cache=self._cache,
                 metrics=self._metrics,
                 clock=self._clock,
             )
+            # no turns: a replica that loses learns it at once
+            runner = wiring.runner(spec, wiring.lock(spec, ordered=False))
             self._runners[job] = (runner, times)
             return runner
 

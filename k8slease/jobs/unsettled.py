@@ -50,7 +50,8 @@ class Settled(Enum):
 
 @dataclass(frozen=True, slots=True)
 class PendingClaim:
-    """A claim write of this replica whose answer did not arrive.
+    """A claim write of this replica, as sent; kept while its answer has not arrived (the grant
+    of an applied claim starts from it).
 
     ``resource_version`` is the version the write was conditioned on (``""`` for a create);
     ``sent_mono`` when it was sent, on this replica's monotonic clock: the grant's keep-alive

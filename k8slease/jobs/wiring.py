@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Callable, Collection, Iterable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -78,48 +79,65 @@ def leaderless_id(group: str, name: str) -> str:
     return f"{job_id(group, name)}:leaderless"
 
 
+@dataclass(frozen=True, slots=True)
+class JobWiring:
+    """What the jobs of one replica share: who runs them (``group``, ``identity``), the transport
+    and Event recorder their locks send through, the observations (and the informer's claim
+    cache) their claims are judged on, the metrics and the clock."""
+
+    group: str
+    identity: str
+    transport: LeaseTransport
+    events: EventRecorder | None
+    observations: Observations
+    cache: ClaimCache | None
+    metrics: JobMetrics
+    clock: Clock
+
+    def lock(self, spec: JobSpec, *, ordered: bool) -> JobLock:
+        """The lock of job ``spec`` (its lock times and grace); ``ordered``: whether a claim
+        first waits for this replica's turn in the tick's claim order."""
+        return JobLock(
+            self.transport,
+            group=self.group,
+            job=spec.name,
+            identity=self.identity,
+            lock_at_most_for=spec.lock_at_most_for,
+            lock_at_least_for=spec.lock_at_least_for,
+            clock=self.clock,
+            events=self.events,
+            observations=self.observations,
+            cache=self.cache,
+            ordered=ordered,
+            grace=spec.grace,
+        )
+
+    def runner(
+        self, spec: JobSpec, lock: JobLock | None, is_leader: Callable[[], bool] | None = None
+    ) -> TickRunner:
+        """The runner of job ``spec``, claiming through ``lock`` (``None``: uncoordinated)."""
+        return TickRunner(
+            spec,
+            group=self.group,
+            identity=self.identity,
+            lock=lock,
+            is_leader=is_leader,
+            metrics=self.metrics,
+            clock=self.clock,
+        )
+
+
 def make_runners(
-    specs: Iterable[JobSpec],
-    *,
-    group: str,
-    identity: str,
-    transport: LeaseTransport,
-    events: EventRecorder,
-    observations: Observations,
-    cache: ClaimCache | None,
-    is_leader: Callable[[], bool],
-    metrics: JobMetrics,
-    clock: Clock,
+    specs: Iterable[JobSpec], wiring: JobWiring, *, is_leader: Callable[[], bool]
 ) -> dict[str, TickRunner]:
     """One :class:`TickRunner` per job; coordinated jobs get a lock on the shared transport."""
     runners: dict[str, TickRunner] = {}
     for spec in specs:
         lock = None
         if spec.coordinated:
-            lock = JobLock(
-                transport,
-                group=group,
-                job=spec.name,
-                identity=identity,
-                lock_at_most_for=spec.lock_at_most_for,
-                lock_at_least_for=spec.lock_at_least_for,
-                clock=clock,
-                events=events,
-                observations=observations,
-                cache=cache,
-                # only the leader fires LEADER jobs: nobody to take turns with
-                ordered=spec.mode is Mode.ONCE_PER_TICK,
-                grace=spec.grace,
-            )
-        runners[spec.name] = TickRunner(
-            spec,
-            group=group,
-            identity=identity,
-            lock=lock,
-            is_leader=is_leader,
-            metrics=metrics,
-            clock=clock,
-        )
+            # only the leader fires LEADER jobs: nobody to take turns with
+            lock = wiring.lock(spec, ordered=spec.mode is Mode.ONCE_PER_TICK)
+        runners[spec.name] = wiring.runner(spec, lock, is_leader)
     return runners
 
 

@@ -12,6 +12,7 @@ import base64
 import json
 import random
 import uuid
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -70,27 +71,19 @@ def _generation_relevant(obj: JSON, status_is_subresource: bool) -> JSON:
     return {k: v for k, v in obj.items() if k not in skip}
 
 
+@dataclass(eq=False)
 class ResourceAPI:
     """Implements each verb; raises :class:`~.status.StatusError` for every failure."""
 
-    def __init__(
-        self,
-        store: Store,
-        registry: Registry,
-        dry_run: bool = False,
-        strict: bool = False,
-        warn: bool = False,
-        duplicates: tuple[str, ...] = (),
-    ) -> None:
-        self.store = store
-        self.registry = registry
-        self.dry_run = dry_run
-        self.strict = strict
-        self.warn = warn
-        #: Paths of fields the request body had twice (the last one counts).
-        self.duplicates = duplicates
-        #: Warnings for the response's ``Warning`` headers (``fieldValidation=Warn``).
-        self.warnings: list[str] = []
+    store: Store
+    registry: Registry
+    dry_run: bool = False
+    strict: bool = False
+    warn: bool = False
+    #: Paths of fields the request body had twice (the last one counts).
+    duplicates: tuple[str, ...] = ()
+    #: Warnings for the response's ``Warning`` headers (``fieldValidation=Warn``).
+    warnings: list[str] = field(default_factory=list, init=False)
 
     def variant(
         self,
@@ -104,10 +97,7 @@ class ResourceAPI:
         ``Warn`` (the default: they are dropped, with a warning each)."""
         if not dry_run and not strict and not warn:
             return self
-        return ResourceAPI(
-            self.store, self.registry, dry_run=dry_run, strict=strict, warn=warn,
-            duplicates=duplicates,
-        )  # fmt: skip
+        return replace(self, dry_run=dry_run, strict=strict, warn=warn, duplicates=duplicates)
 
     def _commit(self, resource: str, event_type: str, obj: JSON) -> JSON:
         if self.dry_run:

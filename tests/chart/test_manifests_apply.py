@@ -16,62 +16,10 @@ import pytest
 
 from charts import render_manifests as rm
 from k8slease.operator.crd import wait_established
+from tests.support.rest import Rest
 
 GROUP_VERSION = "k8slease.io/v1alpha1"
 EXAMPLES_FILE = rm.MANIFESTS_DIR / "examples" / "scheduledjobgroups.yaml"
-
-
-class Rest:
-    """Raw JSON requests through a ``kubernetes.client.ApiClient`` (auth and TLS included)."""
-
-    def __init__(self, api_client: Any) -> None:
-        self.api_client = api_client
-        self._resources: dict[str, dict[str, dict[str, Any]]] = {}
-
-    def request(
-        self, method: str, path: str, body: Any = None, query: dict[str, str] | None = None
-    ) -> tuple[int, dict[str, Any]]:
-        params = self.api_client.param_serialize(
-            method=method,
-            resource_path=path,
-            query_params=list((query or {}).items()),
-            header_params={"Content-Type": "application/json", "Accept": "application/json"},
-            body=body,
-            auth_settings=["BearerToken"],
-        )
-        response = self.api_client.call_api(*params, _request_timeout=30)
-        response.read()
-        data = json.loads(response.data) if response.data else {}
-        return int(response.status), data
-
-    def resources(self, api_version: str) -> dict[str, dict[str, Any]]:
-        """kind -> APIResource of ``api_version``, from discovery; empty when not served."""
-        if api_version not in self._resources:
-            path = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
-            status, body = self.request("GET", path)
-            found = body.get("resources", []) if status == 200 else []
-            self._resources[api_version] = {r["kind"]: r for r in found if "/" not in r["name"]}
-        return self._resources[api_version]
-
-    def forget(self, api_version: str) -> None:
-        self._resources.pop(api_version, None)
-
-    def path(self, obj: dict[str, Any], *, name: bool = False) -> str:
-        """The collection (or, with ``name``, the object) path of ``obj``."""
-        api_version, kind = obj["apiVersion"], obj["kind"]
-        resource = self.resources(api_version)[kind]
-        prefix = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
-        namespace = obj["metadata"].get("namespace")
-        if resource["namespaced"]:
-            prefix += f"/namespaces/{namespace}"
-        path = f"{prefix}/{resource['name']}"
-        return f"{path}/{obj['metadata']['name']}" if name else path
-
-    def served(self, obj: dict[str, Any]) -> bool:
-        return obj["kind"] in self.resources(obj["apiVersion"])
-
-    def create(self, obj: dict[str, Any], **query: str) -> tuple[int, dict[str, Any]]:
-        return self.request("POST", self.path(obj), body=obj, query=query)
 
 
 @pytest.fixture(scope="module")
@@ -90,16 +38,16 @@ def crd(rest: Rest) -> Iterator[dict[str, Any]]:
     (manifest,) = rm.crd_objects()
     name = manifest["metadata"]["name"]
     path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
-    status, existing = rest.request("GET", f"{path}/{name}")
+    existing = rest.request("GET", f"{path}/{name}")
     created = False
-    if status == 404:
-        status, existing = rest.request("POST", path, body=manifest)
-        assert status == 201, existing
+    if existing.status == 404:
+        existing = rest.request("POST", path, body=manifest)
+        assert existing.status == 201, existing.body
         created = True
-    assert status == 200 or created, existing
+    assert existing.status == 200 or created, existing.body
     wait_established(rest.api_client, name)
     rest.forget(GROUP_VERSION)
-    yield existing
+    yield existing.body
     if created:
         rest.request("DELETE", f"{path}/{name}")
 
@@ -126,9 +74,9 @@ def _skip_unless_served(rest: Rest, k8s_apiserver: Any, objects: list[dict[str, 
 def _create_all(rest: Rest, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
     created = []
     for obj in objects:
-        status, body = rest.create(obj, fieldValidation="Strict")
-        assert status == 201, (obj["kind"], obj["metadata"]["name"], body)
-        created.append(body)
+        answer = rest.create(obj, fieldValidation="Strict")
+        assert answer.status == 201, (obj["kind"], obj["metadata"]["name"], answer.body)
+        created.append(answer.body)
     return created
 
 
@@ -156,8 +104,9 @@ def test_rbac_objects_are_accepted(
     created = _create_all(rest, objects)
     try:
         for obj, stored in zip(objects, created, strict=True):
-            status, read = rest.request("GET", rest.path(obj, name=True))
-            assert status == 200, read
+            answer = rest.request("GET", rest.path(obj, name=True))
+            assert answer.status == 200, answer.body
+            read = answer.body
             assert read.get("rules") == stored.get("rules") == obj.get("rules")
             assert read.get("subjects") == obj.get("subjects")
     finally:
@@ -189,11 +138,11 @@ def test_rendered_and_example_scheduledjobgroups_are_accepted(
     # The CRD's defaults are applied by the server.
     assert by_name["reports"]["spec"].get("historyLimit") == 20
     assert by_name["billing"]["spec"]["jobs"][0]["name"] == "nightly-invoices"
-    status, listed = rest.request(
+    listed = rest.request(
         "GET", f"/apis/{GROUP_VERSION}/namespaces/{k8s_namespace}/scheduledjobgroups"
     )
-    assert status == 200
-    assert {o["metadata"]["name"] for o in listed["items"]} == set(by_name)
+    assert listed.status == 200
+    assert {o["metadata"]["name"] for o in listed.body["items"]} == set(by_name)
 
 
 def _bad(name: str, spec: dict[str, Any], namespace: str) -> dict[str, Any]:
@@ -223,38 +172,38 @@ def test_bad_scheduledjobgroup_is_rejected_by_the_schema(
     rest: Rest, crd: dict[str, Any], k8s_namespace: str, case: str
 ) -> None:
     spec, field = BAD_SPECS[case]
-    status, body = rest.create(_bad(case, spec, k8s_namespace))
-    assert status == 422, body
-    assert body.get("reason") == "Invalid"
-    assert field in json.dumps(body), body
-    status, _ = rest.request(
+    answer = rest.create(_bad(case, spec, k8s_namespace))
+    assert answer.status == 422, answer.body
+    assert answer.body.get("reason") == "Invalid"
+    assert field in json.dumps(answer.body), answer.body
+    stored = rest.request(
         "GET", f"/apis/{GROUP_VERSION}/namespaces/{k8s_namespace}/scheduledjobgroups/{case}"
     )
-    assert status == 404, "a rejected object must not be stored"
+    assert stored.status == 404, "a rejected object must not be stored"
 
 
 def test_missing_spec_is_rejected(rest: Rest, crd: dict[str, Any], k8s_namespace: str) -> None:
     obj = _bad("no-spec", {}, k8s_namespace)
     del obj["spec"]
-    status, body = rest.create(obj)
-    assert status == 422, body
-    assert "spec" in json.dumps(body)
+    answer = rest.create(obj)
+    assert answer.status == 422, answer.body
+    assert "spec" in json.dumps(answer.body)
 
 
 def test_unknown_field_is_pruned_by_default(
     rest: Rest, crd: dict[str, Any], k8s_namespace: str
 ) -> None:
-    status, body = rest.create(_bad("pruned", {"historyLimt": 5}, k8s_namespace))
-    assert status == 201, body
-    assert body["spec"] == {"historyLimit": 20}, "unknown fields are dropped, defaults applied"
+    answer = rest.create(_bad("pruned", {"historyLimt": 5}, k8s_namespace))
+    assert answer.status == 201, answer.body
+    assert answer.body["spec"] == {"historyLimit": 20}, (
+        "unknown fields are dropped, defaults applied"
+    )
 
 
 def test_unknown_field_is_rejected_with_strict_field_validation(
     rest: Rest, k8s_apiserver: Any, crd: dict[str, Any], k8s_namespace: str
 ) -> None:
     """What `kubectl apply` does (it asks for Strict): a misspelt field fails, not vanishes."""
-    status, body = rest.create(
-        _bad("typo", {"historyLimt": 5}, k8s_namespace), fieldValidation="Strict"
-    )
-    assert status in (400, 422), body
-    assert "historyLimt" in json.dumps(body)
+    answer = rest.create(_bad("typo", {"historyLimt": 5}, k8s_namespace), fieldValidation="Strict")
+    assert answer.status in (400, 422), answer.body
+    assert "historyLimt" in json.dumps(answer.body)

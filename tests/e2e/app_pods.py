@@ -7,12 +7,15 @@ from __future__ import annotations
 import json
 import shutil
 import time
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.leasehistory import LeaseHistory
-from tests.e2e.ticks import GROUP, await_ticks
+import pytest
+
+from tests.e2e.leasehistory import Handover, LeaseHistory
+from tests.e2e.runlog import PodLogs
+from tests.e2e.ticks import GROUP, Window, await_ticks, window
 from tests.support.polling import poll
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -78,6 +81,27 @@ def ticking_leader(cluster: Any, history: LeaseHistory, start: datetime) -> dict
     return found
 
 
+def node_leader(
+    cluster: Any, history: LeaseHistory, start: datetime, *, why: str
+) -> dict[str, Any]:
+    """:func:`ticking_leader` for a scenario that acts on the leader's container through the
+    node (``why``): skipped on any other cluster."""
+    if cluster.kind != "node":
+        pytest.skip(f"{why} (node cluster only)")
+    return ticking_leader(cluster, history, start)
+
+
+def handover_from(history: LeaseHistory, pod: str, what: str) -> Handover:
+    """The first handover of the group from the replica in ``pod`` (its identity is the pod's
+    name plus a suffix), waited for up to 60 s; ``what`` names that leader for the timeout."""
+    found: list[Handover] = wait_until(
+        lambda: [h for h in history.handovers(GROUP) if h.old.startswith(pod + "-")],
+        60,
+        f"a handover from the {what} leader",
+    )
+    return found[0]
+
+
 def steady(cluster: Any, replicas: int = REPLICAS) -> list[dict[str, Any]]:
     """Wait for ``replicas`` Ready pods of the app, no other pod (none terminating), and a
     leader among them; returns the pods."""
@@ -93,6 +117,14 @@ def steady(cluster: Any, replicas: int = REPLICAS) -> list[dict[str, Any]]:
         settled, 180, f"{replicas} Ready app pods, nothing terminating, and a leader"
     )
     return settled_pods
+
+
+def recovered_window(cluster: Any, history: LeaseHistory, logs: PodLogs, start: datetime) -> Window:
+    """After a fault: once the replicas are steady again and a tick came after that, the window
+    from ``start``, judged."""
+    steady(cluster)
+    await_ticks(history, after=datetime.now(UTC), count=1)
+    return window(history, logs, start=start)
 
 
 def between_ticks(tick_seconds: float) -> None:

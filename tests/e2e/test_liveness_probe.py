@@ -24,7 +24,7 @@ import json
 import subprocess
 import sys
 import time
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -34,15 +34,16 @@ from tests.e2e.app_pods import (
     LEASE_SECONDS,
     NAMESPACE,
     between_ticks,
+    handover_from,
+    node_leader,
     pods,
     record,
-    steady,
-    ticking_leader,
+    recovered_window,
     wait_until,
 )
 from tests.e2e.leasehistory import LeaseHistory
 from tests.e2e.runlog import PodLogs
-from tests.e2e.ticks import GROUP, TICK_SECONDS, assert_each_tick_once, await_ticks, window
+from tests.e2e.ticks import TICK_SECONDS, assert_each_tick_once
 from tests.support.processes import child_env
 
 pytestmark = pytest.mark.kind
@@ -79,9 +80,9 @@ def restarts(cluster: Any, pod: str) -> int:
 def test_wedged_leader_is_restarted_by_its_liveness_probe(
     e2e_cluster: Any, history: LeaseHistory, logs: PodLogs, start: datetime
 ) -> None:
-    if e2e_cluster.kind != "node":
-        pytest.skip("wedges a container's process with ptrace on the node (node cluster only)")
-    pod = ticking_leader(e2e_cluster, history, start)
+    pod = node_leader(
+        e2e_cluster, history, start, why="wedges a container's process with ptrace on the node"
+    )
     name = pod["metadata"]["name"]
     status = pod["status"]["containerStatuses"][0]
     before = int(status.get("restartCount", 0))
@@ -102,11 +103,7 @@ def test_wedged_leader_is_restarted_by_its_liveness_probe(
         verdict = json.loads(freezer.stdout.readline() or "null")
         assert verdict and verdict["healthz"] == 503, verdict
         assert verdict["after"] < UNHEALTHY_WITHIN, verdict
-        handover = wait_until(
-            lambda: [h for h in history.handovers(GROUP) if h.old.startswith(name + "-")],
-            60,
-            "a handover from the wedged leader",
-        )[0]
+        handover = handover_from(history, name, "wedged")
         assert handover.gap_seconds < LEASE_SECONDS + 2.0, handover
 
         def killed() -> list[dict[str, Any]]:
@@ -136,9 +133,7 @@ def test_wedged_leader_is_restarted_by_its_liveness_probe(
     assert '"thawed"' in thawed, thawed
     wait_until(lambda: restarts(e2e_cluster, name) > before, 90, "the container's restart")
     restarted_after = time.monotonic() - wedged
-    steady(e2e_cluster)
-    await_ticks(history, after=datetime.now(UTC), count=1)
-    judged = window(history, logs, start=start)
+    judged = recovered_window(e2e_cluster, history, logs, start)
     assert_each_tick_once(judged, at_least=8)
     # The wedged replica, let go after the kubelet's SIGTERM, stopped on it: its lines after the
     # thaw show the signal and the stop, and nothing run as leader after the takeover.

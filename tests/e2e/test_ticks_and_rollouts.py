@@ -27,11 +27,13 @@ from tests.e2e.app_pods import (
     NAMESPACE,
     REPO_ROOT,
     between_ticks,
+    handover_from,
+    node_leader,
     pods,
     record,
+    recovered_window,
     steady,
     ticking_leader,
-    wait_until,
 )
 from tests.e2e.leasehistory import LeaseHistory
 from tests.e2e.runlog import PodLogs
@@ -68,9 +70,7 @@ def test_rollout_restart_runs_every_tick_once(
     e2e_cluster.kubectl("rollout", "restart", f"deployment/{APP}", "-n", NAMESPACE)
     e2e_cluster.kubectl("rollout", "status", f"deployment/{APP}", "-n", NAMESPACE, "--timeout=300s")
     rolled = time.monotonic() - began
-    steady(e2e_cluster)
-    await_ticks(history, after=datetime.now(UTC), count=1)  # the new pods' ticks, judged
-    judged = window(history, logs, start=start)
+    judged = recovered_window(e2e_cluster, history, logs, start)  # a new pod's tick in it
     assert_each_tick_once(judged, at_least=5)
     handovers = history.handovers(GROUP)
     assert handovers, "the rollout replaced every pod, the leader's too: expected a handover"
@@ -96,11 +96,7 @@ def test_leader_pod_deleted_successor_takes_over_within_a_second(
     old = ticking_leader(e2e_cluster, history, start)["metadata"]["name"]
     deleted = datetime.now(UTC)
     e2e_cluster.kubectl("delete", "pod", old, "-n", NAMESPACE, "--wait=false")
-    handover = wait_until(
-        lambda: [h for h in history.handovers(GROUP) if h.old.startswith(old + "-")],
-        60,
-        "a handover from the deleted leader",
-    )[0]
+    handover = handover_from(history, old, "deleted")
     assert handover.gap_seconds < 1.0, handover
     steady(e2e_cluster)
     await_ticks(history, after=deleted, count=3)
@@ -122,23 +118,17 @@ def test_leader_pod_deleted_successor_takes_over_within_a_second(
 def test_leader_container_killed_successor_takes_over_within_the_lease(
     e2e_cluster: Any, history: LeaseHistory, logs: PodLogs, start: datetime
 ) -> None:
-    if e2e_cluster.kind != "node":
-        pytest.skip("kills the container through the node's containerd (node cluster only)")
-    pod = ticking_leader(e2e_cluster, history, start)
+    pod = node_leader(
+        e2e_cluster, history, start, why="kills the container through the node's containerd"
+    )
     old = pod["metadata"]["name"]
     container = pod["status"]["containerStatuses"][0]["containerID"].split("://")[1]
     between_ticks(TICK_SECONDS)  # most kills then find the job idle
     e2e_cluster.crictl_kill(container)
-    handover = wait_until(
-        lambda: [h for h in history.handovers(GROUP) if h.old.startswith(old + "-")],
-        60,
-        "a handover from the killed leader",
-    )[0]
+    handover = handover_from(history, old, "killed")
     # Nobody released: the successor waits until the Lease, unchanged for its duration, expires.
     assert handover.gap_seconds < LEASE_SECONDS + 2.0, handover
-    steady(e2e_cluster)
-    await_ticks(history, after=datetime.now(UTC), count=1)
-    judged = window(history, logs, start=start)
+    judged = recovered_window(e2e_cluster, history, logs, start)
     if judged.missing() or judged.lost():
         # Killed in the middle of a run: its lock stays held until lock_at_most_for (30 s)
         # has passed; then the taker records the unfinished tick lost. Wait for that record.

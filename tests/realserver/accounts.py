@@ -12,8 +12,8 @@ from typing import Any
 import kubernetes.client
 
 from charts import render_manifests as rm
-from tests.realserver.rest import Rest
 from tests.support.polling import poll
+from tests.support.rest import Rest
 
 RBAC_KINDS = ("ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding")
 

@@ -25,8 +25,8 @@ from k8slease.names import CRD_GROUP, CRD_VERSION, LABEL_GROUP, LABEL_ROLE
 from k8slease.testing.pytest_plugin import wait_established
 from tests.realserver.accounts import Accounts, chart_rbac, create_all, request_token
 from tests.realserver.operator_runs import operator_run
-from tests.realserver.rest import Answer, Rest
 from tests.support.polling import poll
+from tests.support.rest import Answer, Rest
 from tests.support.timing import NEVER
 from tests.support.timing import OPERATOR_FAST as FAST
 

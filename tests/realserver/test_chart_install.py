@@ -20,7 +20,7 @@ import pytest
 from charts import render_manifests as rm
 from k8slease.testing import ControlPlane
 from k8slease.testing.pytest_plugin import wait_established
-from tests.realserver.rest import Rest
+from tests.support.rest import Rest
 
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 MANIFEST_FILES = sorted(rm.manifest_files())

@@ -36,7 +36,7 @@ from tests.realserver.accounts import (
 )
 from tests.realserver.forbidden import ForbiddenCalls, record_forbidden
 from tests.realserver.operator_runs import OperatorRun, operator_run
-from tests.realserver.rest import Rest
+from tests.support.rest import Rest
 from tests.support.timing import NEVER
 from tests.support.timing import OPERATOR_FAST as FAST
 

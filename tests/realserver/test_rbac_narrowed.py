@@ -30,7 +30,7 @@ from tests.realserver.accounts import (
     wait_for_access,
 )
 from tests.realserver.forbidden import record_forbidden
-from tests.realserver.rest import Answer, Rest
+from tests.support.rest import Answer, Rest
 from tests.support.timing import NEVER
 from tests.support.timing import OPERATOR_FAST as FAST
 

@@ -1,6 +1,7 @@
 """Raw JSON requests through a ``kubernetes.client.ApiClient`` (its TLS and credentials), with
 the status code, the parsed body and the ``Warning`` headers of every answer; and the REST path
-of any object, from discovery."""
+of any object, from discovery. Used against the real API server (tests/realserver) and by the
+chart's objects applied to either server (tests/chart)."""
 
 from __future__ import annotations
 
@@ -73,6 +74,10 @@ class Rest:
             prefix += f"/namespaces/{obj['metadata']['namespace']}"
         path = f"{prefix}/{resource['name']}"
         return f"{path}/{obj['metadata']['name']}" if name else path
+
+    def served(self, obj: Mapping[str, Any]) -> bool:
+        """Whether the server serves ``obj``'s kind (from discovery)."""
+        return obj["kind"] in self.resources(obj["apiVersion"])
 
     def create(self, obj: Mapping[str, Any], **query: str) -> Answer:
         return self.request("POST", self.path(obj), body=obj, query=query)
