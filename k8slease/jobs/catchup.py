@@ -2,7 +2,9 @@
 
 Each ONCE_PER_TICK job (and each LEADER job when leadership begins) reads its Lease's claimed and
 completed ticks; :func:`~k8slease.jobs.misfire.missed_ticks` applies the job's misfire policy;
-the chosen ticks run through the job's runner, in order, as one one-shot scheduler job.
+the chosen ticks run through the job's runner, in order, as one one-shot scheduler job. A LEADER
+job whose state cannot be read claims the newest tick within its grace all the same (the lock
+judges whether it was claimed), so that a tick due between two terms is run or reported.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from apscheduler.triggers.date import DateTrigger
 from k8slease.errors import TransportError
 from k8slease.jobs.misfire import MisfirePolicy, missed_ticks
 from k8slease.jobs.runner import TickRunner
+from k8slease.jobs.spec import Mode
+from k8slease.kube.microtime import shift
 from k8slease.logs import get_logger
 
 log = get_logger("k8slease.jobs")
@@ -42,24 +46,35 @@ def schedule_catch_up(
         if spec.trigger is None or runner.lock is None or spec.misfire is MisfirePolicy.SKIP:
             continue
         bound = log.bind(group=runner.group, identity=runner.identity, job=spec.name)
+        policy = spec.misfire
+        last: datetime | None
         try:
             state = runner.lock.read_state()
         except TransportError as exc:
             bound.warning("jobs.catch_up_unavailable", error=str(exc))
-            continue
-        if state is None:
-            continue
-        last = state.claimed_tick or state.completed_tick
+            if spec.mode is not Mode.LEADER or spec.fail_open:
+                continue
+            # a LEADER tick that came due just before this term began (this replica's entry
+            # paused, its take in flight; its leaderless watch ran once it led) runs nowhere
+            # else: claim the newest tick within grace all the same. The lock passes over it if
+            # it was claimed; not run, it is reported (leadership-ended, api-unreachable:
+            # job.ticks_lost). Not with fail_open: that would run it without a lock (soak seeds
+            # 8020, 8091)
+            last, policy = shift(now, -spec.grace - 1e-6), MisfirePolicy.COALESCE
+        else:
+            if state is None:
+                continue
+            last = state.claimed_tick or state.completed_tick
         ticks = missed_ticks(
             spec.trigger.get_next_fire_time,
             last_tick=last,
             now=now,
             grace=spec.grace,
-            policy=spec.misfire,
+            policy=policy,
         )
         if not ticks:
             continue
-        bound.info("jobs.catch_up", ticks=[t.isoformat() for t in ticks], policy=spec.misfire.value)
+        bound.info("jobs.catch_up", ticks=[t.isoformat() for t in ticks], policy=policy.value)
         replay: Callable[..., Any]
         if spec.is_coroutine and on_loop:
             replay = partial(_replay_async, runner.catch_up_async, ticks)

@@ -20,7 +20,7 @@ outside it is a violation, as is a tick that fired while nobody led and was repo
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from k8slease.election.commands import Phase
@@ -28,6 +28,7 @@ from k8slease.errors import NotFound, TransportError
 from k8slease.jobs.grant import Grant
 from k8slease.jobs.leadergate import bind_to_leadership
 from k8slease.jobs.lock import _Judged
+from k8slease.jobs.lockbudget import claim_budget
 from k8slease.jobs.lockrules import Verdict
 from k8slease.jobs.lostticks import nobody_leads
 from k8slease.jobs.misfire import MisfirePolicy, missed_ticks
@@ -54,6 +55,10 @@ WATCH_MISSES_WARNED = True
 #: whether a new term catches up its LEADER job's missed ticks (``catch_up``); the tests set it
 #: ``False`` to show the gap it closes
 CATCH_UP = True
+#: whether a new term's catch-up that cannot read the job's state claims the ticks within grace
+#: all the same (``catchup.schedule_catch_up``); the tests set it ``False`` to show the gap it
+#: closes
+CATCH_UP_WITHOUT_STATE = True
 #: ``TickRunner._claim_or_drop``: a LEADER claim refused as held while this replica leads is a
 #: lost tick, reported (``held-by-former-leader``); False takes the report out (tests)
 HELD_WHILE_LEADING_REPORTED = True
@@ -130,7 +135,8 @@ class LeaderJobReplica(JobReplica):
         if self._leads():
             # its entry was paused when the tick came due (between terms: a take in flight,
             # in a pause) and resumed since, from the next tick on; the leaderless watch,
-            # judging late, finds this replica leading: an open gap
+            # judging late, finds this replica leading: quiet. The new term's catch-up claims
+            # the tick (``_catch_up_tick``), whose outcome replaces this fate; left, an open gap
             self._fate(k, "between-terms")
             return
         machine = self.elector.machine
@@ -173,34 +179,36 @@ class LeaderJobReplica(JobReplica):
 
     def _catch_up(self) -> None:
         """``catchup.schedule_catch_up``: read the job's state; the missed ticks after its
-        claimed (or completed) tick, within the job's grace (``missed_ticks``, the default
-        ``coalesce``: the newest), are claimed and run like any tick (``TickRunner.catch_up``).
-        A tick that came due between two terms (the entry paused, a take in flight) runs so."""
+        claimed (or completed) tick, within the job's grace of the term's start (``now`` is
+        taken before the read: ``Jobs._on_started_leading``), are claimed and run like any tick
+        (``TickRunner.catch_up``, the default ``coalesce``: the newest). A tick that came due
+        between two terms (the entry paused, a take in flight) runs so. If the state cannot be
+        read (``jobs.catch_up_unavailable``), the ticks within grace are claimed all the same
+        (the lock passes over those already claimed)."""
         if not CATCH_UP:
             return
+        began = self.clock.wall(self.world.t)
 
         def answer(lease: dict[str, Any] | None, error: TransportError | None) -> None:
             if error is not None and not isinstance(error, NotFound):
-                return  # jobs.catch_up_unavailable (WARNING): the entry's ticks go on
-            # JobLock.read_state: not seen (the answer may be older than an own release)
-            state = None if lease is None else LeaseView.decode(lease).job
-            if state is None or not self._leads():
-                return
+                if not CATCH_UP_WITHOUT_STATE:
+                    return  # jobs.catch_up_unavailable (WARNING) and nothing more
+                last = began - timedelta(seconds=self.period + 1e-6)
+            else:
+                # JobLock.read_state: not seen (the answer may be older than an own release)
+                state = None if lease is None else LeaseView.decode(lease).job
+                if state is None:
+                    return
+                last = state.claimed_tick or state.completed_tick
             ticks = missed_ticks(
                 self._next_fire,
-                last_tick=state.claimed_tick or state.completed_tick,
-                now=self.clock.wall(self.world.t),
+                last_tick=last,
+                now=began,
                 grace=self.period,
                 policy=MisfirePolicy.COALESCE,
             )
             for tick in ticks:
-                k = int((tick - T0).total_seconds() // self.period)
-                if k > self._claimed_upto and not self.busy:
-                    self.world.log(f"r{self.index}{self.tag} catches up tick {k}")
-                    self.counts["leader-catch-up"] += 1
-                    self._claimed_upto = k
-                    self._handled = max(self._handled, k)
-                    JobReplica._fire(self, k)
+                self._catch_up_tick(int((tick - T0).total_seconds() // self.period))
 
         self.net.request(
             self.index,
@@ -208,6 +216,45 @@ class LeaderJobReplica(JobReplica):
             lambda r, e: self.later(self.world.t, lambda: answer(r, e)),
             timeout=self.net.timeout,
         )
+
+    def _catch_up_tick(self, k: int) -> None:
+        """``TickRunner.run_tick(tick, catch_up=True)`` in the catch-up's own scheduler job, beside
+        the LEADER entry's: after its term, the tick is reported lost (``_claim_or_drop``:
+        ``leadership-ended``); while this replica's grant is held (a run, or the hop before it),
+        ``try_acquire`` says ``RUNNING`` and the tick is warned about (``job.ticks_dropped``); a
+        claim in progress holds the lock's ``_active_lock``, and a release in flight no longer
+        holds ``_active`` (``JobLock.finish`` clears it first) but is modelled as waited for too:
+        then the tick itself is claimed. Its reports outrank the quiet fate its leaderless watch
+        gave it (``between-terms``)."""
+        if not self._leads():
+            self.ledger.fates.setdefault(k, {})[self.index] = "leadership-ended"
+            return
+        run = self.current
+        if run is not None and not run.done:
+            self.ledger.fates.setdefault(k, {})[self.index] = "dropped"
+            return
+        if self.busy:
+            self.later(self.world.t + HOP, lambda: self._catch_up_tick(k))
+            return
+        fates = self.ledger.fates.get(k, {})
+        if fates.get(self.index) == "between-terms":
+            del fates[self.index]  # the claim's outcome is this replica's fate for the tick
+        self.world.log(f"r{self.index}{self.tag} catches up tick {k}")
+        self.counts["leader-catch-up"] += 1
+        self._claimed_upto = max(self._claimed_upto, k)
+        self._handled = max(self._handled, k)
+        self.busy = True  # exactly tick k (the entry's ``_fire`` would coalesce a late one)
+        self.claim_timeout = claim_budget(
+            self.at_most,
+            tick=self._tick(k),
+            grace=self.period,
+            now=self.clock.wall(self.world.t),
+            floor=self.net.timeout,
+        )
+        if self.pending is not None or self.lock._unwritten is not None:
+            self._settle(k, self._viewed() if self.cache.usable() else None, read=False)
+            return
+        self._claim(k)
 
     def _next_fire(self, previous: datetime | None, after: datetime) -> datetime:
         """The interval trigger's ``get_next_fire_time``: the first tick at or after ``after``."""

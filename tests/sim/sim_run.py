@@ -341,7 +341,13 @@ def _leader_gap(fates: dict[int, str]) -> str | None:
       server past its settling's bound whose claim landed less than that age before the skip;
     * ``between-terms``: the tick came due on a replica between two terms (its take in flight,
       in a pause), so its entry was paused, and its leaderless watch judged only after the new
-      term began. Closed: the new term's catch-up runs it (the model lacked the catch-up);
+      term began. Closed: the new term's catch-up claims it, and its outcome replaces this fate
+      (run, or reported: ``dropped`` while the replica's previous grant is held,
+      ``leadership-ended`` once the term is over, or the claim's own report). The last ones
+      (soak seeds 8020, 8061, 8088, 8091) were a catch-up the model gave up while the previous
+      run was releasing (the code claims: modelled now), and a catch-up whose read of the job's
+      state failed, which the code gave up (it now claims the newest tick within grace all the
+      same, ``CATCH_UP_WITHOUT_STATE``);
     * ``after-deletion``: within the wait of a held leader Lease deleted by hand, the Lease
       absent or back (a create applied late) naming someone: nobody led, and no replica could
       tell, not even the deleted Lease's holder (it may see a Lease naming another that may
