@@ -29,16 +29,29 @@ def is_release(record: LeaseRecord) -> bool:
 
 
 def is_trusted_release(record: LeaseRecord, last_held: LeaseRecord | None) -> bool:
-    """Whether ``record`` may be taken at once as a release: :func:`is_release`, and its
-    ``renewTime`` is later than that of ``last_held``, the held record of the newest term with
-    the latest ``renewTime`` this replica saw
-    (:attr:`~k8slease.lease.observe.LeaseObserver.last_held`; a holder's release always moves it
-    forward; hand edits that remove the holder and shorten the duration leave it as it was)."""
+    """Whether ``record`` may be taken at once as a release (rule 3): :func:`is_release`, with
+    ``acquireTime`` equal to ``renewTime`` (a holder's release sets both to the moment it gives
+    the Lease up, as client-go's does; hand edits that remove the holder and shorten the
+    duration keep the term's ``acquireTime``), and, against ``last_held``, the held record of
+    the newest term with the latest ``renewTime`` this replica saw
+    (:attr:`~k8slease.lease.observe.LeaseObserver.last_held`), of that same term (fencing token)
+    with a later ``renewTime`` (a holder's release always moves it forward; hand edits leave it).
+
+    Only the ``renewTime`` test once: a replica cut off from the watch misses renewals, and hand
+    edits of a renewal it never saw then left a ``renewTime`` later than any it saw (simulation
+    seed 8143, two leaders). A release of a term it never saw may be hand edits of that term's
+    grant (which has ``acquireTime`` equal to ``renewTime``): waited out like them."""
     if not is_release(record):
+        return False
+    if record.acquire_time is None or record.acquire_time != record.renew_time:
         return False
     if last_held is None or last_held.renew_time is None:
         return True
-    return record.renew_time is not None and record.renew_time > last_held.renew_time
+    return (
+        record.fencing_token == last_held.fencing_token
+        and record.renew_time is not None
+        and record.renew_time > last_held.renew_time
+    )
 
 
 def effective_duration(record: LeaseRecord, fallback_duration: float) -> float:

@@ -46,12 +46,16 @@ Leadership and locks
    the leader renewed in between, the candidate's write was conditional on a stale
    ``resourceVersion`` and fails; if the candidate's write landed first, the leader's renew fails
    and its belief still ends at ``s + renew_deadline``.
-3. **Only a real release is free at once.** A release is no holder, ``leaseDurationSeconds: 1``
-   and a ``renewTime`` later than that of every held record of the newest term (fencing token)
-   the candidate saw (a holder's release always moves it on; hand edits that remove the holder
-   and shorten the duration leave it). Every, not the last to arrive: a read answered after the
-   watch delivered a newer renewal must not lower the bar. Of the newest term only: holders'
-   wall clocks may disagree. The holder stops believing *before* it sends the release. Anything
+3. **Only a real release is free at once.** A release is no holder, ``leaseDurationSeconds: 1``,
+   an ``acquireTime`` equal to its ``renewTime`` (a holder's release sets both to the moment it
+   gives the Lease up, as client-go's does; hand edits that remove the holder and shorten the
+   duration keep the term's ``acquireTime``: a candidate cut off from its watch may have missed
+   the renewal whose ``renewTime`` they leave), the fencing token of the newest term the
+   candidate saw (a release of a term it never saw may be hand edits of that term's grant), and
+   a ``renewTime`` later than that of every held record of that term it saw (a holder's release
+   always moves it on; hand edits leave it). Every, not the last to arrive: a read answered
+   after the watch delivered a newer renewal must not lower the bar. Of the newest term only:
+   holders' wall clocks may disagree. The holder stops believing *before* it sends the release. Anything
    else without a holder (no spec, a holder removed by hand with the duration left), a malformed
    record, or a release whose ``renewTime`` could not move on, is held by someone unknown and
    waited out as in rule 2 (writing it repairs the spec). A Lease that names *this* replica but

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from k8slease.election.commands import Read, StoppedLeading, Update, Wait
+from k8slease.lease.view import LeaseView
 from tests.unit.election.elector_model import NAME, Cluster
 
 
@@ -248,3 +249,54 @@ def test_a_lease_naming_this_replica_after_its_own_lease_was_deleted_is_taken_at
     c.advance(1.0)
     c.deliver_watch(leader, 1000)
     assert isinstance(c.act(leader), Update)
+
+
+def _candidate_misses_a_renewal(c: Cluster, leader: int, other: int) -> None:
+    """``other``'s watch breaks (a partition) while ``leader`` renews: it misses that renewal."""
+    c.replicas[other].machine.set_watching(False, c.mono(other))
+    c.advance(3.0)
+    assert isinstance(c.roundtrip(leader), Update)  # a renewal the candidate misses
+    c.deliver_watch(leader, 1000)
+
+
+def _candidate_heals(c: Cluster, other: int) -> None:
+    """``other``'s watch is back; its first event is the Lease as it is now (a relist)."""
+    machine = c.replicas[other].machine
+    machine.set_watching(True, c.mono(other))
+    machine.on_watch(LeaseView.decode(c.store.get(NAME)), deleted=False, now=c.mono(other))
+    c.replicas[other].cursor = len(c.store.history)
+
+
+def test_hand_edits_of_a_renewal_the_candidate_missed_are_not_a_release() -> None:
+    """Simulation seed 8143: the candidate, cut off, missed the holder's last renewal; hand
+    edits then shortened the duration to 1 and dropped the holder, leaving that renewal's
+    ``renewTime``, later than any the candidate saw. Taken for a release, it was taken at once
+    while the holder still believed (two leaders for 0.65 s). The edits keep the term's
+    ``acquireTime``, which a release sets to its ``renewTime``: waited out."""
+    c = Cluster(2)
+    leader, other = _lead(c)
+    _candidate_misses_a_renewal(c, leader, other)
+    c.store.edit(NAME, _shorten)
+    c.store.edit(NAME, _drop_holder)  # the holder has not seen the edits yet
+    _candidate_heals(c, other)
+
+    command = c.roundtrip(other)
+
+    assert isinstance(command, Wait), f"taken at once: {command!r}"
+    assert c.believers() == [leader]
+
+
+def test_a_release_after_a_missed_renewal_is_still_taken_at_once() -> None:
+    """The same missed renewal, then a real release: the holder's release sets ``acquireTime``
+    and ``renewTime`` to when it gave the Lease up, so the candidate takes it at once."""
+    c = Cluster(2)
+    leader, other = _lead(c)
+    _candidate_misses_a_renewal(c, leader, other)
+    c.stop(leader)
+    c.roundtrip(leader)  # the release: one write
+    _candidate_heals(c, other)
+
+    command = c.roundtrip(other)
+
+    assert isinstance(command, Update), f"not taken at once: {command!r}"
+    assert c.leader() == other

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -12,6 +13,7 @@ from k8slease.lease.rules import (
     effective_duration,
     grant_record,
     is_ours,
+    is_trusted_release,
     release_record,
     renewal_record,
     takeover_at,
@@ -57,9 +59,21 @@ def test_a_lease_without_holder_that_is_not_a_release_is_held_by_someone_unknown
     assert takeover_at(record, 100.0, identity="me", fallback_duration=60.0) == 160.0
 
 
-def test_an_empty_holder_may_be_taken_at_once() -> None:
-    free = LeaseRecord(holder="", duration_seconds=1, transitions=3, fencing_token=4)
+def test_a_release_is_taken_at_once_and_one_without_its_times_is_waited_out() -> None:
+    """A holder's release sets ``acquireTime`` and ``renewTime`` to the same moment (as
+    client-go's); no holder and a duration of 1 without them is somebody's hand edit."""
+    free = LeaseRecord(
+        holder="",
+        duration_seconds=1,
+        transitions=3,
+        fencing_token=4,
+        acquire_time=T0,
+        renew_time=T0,
+    )
     assert may_take(free, 100.0, 100.0, identity="me", fallback_duration=60.0)
+    timeless = LeaseRecord(holder="", duration_seconds=1, transitions=3, fencing_token=4)
+    assert not may_take(timeless, 100.0, 159.0, identity="me", fallback_duration=60.0)
+    assert may_take(timeless, 100.0, 160.0, identity="me", fallback_duration=60.0)
 
 
 def test_an_absent_lease_may_be_created_at_once_unless_it_was_just_deleted_while_held() -> None:
@@ -173,3 +187,17 @@ def test_durations_below_one_second_are_refused() -> None:
         grant_record(None, identity="me", duration_seconds=0, now=T0)
     with pytest.raises(ValueError):
         renewal_record(HELD, duration_seconds=0, now=T0)
+
+
+def test_a_release_of_a_term_never_seen_is_waited_out() -> None:
+    """Hand edits of a grant this replica never saw (not yet renewed: its ``acquireTime`` equals
+    its ``renewTime``) look exactly like that term's release: waited out, like any edit."""
+    seen = LeaseRecord(holder="a", duration_seconds=60, fencing_token=4, renew_time=T0)
+    later = T0 + timedelta(seconds=30)
+    next_term = LeaseRecord(
+        holder="", duration_seconds=1, fencing_token=5, acquire_time=later, renew_time=later
+    )
+    same_term = replace(next_term, fencing_token=4)
+    assert not is_trusted_release(next_term, seen)
+    assert is_trusted_release(same_term, seen)
+    assert not is_trusted_release(replace(same_term, renew_time=T0, acquire_time=T0), seen)
