@@ -55,14 +55,15 @@ Leadership and locks
    a ``renewTime`` later than that of every held record of that term it saw (a holder's release
    always moves it on; hand edits leave it). Every, not the last to arrive: a read answered
    after the watch delivered a newer renewal must not lower the bar. Of the newest term only:
-   holders' wall clocks may disagree. The holder stops believing *before* it sends the release. Anything
-   else without a holder (no spec, a holder removed by hand with the duration left), a malformed
-   record, or a release whose ``renewTime`` could not move on, is held by someone unknown and
-   waited out as in rule 2 (writing it repairs the spec). A Lease that names *this* replica but
-   that it does not remember holding (a restart under the same identity) is taken only through a
-   conditional write, which proves nobody changed it since. A hand edit that forges a release
-   exactly cannot be told from one; the holder steps down when its watch delivers it. Enforced
-   by :mod:`k8slease.lease.rules` (``is_release``, ``is_trusted_release``).
+   holders' wall clocks may disagree. The holder stops believing *before* it sends the release.
+   Anything else without a holder (no spec, a holder removed by hand with the duration left), a
+   malformed record, or a release whose ``renewTime`` could not move on, is held by someone
+   unknown and waited out as in rule 2 (writing it repairs the spec). A Lease that names *this*
+   replica but that it does not remember holding (a restart under the same identity) is taken
+   only through a conditional write, which proves nobody changed it since. A hand edit that
+   forges a release exactly cannot be told from one; the holder steps down when its watch
+   delivers it. Enforced by :mod:`k8slease.lease.rules` (``is_release``,
+   ``is_trusted_release``).
 4. **A deleted held Lease is waited out.** A Lease that disappears after it was seen is held by
    someone unknown for the duration: someone may have taken it, unseen because watches lag,
    just before the deletion. A Lease that comes back within that wait is not taken at once
