@@ -294,9 +294,13 @@ class JobReplica(Replica):
         if self.busy:
             self._fate(k, "dropped")
             return
+        self._begin_claim(k)
+
+    def _begin_claim(self, k: int) -> None:
+        """Claim tick ``k`` as ``JobLock.try_acquire`` does: every request of the claim
+        (settling included) may take as long as a grant it brings would still be used
+        (lockbudget.claim_budget); this replica's unsettled writes are settled first."""
         self.busy = True
-        # JobLock.try_acquire: every request of this claim (settling included) may take as long
-        # as a grant it brings would still be used (lockbudget.claim_budget)
         self.claim_timeout = claim_budget(
             self.at_most,
             tick=self._tick(k),

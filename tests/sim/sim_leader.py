@@ -28,7 +28,6 @@ from k8slease.errors import NotFound, TransportError
 from k8slease.jobs.grant import Grant
 from k8slease.jobs.leadergate import bind_to_leadership
 from k8slease.jobs.lock import _Judged
-from k8slease.jobs.lockbudget import claim_budget
 from k8slease.jobs.lockrules import Verdict
 from k8slease.jobs.lostticks import nobody_leads
 from k8slease.jobs.misfire import MisfirePolicy, missed_ticks
@@ -243,18 +242,7 @@ class LeaderJobReplica(JobReplica):
         self.counts["leader-catch-up"] += 1
         self._claimed_upto = max(self._claimed_upto, k)
         self._handled = max(self._handled, k)
-        self.busy = True  # exactly tick k (the entry's ``_fire`` would coalesce a late one)
-        self.claim_timeout = claim_budget(
-            self.at_most,
-            tick=self._tick(k),
-            grace=self.period,
-            now=self.clock.wall(self.world.t),
-            floor=self.net.timeout,
-        )
-        if self.pending is not None or self.lock._unwritten is not None:
-            self._settle(k, self._viewed() if self.cache.usable() else None, read=False)
-            return
-        self._claim(k)
+        self._begin_claim(k)  # exactly tick k (the entry's ``_fire`` would coalesce a late one)
 
     def _next_fire(self, previous: datetime | None, after: datetime) -> datetime:
         """The interval trigger's ``get_next_fire_time``: the first tick at or after ``after``."""
