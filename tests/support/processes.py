@@ -5,6 +5,7 @@ configuration leaking in from the environment."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -61,14 +62,20 @@ def run_module(
 
 
 @contextmanager
-def serving(module: str, *args: str, stop_within: float) -> Iterator[str]:
+def serving(
+    module: str, *args: str, stop_within: float, niceness: int | None = None
+) -> Iterator[str]:
     """``python -m MODULE ARGS`` (a server: ``k8slease apiserver`` or ``controlplane``) running
     while the block runs, which gets the first line it prints; afterwards SIGTERMed, and it must
-    exit with status 0 within ``stop_within`` s."""
+    exit with status 0 within ``stop_within`` s. ``niceness``: its scheduling priority, where
+    this process may set it (a negative one needs root; otherwise left as it is)."""
     process = subprocess.Popen(
         [sys.executable, "-m", module, *args],
         stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )  # fmt: skip
+    if niceness is not None:
+        with contextlib.suppress(PermissionError):
+            os.setpriority(os.PRIO_PROCESS, process.pid, niceness)
     try:
         assert process.stdout is not None
         yield process.stdout.readline()
