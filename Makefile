@@ -118,7 +118,7 @@ peers: $(PEERS)/clientgo-elector
 $(PEERS)/clientgo-elector: $(wildcard $(CLIENTGO)/*.go) $(CLIENTGO)/go.mod $(CLIENTGO)/go.sum
 	@command -v go >/dev/null || { echo "make peers: the Go toolchain (go) is not on PATH" >&2; exit 1; }
 	mkdir -p $(PEERS)
-	cd $(CLIENTGO) && go build -mod=readonly -o $(CURDIR)/$@ .
+	cd $(CLIENTGO) && go build -mod=readonly -trimpath -ldflags='-s -w' -o $(CURDIR)/$@ .
 
 # Re-resolve the exact versions the container image installs (core + operator extra).
 constraints: $(STAMP)

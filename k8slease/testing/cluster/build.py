@@ -25,7 +25,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from k8slease.testing.controlplane import versions as cpv
-from k8slease.testing.controlplane.build import build_staged, version_ldflags
+from k8slease.testing.controlplane.build import (
+    RELEASE_FLAGS,
+    STRIP,
+    build_staged,
+    version_ldflags,
+)
 from k8slease.testing.controlplane.cache import build_lock as controlplane_lock
 from k8slease.testing.controlplane.gomod import (
     module_dir,
@@ -174,7 +179,7 @@ class _Builder:
             directory = self._module(name, module, version, tools)
             self._go(directory, what, ["mod", "tidy"])
             target = str(self.out / outputs) if outputs else str(self.out) + "/"
-            args = ["build", "-v", "-o", target]
+            args = ["build", "-v", *RELEASE_FLAGS, "-ldflags", STRIP, "-o", target]
             if name == "containerd":
                 args += ["-tags", v.CONTAINERD_TAGS]
             self._go(directory, what, [*args, *tools], CGO_ENABLED="0")
@@ -199,7 +204,8 @@ class _Builder:
         self._go(
             directory,
             what,
-            ["build", "-v", "-ldflags", version_ldflags(), "-o", f"{self.out}/", *packages],
+            ["build", "-v", *RELEASE_FLAGS, "-ldflags", version_ldflags(), "-o", f"{self.out}/",
+             *packages],  # fmt: skip
         )
 
     def pause(self) -> None:
