@@ -180,7 +180,8 @@ def merge_run(state: JobState, run: RunRecord, *, lease_token: int) -> JobState 
       record is corrected, one ``lost`` turned into ``run``'s outcome;
     * the lock was granted again since (``lease_token`` above ``run``'s): whoever took it over
       found ``run``'s tick unfinished and counted it ``lost``; a ``lost`` run adds nothing, any
-      other outcome turns one ``lost`` into it (the newer last run is kept);
+      other outcome turns one ``lost`` into it and is written as the last run (though an older
+      tick's) so that watchers see the correction;
     * else (the Lease still at ``run``'s grant): ``run`` becomes the last run if it is newer,
       its outcome is counted, a completing outcome moves the completed tick on.
     """
@@ -193,8 +194,10 @@ def merge_run(state: JobState, run: RunRecord, *, lease_token: int) -> JobState 
     if lease_token > run.fencing_token:
         if run.outcome == "lost":
             return None
-        newest = run if last is None or last.tick < run.tick else last
-        return _corrected(state, run, counts, newest=newest)
+        # the corrected record is this write's last run, even when an older tick's: the
+        # operator (and anyone watching) learns the tick's real outcome from it; the next
+        # release records the newest run again
+        return _corrected(state, run, counts, newest=run)
     counts[run.outcome] = counts.get(run.outcome, 0) + 1
     newest = run if last is None or last.tick < run.tick else last
     return replace(state, last_run=newest, counts=counts, completed_tick=_completed(state, run))

@@ -281,7 +281,17 @@ class GroupFold(GroupRendering):
         if run is not None:
             self._see(run.holder, observed_at)
             newer = job.last_run is None or run.finished >= job.last_run.finished
-            if job.add_run(run) and seen_before and newer and run.outcome != "succeeded":
+            if job.correct_run(run) is not None:
+                self.notices.append(
+                    Notice(
+                        "Normal",
+                        "RunCorrected",
+                        f"job {job.name} tick {format_time(run.tick)} on {run.holder} "
+                        f"{run.outcome}: its record came after the lock was taken over, which "
+                        "recorded it lost",
+                    )
+                )
+            elif job.add_run(run) and seen_before and newer and run.outcome != "succeeded":
                 error = f": {short(run.error, 160)}" if run.error else ""
                 self.notices.append(
                     Notice(

@@ -241,6 +241,23 @@ class JobFold:
             ticks = [t for t in ticks if t <= now]
         return max(ticks) if ticks else None
 
+    def correct_run(self, run: RunRecord) -> RunRecord | None:
+        """Put ``run`` in place of a ``lost`` record of the same grant (tick and fencing token:
+        a takeover recorded it before its holder could write how it really ended); returns the
+        record replaced, or ``None`` when there is none."""
+        if run.outcome == "lost":
+            return None
+        for i, known in enumerate(self.recent):
+            if known.outcome == "lost" and (known.tick, known.fencing_token) == (
+                run.tick,
+                run.fencing_token,
+            ):
+                self.recent[i] = run
+                if self.last_run == known:
+                    self.last_run = run
+                return known
+        return None
+
     def add_run(self, run: RunRecord) -> bool:
         """Record ``run`` unless already known; returns True when it is new."""
         if any(run_key(known) == run_key(run) for known in self.recent):

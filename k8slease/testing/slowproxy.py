@@ -22,6 +22,11 @@ never changed, and nothing overtakes a record still held back). Delaying every r
 (``handshakes=True``) models a slow network: each new connection then pays the delay once per
 round trip of its handshake, which a client's connect timeout bounds. A plaintext connection
 is delayed whole either way.
+
+:meth:`DelayProxy.partition` cuts the clients off instead, as a network partition does: nothing
+is forwarded either way, new connections open but their handshakes get no answer, and what was
+sent meanwhile is held, not lost (TCP retransmits it), so it arrives once :meth:`heal` is
+called: a request a client gave up on during the partition may still reach the server after it.
 """
 
 from __future__ import annotations
@@ -99,6 +104,7 @@ class DelayProxy(StartStop):
         self._server: asyncio.AbstractServer | None = None
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
+        self._flowing: asyncio.Event | None = None  # cleared while partitioned (the loop's)
         self.port = 0
         self.connections = 0
 
@@ -114,6 +120,28 @@ class DelayProxy(StartStop):
         with self._lock:
             self._delay = float(delay)
             self._until = None if duration is None else self._clock() + float(duration)
+
+    def partition(self) -> None:
+        """Forward nothing either way until :meth:`heal` (what is sent meanwhile is held)."""
+        self._set_flowing(False)
+
+    def heal(self) -> None:
+        """End a :meth:`partition`: what was held is forwarded, in order, then the rest."""
+        self._set_flowing(True)
+
+    def _set_flowing(self, flowing: bool) -> None:
+        loop, event = self._loop, self._flowing
+        if loop is None or event is None:
+            raise RuntimeError("the proxy is not started")
+        done = threading.Event()
+
+        def apply() -> None:
+            (event.set if flowing else event.clear)()
+            done.set()
+
+        loop.call_soon_threadsafe(apply)
+        if not done.wait(10):
+            raise RuntimeError("the proxy's loop did not answer")
 
     def delay(self) -> float:
         """The delay in force now."""
@@ -145,6 +173,8 @@ class DelayProxy(StartStop):
     def _run(self) -> None:
         loop = asyncio.new_event_loop()
         self._loop = loop
+        self._flowing = asyncio.Event()
+        self._flowing.set()
         try:
             self._server = loop.run_until_complete(
                 asyncio.start_server(self._accept, "127.0.0.1", 0)
@@ -192,6 +222,8 @@ class DelayProxy(StartStop):
                 wait = due - self._clock()
                 if wait > 0:
                     await asyncio.sleep(wait)
+                assert self._flowing is not None
+                await self._flowing.wait()  # held while partitioned
                 if not data:
                     break
                 writer.write(data)

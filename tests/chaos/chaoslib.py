@@ -8,10 +8,12 @@ acted at the same instant, and polls them (with a deadline) for what it waits on
 from __future__ import annotations
 
 import contextlib
+import re
 import signal
 import subprocess
 import sys
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +70,16 @@ class Procs:
     def output(self, name: str) -> str:
         path = self.tmp / f"{name}.out"
         return path.read_text(errors="replace") if path.exists() else ""
+
+
+def proxied_kubeconfig(server: Any, port: int, out: Path) -> Path:
+    """A copy of ``server``'s kubeconfig (a loopback server) at ``out``, naming ``port`` (a
+    proxy's in front of it) instead of the server's own; TLS is unchanged."""
+    text = Path(server.kubeconfig).read_text()
+    url = re.compile(r"(server\"?:\s*\"?https?://127\.0\.0\.1:)(\d+)")
+    assert url.search(text), "the kubeconfig names a loopback server"
+    out.write_text(url.sub(lambda m: f"{m.group(1)}{port}", text))
+    return out
 
 
 def lines(path: Path) -> list[list[str]]:
@@ -141,3 +153,42 @@ def graceful_stop(procs: Procs, name: str, within: float) -> None:
         raise AssertionError(
             f"{name} still runs {within} s after SIGTERM:\n{procs.output(name)[-6000:]}"
         ) from None
+
+
+#: A tick as the replicas' log lines name it (``tick=...`` or a quoted ISO time).
+TICK_FIELD = re.compile(r"tick='?([0-9T:.+\-]+)")
+QUOTED_TIME = re.compile(r"'([0-9]{4}-[^']+)'")
+
+
+def _second(iso: str) -> int:
+    return round(datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp())
+
+
+def unnamed_skips(
+    cluster: Any, *, since: float, until: float, before_tick: int
+) -> tuple[list[int], dict[int, list[str]]]:
+    """The ticks before ``before_tick`` that the replicas' logs name between ``since`` and
+    ``until`` (CLOCK_MONOTONIC) and that nobody ran; and of those, the ones no replica named at
+    WARNING or above (with the lines that named them), unless a replica reported dropped ticks
+    in that span (``job.ticks_dropped``: once per outage, as documented)."""
+    ran = {r.tick for r in cluster.runs()}
+    named: dict[int, list[str]] = {}
+    warned: set[int] = set()
+    dropping = False
+    for who in cluster.replicas():
+        for line in cluster.log_lines(who):
+            parts = line.split(" ", 3)
+            if len(parts) < 4 or not since <= float(parts[0]) <= until:
+                continue
+            dropping = dropping or "job.ticks_dropped" in line
+            for iso in TICK_FIELD.findall(line) + QUOTED_TIME.findall(line):
+                try:
+                    second = _second(iso)
+                except ValueError:
+                    continue
+                named.setdefault(second, []).append(f"{who}: {line}")
+                if parts[1] in ("WARNING", "ERROR"):
+                    warned.add(second)
+    skipped = sorted(t for t in named if t not in ran and t < before_tick)
+    silent = {} if dropping else {t: named[t] for t in skipped if t not in warned}
+    return skipped, silent

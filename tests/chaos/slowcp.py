@@ -40,7 +40,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.chaos.chaoslib import Procs, lines, poll
+from tests.chaos.chaoslib import Procs, lines, poll, proxied_kubeconfig
 
 HERE = Path(__file__).resolve().parent
 APP = HERE / "chaos_slow_replica.py"
@@ -85,14 +85,6 @@ class Figures:
     wall: float = 0.0
 
 
-def _proxied_kubeconfig(server: Any, port: int, out: Path) -> Path:
-    text = Path(server.kubeconfig).read_text()
-    url = re.compile(r"(server\"?:\s*\"?https?://127\.0\.0\.1:)(\d+)")
-    assert url.search(text), "the kubeconfig names a loopback server"
-    out.write_text(url.sub(lambda m: f"{m.group(1)}{port}", text))
-    return out
-
-
 def _kube_apiserver(server: Any) -> Any:
     for child in getattr(server, "_children", []):
         if child.name == "kube-apiserver" and child.process is not None:
@@ -113,7 +105,7 @@ class Scenario:
         self.every = every
         self.run = run
         self.proxy = DelayProxy(("127.0.0.1", server.port)).start()
-        self.kubeconfig = _proxied_kubeconfig(server, self.proxy.port, tmp / "proxied.kubeconfig")
+        self.kubeconfig = proxied_kubeconfig(server, self.proxy.port, tmp / "proxied.kubeconfig")
         self.procs = Procs(tmp)
         self.load: list[float] = []
         self._sampling = threading.Event()

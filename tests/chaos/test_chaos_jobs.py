@@ -93,12 +93,20 @@ class JobCluster:
     # -- processes ------------------------------------------------------------------------------
 
     def spawn(
-        self, name: str, *, every: float = EVERY, lock: float = LOCK, run: float = RUN
+        self,
+        name: str,
+        *,
+        every: float = EVERY,
+        lock: float = LOCK,
+        run: float = RUN,
+        kubeconfig: Path | None = None,
     ) -> None:
         """A replica (chaos_jobs.py): a tick job every ``every`` s, ``lock_at_most_for=lock``,
-        each run ``run`` s long."""
+        each run ``run`` s long; talking to the server through ``kubeconfig`` (default: the
+        server's own)."""
+        config = kubeconfig or self.server.kubeconfig
         self.procs.spawn(name, [
-            str(APP), "--kubeconfig", str(self.server.kubeconfig), "--namespace", self.namespace,
+            str(APP), "--kubeconfig", str(config), "--namespace", self.namespace,
             "--identity", name, "--journal", str(self.tmp / f"{name}.journal"),
             "--log", str(self.tmp / f"{name}.log"),
             "--every", str(every), "--lock", str(lock), "--run", str(run),

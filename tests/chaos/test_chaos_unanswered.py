@@ -17,16 +17,14 @@ no run after the pause is recorded lost.
 
 from __future__ import annotations
 
-import re
 import signal
 import time
-from datetime import datetime
 from typing import Any
 
 import pytest
 
 from k8slease.testing.server import APIServer
-from tests.chaos.chaoslib import overlaps, poll, segments_by
+from tests.chaos.chaoslib import overlaps, poll, segments_by, unnamed_skips
 from tests.chaos.test_chaos_election import _kube_apiserver
 from tests.chaos.test_chaos_jobs import (  # noqa: F401 (the fixture)
     START_WITHIN,
@@ -41,7 +39,6 @@ EVERY, LOCK, RUN = 2.0, 600.0, 0.5
 PAUSE = 15.0
 CLAIM_SPREAD = 2 * 0.5
 BACK_WITHIN = 2 * EVERY + CLAIM_SPREAD + 2.0
-TICK_FIELD = re.compile(r"tick='?([0-9T:.+\-]+)")
 
 
 @pytest.fixture
@@ -60,10 +57,6 @@ def _pause(server: Any) -> Any:
     apiserver = _kube_apiserver(server)
     apiserver.send_signal(signal.SIGSTOP)
     return lambda: apiserver.send_signal(signal.SIGCONT)
-
-
-def _second(iso: str) -> int:
-    return round(datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp())
 
 
 def test_a_tick_across_an_api_server_pause_runs_again_at_once_and_no_skip_is_silent(
@@ -105,37 +98,12 @@ def test_a_tick_across_an_api_server_pause_runs_again_at_once_and_no_skip_is_sil
     assert len(started) == len(set(started)), started
 
     # every tick from the pause to the first run after it: run, or named at WARNING
-    ran = {r.tick for r in runs}
-    named: dict[int, list[str]] = {}
-    warned: set[int] = set()
-    for who in c.replicas():
-        for line in c.log_lines(who):
-            parts = line.split(" ", 3)
-            if len(parts) < 4 or not paused_at - EVERY <= float(parts[0]) <= first.start:
-                continue
-            for iso in TICK_FIELD.findall(line) + re.findall(r"'([0-9]{4}-[^']+)'", line):
-                try:
-                    second = _second(iso)
-                except ValueError:
-                    continue
-                named.setdefault(second, []).append(f"{who}: {line}")
-                if parts[1] in ("WARNING", "ERROR"):
-                    warned.add(second)
-    skipped = sorted(t for t in named if t not in ran and t < first.tick)
-    unnamed = [t for t in skipped if t not in warned]
-    # the scheduler's drops are reported once per outage (job.ticks_dropped, TicksDropped):
-    # a tick the replica that held the lock dropped in that outage is covered by it
-    dropping = [
-        line
-        for who in c.replicas()
-        for line in c.log_lines(who)
-        if "job.ticks_dropped" in line and paused_at - EVERY <= float(line.split(" ", 1)[0])
-    ]
-    silent = {t: named[t] for t in unnamed if not dropping}
+    skipped, silent = unnamed_skips(
+        c, since=paused_at - EVERY, until=first.start, before_tick=first.tick
+    )
     print(
         f"back after {back:.2f} s (bound {BACK_WITHIN:g}); ticks skipped {len(skipped)}, "
-        f"named at WARNING {len(skipped) - len(unnamed)}, in an outage of dropped ticks "
-        f"reported once {len(unnamed) - len(silent)}; runs {len(runs)}"
+        f"unnamed at WARNING {len(silent)}; runs {len(runs)}"
     )
     for who in c.replicas():
         for line in c.log_lines(who):

@@ -201,12 +201,8 @@ class _Builder:
             )
         )
         self._go(directory, what, ["mod", "tidy"])
-        self._go(
-            directory,
-            what,
-            ["build", "-v", *RELEASE_FLAGS, "-ldflags", version_ldflags(), "-o", f"{self.out}/",
-             *packages],  # fmt: skip
-        )
+        build = ["build", "-v", *RELEASE_FLAGS, "-ldflags", version_ldflags()]
+        self._go(directory, what, [*build, "-o", f"{self.out}/", *packages])
 
     def pause(self) -> None:
         """The sandbox's pause process from the Kubernetes module's C source, linked statically."""

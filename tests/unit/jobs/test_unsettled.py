@@ -107,13 +107,17 @@ def test_a_takeover_that_recorded_the_run_lost_is_corrected() -> None:
 
 def test_after_a_takeover_a_kept_run_turns_the_takeovers_lost_count_into_its_outcome() -> None:
     """The lock was granted again (token 5) and the taker has since recorded a newer run: its
-    takeover counted this run lost; the kept record corrects the count, the newer run stays."""
+    takeover counted this run lost; the kept record corrects the count and is the write's last
+    run (the chaos partition scenario: the operator's recent runs showed the tick lost for
+    good, since the correction never reached a watcher), the completed tick stays."""
     newer = _run(T0 + timedelta(seconds=10), token=5)
-    state = JobState(last_run=newer, counts={"succeeded": 1, "lost": 1})
+    state = JobState(last_run=newer, completed_tick=newer.tick, counts={"succeeded": 1, "lost": 1})
     merged = merge_run(state, _run(T0), lease_token=5)
     assert merged is not None
-    assert merged.last_run == newer
+    assert merged.last_run == _run(T0)
+    assert merged.completed_tick == newer.tick
     assert merged.count("succeeded") == 2 and merged.count("lost") == 0
+    # the next release records the newest run again (lockrules.release)
 
 
 def test_after_a_takeover_a_kept_lost_run_is_not_counted_twice() -> None:

@@ -298,6 +298,30 @@ def test_job_runs_counts_and_recent_runs() -> None:
     assert reasons(notices) == ["RunFailed"] and "boom" in notices[0].message
 
 
+def test_a_run_recorded_lost_by_a_takeover_is_corrected_when_its_record_comes() -> None:
+    """Issue 26 (the chaos partition scenario): a holder cut off mid-run finished its run; the
+    replica that took the lock over recorded it lost; the holder's record, written once it was
+    back, turns the recent run (and the last run) into its real outcome, with a Normal Event."""
+    f = fold()
+    tick = at(0)
+    f.observe(job_lease("billing", "nightly", "a", claimed=tick), at(1))
+    lost = run_record("a", tick, "lost", error="its holder stopped renewing the lock")
+    f.observe(job_lease("billing", "nightly", "b", run=lost, counts={"lost": 1}), at(20))
+    assert reasons(f.take_notices()) == ["RunLost"]
+    real = run_record("a", tick)
+    f.observe(job_lease("billing", "nightly", run=real, counts={"succeeded": 1}), at(30))
+    status = f.render(SPEC, at(31))
+    (job,) = status["jobs"]
+    assert [(r["holder"], r["outcome"]) for r in job["recentRuns"]] == [("a", "succeeded")]
+    assert job["lastRun"]["outcome"] == "succeeded"
+    assert job["counts"] == {"succeeded": 1, "failed": 0, "lost": 0}
+    notices = f.take_notices()
+    assert [(n.type, n.reason) for n in notices] == [("Normal", "RunCorrected")]
+    assert "succeeded" in notices[0].message and "recorded it lost" in notices[0].message
+    f.observe(job_lease("billing", "nightly", run=real, counts={"succeeded": 1}), at(32))
+    assert f.take_notices() == []  # corrected once
+
+
 def test_recent_runs_are_bounded() -> None:
     f = fold()
     for day in range(15):

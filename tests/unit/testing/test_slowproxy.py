@@ -128,3 +128,73 @@ def test_records_are_split_at_their_boundaries_whatever_the_reads() -> None:
         assert b"".join(p for p, _ in pieces) == stream
         app = b"".join(p for p, a in pieces if a)
         assert app == _record(23, b"b" * 9) + _record(23, b""), size
+
+
+@pytest.fixture
+def recorder() -> Iterator[tuple[int, list[bytes], threading.Event]]:
+    """A loopback server that keeps what it receives (and says when something came)."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    received: list[bytes] = []
+    came = threading.Event()
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            with conn:
+                while data := conn.recv(4096):
+                    received.append(data)
+                    came.set()
+
+    threading.Thread(target=serve, daemon=True).start()
+    yield listener.getsockname()[1], received, came
+    listener.close()
+
+
+def test_a_partition_holds_both_ways_and_heal_delivers_in_order(echo: int) -> None:
+    with (
+        DelayProxy(("127.0.0.1", echo)) as proxy,
+        socket.create_connection(("127.0.0.1", proxy.port), timeout=10) as conn,
+    ):
+        assert _exchange(conn, b"before") < 1.0
+        proxy.partition()
+        conn.sendall(b"during")
+        conn.settimeout(0.5)  # nothing may come back while partitioned
+        with pytest.raises(TimeoutError):
+            conn.recv(4096)
+        with socket.create_connection(("127.0.0.1", proxy.port), timeout=10) as fresh:
+            fresh.sendall(b"new")  # a connection opened during it: no answer either
+            fresh.settimeout(0.5)
+            with pytest.raises(TimeoutError):
+                fresh.recv(4096)
+            proxy.heal()
+            fresh.settimeout(10)
+            assert fresh.recv(4096) == b"new"
+        conn.settimeout(10)
+        got = b""
+        while len(got) < len(b"during"):
+            got += conn.recv(4096)
+        assert got == b"during"
+        assert _exchange(conn, b"after") < 1.0
+
+
+def test_what_a_client_sent_before_giving_up_reaches_the_server_after_the_heal(
+    recorder: tuple[int, list[bytes], threading.Event],
+) -> None:
+    port, received, came = recorder
+    with DelayProxy(("127.0.0.1", port)) as proxy:
+        proxy.partition()
+        with socket.create_connection(("127.0.0.1", proxy.port), timeout=10) as conn:
+            conn.sendall(b"PUT /lease")
+        # the client is gone; the server has nothing yet
+        assert not came.wait(0.3) and received == []
+        proxy.heal()
+        assert came.wait(10)
+        assert b"".join(received) == b"PUT /lease"
+
+
+def test_partition_needs_a_started_proxy() -> None:
+    with pytest.raises(RuntimeError, match="not started"):
+        DelayProxy(("127.0.0.1", 1)).partition()
