@@ -199,6 +199,33 @@ class JobCluster:
 
         return poll(f"the end of {run.who}'s run of tick {run.tick}", probe, within)
 
+    def run_after(self, since: float, what: str, within: float) -> Run:
+        """The first run started after ``since`` (CLOCK_MONOTONIC), once two more have started
+        after it (the job runs on); ``what`` names the wait."""
+
+        def probe() -> Run | None:
+            later = [r for r in self.runs() if r.start > since]
+            return later[0] if later else None
+
+        first = poll(f"a run after {what}", probe, within)
+        poll("two more runs", lambda: len([r for r in self.runs() if r.start > first.start]) >= 2,
+             10)  # fmt: skip
+        return first
+
+    def stop_replicas(self) -> list[Run]:
+        """SIGTERM every replica and wait for each: the runs of their complete journals, after
+        checking that no two overlapped and that no tick was started twice."""
+        for who in self.replicas():
+            self.procs.signal(who, signal.SIGTERM)
+        for who in self.replicas():
+            self.procs.procs[who].wait(timeout=30)
+        runs = self.runs()
+        segments = segments_by((r.who, f"{r.tick}", r.start) for r in runs)
+        assert not overlaps(segments), overlaps(segments)
+        started = [r.tick for r in runs]
+        assert len(started) == len(set(started)), started
+        return runs
+
     def wait_up(self, who: str) -> None:
         poll(f"{who} up", lambda: any(r[0] == "up" for r in lines(self.tmp / f"{who}.journal")),
              START_WITHIN)  # fmt: skip

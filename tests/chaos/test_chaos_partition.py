@@ -28,7 +28,6 @@ the end the Lease's counts are the journals' (every done run succeeded, none los
 
 from __future__ import annotations
 
-import signal
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -39,7 +38,7 @@ import pytest
 
 from k8slease.operator.history import format_time
 from k8slease.testing.slowproxy import DelayProxy
-from tests.chaos.chaoslib import overlaps, poll, proxied_kubeconfig, segments_by, unnamed_skips
+from tests.chaos.chaoslib import poll, proxied_kubeconfig, unnamed_skips
 from tests.chaos.test_chaos_jobs import (  # noqa: F401 (the fixture)
     START_WITHIN,
     JobCluster,
@@ -146,27 +145,12 @@ def test_a_run_finished_while_its_holder_was_cut_off_is_recorded_as_it_ended(
             f"{_job(c.status())}; runs {[(r.who, r.tick, r.token, r.outcome) for r in c.runs()]}"
         ) from None
 
-    def after() -> Run | None:
-        later = [r for r in c.runs() if r.start > healed_at]
-        return later[0] if later else None
-
-    first = poll("a run after the heal", after, spell.back_within + 10)
+    first = c.run_after(healed_at, "the heal", spell.back_within + 10)
     back = first.start - healed_at
-    poll("two more runs", lambda: len([r for r in c.runs() if r.start > first.start]) >= 2, 10)
-
-    for who in c.replicas():
-        c.procs.signal(who, signal.SIGTERM)
-    for who in c.replicas():  # stopped: their journals are complete
-        c.procs.procs[who].wait(timeout=30)
-    runs = c.runs()
+    runs = c.stop_replicas()  # no overlap, no tick twice
     lease = c.job_lease()
     assert lease is not None
     counts = dict(lease.job.counts)
-
-    segments = segments_by((r.who, f"{r.tick}", r.start) for r in runs)
-    assert not overlaps(segments), overlaps(segments)
-    started = [r.tick for r in runs]
-    assert len(started) == len(set(started)), started
     skipped, silent = unnamed_skips(c, since=cut_at, until=first.start, before_tick=first.tick)
     done = [r for r in runs if r.outcome == "done"]
     lost = [r for r in runs if r.outcome == "lost"]

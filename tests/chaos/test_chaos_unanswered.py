@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from k8slease.testing.server import APIServer
-from tests.chaos.chaoslib import overlaps, poll, segments_by, unnamed_skips
+from tests.chaos.chaoslib import poll, unnamed_skips
 from tests.chaos.test_chaos_election import _kube_apiserver
 from tests.chaos.test_chaos_jobs import (  # noqa: F401 (the fixture)
     START_WITHIN,
@@ -78,24 +78,9 @@ def test_a_tick_across_an_api_server_pause_runs_again_at_once_and_no_skip_is_sil
         resume()
     resumed_at = time.monotonic()
 
-    def after() -> Run | None:
-        later = [r for r in c.runs() if r.start > resumed_at]
-        return later[0] if later else None
-
-    first = poll("a run after the pause", after, BACK_WITHIN + 10)
+    first = c.run_after(resumed_at, "the pause", BACK_WITHIN + 10)
     back = first.start - resumed_at
-    poll("two more runs", lambda: len([r for r in c.runs() if r.start > first.start]) >= 2, 10)
-    for who in c.replicas():
-        c.procs.signal(who, signal.SIGTERM)
-    for who in c.replicas():  # stopped: their journals are complete
-        c.procs.procs[who].wait(timeout=30)
-    runs = c.runs()
-
-    # no overlap, no tick twice
-    segments = segments_by((r.who, f"{r.tick}", r.start) for r in runs)
-    assert not overlaps(segments), overlaps(segments)
-    started = [r.tick for r in runs]
-    assert len(started) == len(set(started)), started
+    runs = c.stop_replicas()  # no overlap, no tick twice
 
     # every tick from the pause to the first run after it: run, or named at WARNING
     skipped, silent = unnamed_skips(

@@ -8,13 +8,16 @@ option is the library's own default, so a test built through them checks what a 
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 from kubernetes import client
 
 from k8slease import Jobs
 from k8slease.jobs.lock import JobLock
+from k8slease.kube.events import EventRecorder
 from k8slease.lease.transport import LeaseTransport
+from tests.support.fakeclock import FakeClock
 
 
 def make_jobs(
@@ -50,6 +53,17 @@ def make_lock(
         lock_at_most_for=lock_at_most_for,
         **options,
     )
+
+
+def lock_io(
+    server: Any, *, identity: str, wall: datetime, namespace: str = "default"
+) -> tuple[LeaseTransport, EventRecorder, FakeClock]:
+    """A lock's transport and Event recorder (as ``identity``) on ``server``'s ``namespace``,
+    and the fake clock they share, its wall clock at ``wall``."""
+    clock = FakeClock(wall=wall)
+    transport = LeaseTransport(server.api_client(), namespace, request_timeout=2)
+    events = EventRecorder(server.api_client(), namespace, identity=identity, clock=clock)
+    return transport, events, clock
 
 
 #: what the ``new_jobs`` fixture (tests/integration/jobs/conftest.py) returns: :func:`make_jobs`

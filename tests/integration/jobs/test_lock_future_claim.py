@@ -15,12 +15,9 @@ from kubernetes import client
 
 from k8slease.jobs.lock import Grant
 from k8slease.jobs.lockrules import Verdict
-from k8slease.kube.events import EventRecorder
 from k8slease.lease.jobrecord import job_state_from_lease, lease_with_job_state
-from k8slease.lease.transport import LeaseTransport
 from k8slease.testing.server import APIServer
-from tests.support.factories import make_lock
-from tests.support.fakeclock import FakeClock
+from tests.support.factories import lock_io, make_lock
 
 NOW = datetime(2026, 11, 30, 2, 0, tzinfo=UTC)
 
@@ -30,9 +27,7 @@ def test_a_far_future_claimed_tick_is_reported_once_and_claimed_over(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     server = k8s_embedded_apiserver
-    clock = FakeClock(wall=NOW)
-    transport = LeaseTransport(server.api_client(), "default", request_timeout=2)
-    events = EventRecorder(server.api_client(), "default", identity="a", clock=clock)
+    transport, events, clock = lock_io(server, identity="a", wall=NOW)
     lock = make_lock(
         transport, job="j", identity="a", lock_at_most_for=60, clock=clock, events=events
     )

@@ -13,12 +13,9 @@ from kubernetes import client
 
 from k8slease.jobs.lock import Grant, JobLock
 from k8slease.jobs.lockrules import Verdict
-from k8slease.kube.events import EventRecorder
 from k8slease.lease.jobrecord import job_state_from_lease
-from k8slease.lease.transport import LeaseTransport
 from k8slease.testing.server import APIServer
-from tests.support.factories import make_lock
-from tests.support.fakeclock import FakeClock
+from tests.support.factories import lock_io, make_lock
 
 TICK = datetime(2026, 11, 30, 2, 0, tzinfo=UTC)
 
@@ -27,10 +24,7 @@ def test_a_tick_claimed_by_a_holder_that_died_mid_run_is_reported_lost(
     k8s_embedded_apiserver: APIServer,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    server = k8s_embedded_apiserver
-    clock = FakeClock(wall=TICK)
-    transport = LeaseTransport(server.api_client(), "default", request_timeout=2)
-    events = EventRecorder(server.api_client(), "default", identity="b", clock=clock)
+    transport, events, clock = lock_io(k8s_embedded_apiserver, identity="b", wall=TICK)
 
     def lock(identity: str) -> JobLock:
         return make_lock(
@@ -56,7 +50,7 @@ def test_a_tick_claimed_by_a_holder_that_died_mid_run_is_reported_lost(
     assert [e["lost_tick"] for e in caplog_events(caplog) if e["event"] == "lock.tick_lost"] == [
         TICK.isoformat()
     ]
-    raw = client.CoreV1Api(server.api_client()).list_namespaced_event(
+    raw = client.CoreV1Api(k8s_embedded_apiserver.api_client()).list_namespaced_event(
         "default", _preload_content=False
     )
     assert [e["reason"] for e in json.loads(raw.data)["items"]] == ["RunLost"]

@@ -2,26 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
 from k8slease.testing.slowproxy import DelayProxy
 
 
-@pytest.fixture
-def echo() -> Iterator[int]:
-    """A loopback echo server, a thread per connection."""
+@contextlib.contextmanager
+def _serving(handle: Callable[[socket.socket], None]) -> Iterator[int]:
+    """A loopback server calling ``handle`` on each connection in a thread of its own."""
     listener = socket.create_server(("127.0.0.1", 0))
-    port = listener.getsockname()[1]
-
-    def echo_one(conn: socket.socket) -> None:
-        with conn:
-            while data := conn.recv(4096):
-                conn.sendall(data)
 
     def serve() -> None:
         while True:
@@ -29,11 +24,26 @@ def echo() -> Iterator[int]:
                 conn, _ = listener.accept()
             except OSError:
                 return
-            threading.Thread(target=echo_one, args=(conn,), daemon=True).start()
+            threading.Thread(target=handle, args=(conn,), daemon=True).start()
 
     threading.Thread(target=serve, daemon=True).start()
-    yield port
-    listener.close()
+    try:
+        yield listener.getsockname()[1]
+    finally:
+        listener.close()
+
+
+@pytest.fixture
+def echo() -> Iterator[int]:
+    """A loopback echo server."""
+
+    def echo_one(conn: socket.socket) -> None:
+        with conn:
+            while data := conn.recv(4096):
+                conn.sendall(data)
+
+    with _serving(echo_one) as port:
+        yield port
 
 
 def _round_trip(port: int, payload: bytes) -> tuple[bytes, float]:
@@ -133,24 +143,17 @@ def test_records_are_split_at_their_boundaries_whatever_the_reads() -> None:
 @pytest.fixture
 def recorder() -> Iterator[tuple[int, list[bytes], threading.Event]]:
     """A loopback server that keeps what it receives (and says when something came)."""
-    listener = socket.create_server(("127.0.0.1", 0))
     received: list[bytes] = []
     came = threading.Event()
 
-    def serve() -> None:
-        while True:
-            try:
-                conn, _ = listener.accept()
-            except OSError:
-                return
-            with conn:
-                while data := conn.recv(4096):
-                    received.append(data)
-                    came.set()
+    def keep(conn: socket.socket) -> None:
+        with conn:
+            while data := conn.recv(4096):
+                received.append(data)
+                came.set()
 
-    threading.Thread(target=serve, daemon=True).start()
-    yield listener.getsockname()[1], received, came
-    listener.close()
+    with _serving(keep) as port:
+        yield port, received, came
 
 
 def test_a_partition_holds_both_ways_and_heal_delivers_in_order(echo: int) -> None:
