@@ -34,6 +34,8 @@ RESULTS = ROOT / "benchmarks" / "results"
 #: The harness files every benchmark that starts replicas shares.
 _HARNESS = ("benchmarks/common.py", "benchmarks/replicas.py", "benchmarks/targets.py")
 _NOT_OPERATOR = (":(exclude)k8slease/operator", ":(exclude)k8slease/cli")
+#: What no benchmark starts: the single-node cluster of the e2e suite, the chaos suite's proxy.
+_NEVER_RUN = (":(exclude)k8slease/testing/cluster", ":(exclude)k8slease/testing/slowproxy.py")
 
 #: benchmark -> the files (git pathspecs) whose code its figures describe. A change to any of
 #: them after the commit a results file records makes that file stale.
@@ -42,6 +44,7 @@ MEASURES: dict[str, tuple[str, ...]] = {
     "electors": (
         "k8slease",
         *_NOT_OPERATOR,
+        *_NEVER_RUN,
         *_HARNESS,
         "benchmarks/__main__.py",
         "benchmarks/failover.py",
@@ -59,6 +62,7 @@ MEASURES: dict[str, tuple[str, ...]] = {
     "locks": (
         "k8slease",
         *_NOT_OPERATOR,
+        *_NEVER_RUN,
         *_HARNESS,
         "benchmarks/locks.py",
         "benchmarks/locks_worker.py",
@@ -68,12 +72,14 @@ MEASURES: dict[str, tuple[str, ...]] = {
         "k8slease",
         ":(exclude)k8slease/election",
         ":(exclude)k8slease/jobs",
+        *_NEVER_RUN,
         "benchmarks/bench_operator.py",
         "benchmarks/targets.py",
     ),
     # python -m benchmarks.bench_apiserver: the embedded API server's throughput and watches
     "apiserver": (
         "k8slease/testing",
+        *_NEVER_RUN,
         "k8slease/cli",
         "k8slease/__main__.py",
         "benchmarks/bench_apiserver.py",
