@@ -194,6 +194,13 @@ def kube_proxy_config(*, kubeconfig: Path) -> str:
     )
 
 
+#: The CoreDNS plugins :func:`corefile` uses, in CoreDNS's own directive order (the order of
+#: ``plugin.cfg``, which is the order a query passes them): the node's CoreDNS is built with
+#: these alone (``build.py``), not with the 50-odd of a release binary (cloud DNS providers'
+#: SDKs among them, most of its compile time).
+COREDNS_PLUGINS = ("bind", "errors", "cache", "kubernetes")
+
+
 def corefile(*, kubeconfig: Path) -> str:
     """CoreDNS on the node address: cluster names only, no upstream (nothing leaves)."""
     return f""".:53 {{

@@ -21,6 +21,7 @@ import json
 import os
 import ssl
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -35,6 +36,7 @@ from k8slease.testing.controlplane.processes import Child
 from k8slease.testing.launch import Launched
 
 from . import config as c
+from . import dns
 from . import versions as v
 from .build import NodeBinaries, Progress, ensure_node_binaries, stderr_progress
 from .host import ensure_packages, unavailable
@@ -60,6 +62,10 @@ KUBELET_SYSCTLS = {
     "kernel/keys/root_maxkeys": 1000000,
     "kernel/keys/root_maxbytes": 25000000,
 }
+
+
+#: The name every cluster's DNS answers (the API server's Service).
+KUBERNETES_NAME = f"kubernetes.default.svc.{c.CLUSTER_DOMAIN}"
 
 
 class ClusterError(RuntimeError):
@@ -317,6 +323,22 @@ echo 1 > /proc/sys/net/ipv4/ip_forward
         )
         self._child("kube-proxy", [str(b["kube-proxy"]), f"--config={files.kube_proxy}"])
         self._child("coredns", [str(b["coredns"]), "-conf", str(files.corefile)])
+        self._wait(f"CoreDNS to answer for {KUBERNETES_NAME}", self._dns_answers)
+
+    def resolve(self, name: str) -> list[str]:
+        """The addresses the node's CoreDNS answers for ``name`` (its A records), asked from
+        inside the node's network namespace, as a pod's resolver asks."""
+        query = dns.a_query(name).hex()
+        reply = self._require_namespace().run(
+            [sys.executable, "-c", dns.SEND, query, c.NODE_IP], what=f"resolving {name}"
+        )
+        return dns.a_records(bytes.fromhex(reply.strip()))
+
+    def _dns_answers(self) -> bool:
+        try:
+            return self.resolve(KUBERNETES_NAME) == [c.KUBERNETES_SERVICE_IP]
+        except (NamespaceError, ValueError):  # not listening yet, or not synced (SERVFAIL)
+            return False
 
     def _ctr(self, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
