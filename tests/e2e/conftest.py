@@ -18,7 +18,7 @@ import json
 import os
 import signal
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
@@ -56,6 +56,23 @@ def pytest_collection_modifyitems(
             for item in e2e_items:
                 item.add_marker(skip)
     return result
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """A failed test on the node cluster gets a section with the cluster's state and its node
+    logs' tails: the cluster and its logs are gone once the suite ends (as on CI)."""
+    report = yield
+    funcargs = getattr(item, "funcargs", {})
+    cluster = funcargs.get("e2e_cluster")
+    if report.failed and call.when == "call" and isinstance(cluster, NodeCluster):
+        try:
+            report.sections.append(("the node cluster", cluster.diagnostics(NAMESPACE)))
+        except Exception as error:  # a report must not hide the failure itself
+            report.sections.append(("the node cluster", f"no diagnostics: {error!r}"))
+    return report
 
 
 @pytest.fixture(scope="session")

@@ -85,6 +85,13 @@ def _helm_binary() -> str:
     return str(ensure_node_binaries()["helm"])
 
 
+#: ``kubectl -o``: each pod's containers, their state now and the one before (a restart's).
+CONTAINER_STATES = (
+    "jsonpath={range .items[*]}{.metadata.name}{': '}{.status.containerStatuses[*].state}"
+    "{' last: '}{.status.containerStatuses[*].lastState}{'\\n'}{end}"
+)
+
+
 class NodeCluster:
     """The single-node cluster, as the tests use it."""
 
@@ -130,6 +137,27 @@ class NodeCluster:
         result = self.cluster._ctr("tasks", "kill", "--signal", "SIGKILL", container_id)
         if result.returncode != 0:
             raise RuntimeError(f"ctr tasks kill {container_id}: {result.stderr.strip()}")
+
+    def diagnostics(self, namespace: str) -> str:
+        """What a failed test leaves for its reader: the pods' container states, the
+        namespace's Events, the kubelet's last lines about its pods and containerd's last lines
+        (the cluster's directory is removed when the suite ends)."""
+        from k8slease.testing.controlplane.gotool import tail
+
+        parts = []
+        for title, args in (
+            ("pods", ("get", "pods", "-n", namespace, "-o", "wide")),
+            ("container states", ("get", "pods", "-n", namespace, "-o", CONTAINER_STATES)),
+            ("events", ("get", "events", "-n", namespace, "--sort-by=.lastTimestamp")),
+        ):
+            result = self.cluster.kubectl(*args, check=False)
+            parts.append(f"--- kubectl {title}:\n{result.stdout}{result.stderr}")
+        logs = self.cluster.directory / "logs"
+        kubelet = (logs / "kubelet.log").read_text(errors="replace").splitlines()
+        about = [line for line in kubelet if f"{namespace}/" in line][-80:]
+        parts.append(f"--- kubelet.log, its lines about {namespace}:\n" + "\n".join(about))
+        parts.append(f"--- containerd.log:\n{tail(logs / 'containerd.log', 40)}")
+        return "\n".join(parts)
 
     def container_pid(self, container_id: str) -> int:
         """The host PID of one container's main process (``ctr tasks ls``): the cluster

@@ -319,6 +319,7 @@ echo 1 > /proc/sys/net/ipv4/ip_forward
                 f"--kubeconfig={d / 'kubelet.kubeconfig'}",
                 f"--hostname-override={c.NODE_NAME}",
                 f"--node-ip={c.NODE_IP}",
+                "--v=2",  # its kills, probes and restarts, for a failed e2e test's reader
             ],
         )
         self._child("kube-proxy", [str(b["kube-proxy"]), f"--config={files.kube_proxy}"])
