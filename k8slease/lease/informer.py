@@ -81,9 +81,9 @@ class LeaseInformer:
                         if event.type == "DELETED":
                             # seen absent, not forgotten: the observer keeps the highest token
                             # and claimed tick, and a Lease deleted while held is waited out
-                            self._see(event.lease, absent=True)
+                            self._see_event(event.lease, version, absent=True)
                         elif event.type in ("ADDED", "MODIFIED"):
-                            self._see(event.lease)
+                            self._see_event(event.lease, version)
             except TransportError as exc:
                 self.synced.clear()  # until listed again, the view may miss writes
                 if self._stop.is_set():
@@ -98,7 +98,16 @@ class LeaseInformer:
                 self.threads.crashed("informer", exc, log=self._log, for_good=False)
                 self._stop.wait(self.retry_interval)
 
-    def _see(self, lease: dict[str, object], *, absent: bool = False) -> None:
+    def _see(self, lease: dict[str, object]) -> None:
+        """A listed Lease: the answer to a read, newer than anything this replica wrote before
+        the list was sent."""
         name = lease_name_of(lease)
         if name:
-            self.observations.see(name, None if absent else LeaseView.decode(lease))
+            self.observations.see(name, LeaseView.decode(lease))
+
+    def _see_event(self, lease: dict[str, object], version: str, *, absent: bool = False) -> None:
+        """A watch event at ``version``: dropped when late (:meth:`Observations.see_event`)."""
+        name = lease_name_of(lease)
+        if name:
+            view = None if absent else LeaseView.decode(lease)
+            self.observations.see_event(name, view, version=version)

@@ -45,6 +45,21 @@ def resource_version(lease: Mapping[str, Any]) -> str:
     return value if isinstance(value, str) else ""
 
 
+def version_number(resource_version: str) -> int | None:
+    """``resource_version`` as a number to order by, or ``None`` when it is not comparable.
+
+    Kubernetes 1.35 made resourceVersions of one resource comparable (KEP-5504, client-go's
+    ``resourceversion.CompareResourceVersion``): a positive decimal integer without leading
+    zeros, the later write the larger. Anything else (a server of another kind, a garbled
+    value) is opaque, as it was before, and orders nothing.
+    """
+    if not resource_version.isascii() or not resource_version.isdigit():
+        return None
+    if resource_version.startswith("0"):
+        return None
+    return int(resource_version)
+
+
 def _metadata(lease: Mapping[str, Any]) -> Mapping[str, Any]:
     metadata = lease.get("metadata")
     return metadata if isinstance(metadata, Mapping) else {}

@@ -9,7 +9,9 @@ the safety model (:mod:`k8slease.lease.safety`), and rule 4 for a Lease seen del
 "Unchanged" compares the Lease's whole ``spec`` and its fencing-token annotation, as client-go
 compares the raw record: a renew always changes ``renewTime``, so it restarts the timer, while a
 relabelling of the Lease does not. Stale data (a lagging watch event) can only restart the timer,
-which delays a takeover but never hastens one.
+which delays a takeover but never hastens one; a watch event older (by resourceVersion) than
+what is shown already, such as a claim's event arriving after the answer to its release, is not
+taken as the Lease's state at all (:meth:`Observations.see_event`).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from datetime import datetime
 from typing import Any
 
 from k8slease.clock import Clock
-from k8slease.lease.meta import annotations_of
+from k8slease.lease.meta import annotations_of, version_number
 from k8slease.lease.record import LeaseRecord
 from k8slease.lease.view import LeaseView
 from k8slease.names import ANN_FENCING_TOKEN
@@ -104,6 +106,8 @@ class LeaseObserver:
         self.holder_write_seen_at: float | None = None
         self._holder_write: tuple[object, ...] | None = None
         self.highest_token = 0
+        #: the current observation's resourceVersion as a number (``None``: not comparable)
+        self._version: int | None = None
         #: The newest job tick ever seen claimed on this Lease (kept when it is deleted).
         self.highest_claimed_tick: datetime | None = None
         #: The last distinct claimed ticks seen, oldest first (kept when it is deleted): when the
@@ -142,27 +146,45 @@ class LeaseObserver:
         """
         return sightings != self.sightings and not self.is_current(lease)
 
-    def observe(self, lease: LeaseView | None, at: float) -> Observation:
+    def late(self, version: str) -> bool:
+        """Whether a watch event at resourceVersion ``version`` is older than what this
+        observer shows now: a delivery that lagged behind this replica's own write's answer
+        (or a read's). Only comparable versions order anything (:func:`version_number`)."""
+        number = version_number(version)
+        return number is not None and self._version is not None and number < self._version
+
+    def remember(self, view: LeaseView) -> None:
+        """Keep what must never be forgotten of ``view``, even when it is not the newest
+        sighting: its fencing token and claimed tick (maxima) and its held record's term."""
+        if view.record.held and not view.record.malformed:
+            self._last_held = _later_held(self._last_held, view.record)
+        self.highest_token = max(self.highest_token, view.fencing_token)
+        claimed = view.job.claimed_tick
+        if claimed is not None and (
+            self.highest_claimed_tick is None or claimed > self.highest_claimed_tick
+        ):
+            self.highest_claimed_tick = claimed
+        if claimed is not None and claimed not in self.claimed_ticks:
+            self.claimed_ticks.append(claimed)
+            del self.claimed_ticks[:-CLAIMED_TICKS_KEPT]
+
+    def observe(
+        self, lease: LeaseView | None, at: float, *, version: str | None = None
+    ) -> Observation:
         """Record that ``lease`` (``None``: absent) was seen at monotonic time ``at``.
 
-        ``at`` must be read after the answer carrying ``lease`` arrived. Returns the current
-        observation, whose ``first_seen_at`` moves only when the content changed.
+        ``at`` must be read after the answer carrying ``lease`` arrived. ``version`` is the
+        sighting's resourceVersion when it is not ``lease``'s own (a deletion event's). Returns
+        the current observation, whose ``first_seen_at`` moves only when the content changed.
         """
         view = lease
         self.sightings += 1
         key = content_key(None if view is None else view.body)
+        self._version = version_number(
+            (view.resource_version if view is not None else "") if version is None else version
+        )
         if view is not None:
-            if view.record.held and not view.record.malformed:
-                self._last_held = _later_held(self._last_held, view.record)
-            self.highest_token = max(self.highest_token, view.fencing_token)
-            claimed = view.job.claimed_tick
-            if claimed is not None and (
-                self.highest_claimed_tick is None or claimed > self.highest_claimed_tick
-            ):
-                self.highest_claimed_tick = claimed
-            if claimed is not None and claimed not in self.claimed_ticks:
-                self.claimed_ticks.append(claimed)
-                del self.claimed_ticks[:-CLAIMED_TICKS_KEPT]
+            self.remember(view)
         previous = self._current
         if previous is not None and key == self._key:
             self._current = Observation(
@@ -267,11 +289,29 @@ class Observations:
             self._see(name, lease)
             return True
 
-    def _see(self, name: str, lease: LeaseView | None) -> float:
+    def see_event(self, name: str, lease: LeaseView | None, *, version: str) -> bool:
+        """Record a watch event at resourceVersion ``version`` showing ``lease`` (``None``: a
+        deletion), unless it is late (:meth:`LeaseObserver.late`); returns whether it was.
+
+        A watch stream is in order, but it runs beside this replica's own writes: the event of
+        a claim can arrive after the answer to the release that followed it. Taken as the
+        latest, it would show the lock held again by a run that is over and the next tick
+        would be skipped ("held by" the replica itself). A late event still counts towards the
+        highest fencing token and claimed tick."""
+        with self._lock:
+            observer = self._observers.get(name)
+            if observer is not None and observer.late(version):
+                if lease is not None:
+                    observer.remember(lease)
+                return False
+            self._see(name, lease, version=version)
+            return True
+
+    def _see(self, name: str, lease: LeaseView | None, *, version: str | None = None) -> float:
         """:meth:`see`, under the lock."""
         observer = self._observers.setdefault(name, LeaseObserver())
         now = self._clock.monotonic()
-        observation = observer.observe(lease, now)
+        observation = observer.observe(lease, now, version=version)
         if observation.first_seen_at == now and observation.view is not None:
             for listener in self._listeners:
                 listener(observation)

@@ -473,8 +473,14 @@ class JobReplica(Replica):
 
     # -- claiming ----------------------------------------------------------------------------
 
-    def see(self, lease: dict[str, Any] | None) -> None:
-        self.observations.see(self.lease, None if lease is None else LeaseView.decode(lease))
+    def see(self, lease: dict[str, Any] | None, *, event_version: str | None = None) -> None:
+        """A sighting: an answer, or (``event_version`` given) a watch event, which the
+        observer drops when it is older than what it shows (as the real informer's are)."""
+        view = None if lease is None else LeaseView.decode(lease)
+        if event_version is None:
+            self.observations.see(self.lease, view)
+        elif not self.observations.see_event(self.lease, view, version=event_version):
+            return
         if lease is not None:  # for the checks: when this replica first saw each write
             rv = int(lease["metadata"]["resourceVersion"])
             self.seen_at.setdefault(rv, self.world.events)
@@ -867,7 +873,11 @@ class JobReplica(Replica):
         if not self.synced:
             self._held_back.append((kind, lease))
             return
-        self.see(None if kind == "DELETED" else lease)
+        self._see_event(kind, lease)
+
+    def _see_event(self, kind: str, lease: dict[str, Any]) -> None:
+        version = lease["metadata"]["resourceVersion"]
+        self.see(None if kind == "DELETED" else lease, event_version=version)
 
     def break_watch(self) -> None:
         """The watch broke (a partition): not synced until a list succeeds."""
@@ -903,7 +913,7 @@ class JobReplica(Replica):
             self.synced = True
             held, self._held_back = self._held_back, []
             for kind, event in held:
-                self.see(None if kind == "DELETED" else event)
+                self._see_event(kind, event)
 
         self._ask(op, answer)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from k8slease.lease.meta import version_number
 from k8slease.lease.observe import LeaseObserver, Observations
 from k8slease.lease.view import LeaseView
 from k8slease.names import ANN_FENCING_TOKEN
@@ -91,3 +92,57 @@ def test_a_read_answer_is_overtaken_only_when_something_else_was_seen_while_it_w
     assert observer.overtaken(old, sightings=sent), "old content heard after new: may be older"
     assert observer.overtaken(None, sightings=sent)
     assert not observer.overtaken(new, sightings=sent), "agrees with what was seen"
+
+
+def test_a_watch_event_older_than_the_view_is_not_taken_as_the_lease_state() -> None:
+    """The claim's event arriving after the answer to the release that followed it: the view
+    stays released (taken, it made the next tick skip as "held by" the replica itself). The
+    late event's fencing token and claimed tick still count."""
+    clock = FakeClock()
+    observations = Observations(clock)
+    claim = _lease("2026-01-01T00:00:00.000000Z", token="7", rv="41")
+    released = LeaseView.decode(
+        {
+            **claim.body,
+            "metadata": {**claim.body["metadata"], "resourceVersion": "42"},
+            "spec": {"leaseDurationSeconds": 10},
+        }
+    )
+    observations.see("x", released)  # the release's answer
+    clock.advance(5)
+    assert observations.see_event("x", claim, version="41") is False
+    seen = observations.current("x")
+    assert seen.observation is not None and seen.observation.view == released
+    assert seen.unchanged_for == 5.0, "a late event does not restart the timer either"
+    assert seen.highest_token == 7
+    # newer events, and events whose versions do not compare, are taken as before
+    newer = _lease("2026-01-01T00:00:09.000000Z", token="8", rv="43")
+    assert observations.see_event("x", newer, version="43") is True
+    assert observations.current("x").observation.view == newer  # type: ignore[union-attr]
+    for opaque in ("0x2a", "040", "", "abc"):
+        assert observations.see_event("x", claim, version=opaque) is True
+        assert observations.current("x").observation.view == claim  # type: ignore[union-attr]
+        observations.see("x", newer)
+
+
+def test_a_late_deletion_event_and_an_absent_read() -> None:
+    """A deletion at version 50 heard after the Lease was seen recreated at 51 changes nothing;
+    a read that found the Lease absent carries no version, so any event after it is taken."""
+    observations = Observations(FakeClock())
+    observations.see("x", _lease("2026-01-01T00:00:00.000000Z", rv="51"))
+    assert observations.see_event("x", None, version="50") is False
+    assert observations.current("x").observation.view is not None  # type: ignore[union-attr]
+    observations.see("x", None)  # a read answered 404
+    assert observations.see_event("x", _lease("2026-01-01T00:00:00.000000Z", rv="3"), version="3")
+    assert observations.see_event("x", None, version="60") is True
+    assert (
+        observations.see_event("x", _lease("2026-01-01T00:00:00.000000Z", rv="59"), version="59")
+        is False
+    ), "older than the deletion seen"
+
+
+def test_resource_versions_compare_as_kep_5504_defines_them() -> None:
+    """Positive decimal integers without leading zeros compare; anything else is opaque."""
+    assert version_number("42") == 42 and version_number("1" * 30) == int("1" * 30)
+    for opaque in ("", "0", "007", "-3", "+3", "3.0", "0x2a", "٣", " 3"):
+        assert version_number(opaque) is None, opaque
