@@ -26,6 +26,7 @@ from k8slease.jobs.unsettled import (
     Settled,
     adopt_or_release,
     landed,
+    merge_run,
     never_ran,
     settle_claim,
 )
@@ -156,10 +157,14 @@ def retry_kept_release(lock: SettlingLock[Any], *, until: float, every: float) -
 
 def _write_kept_release(lock: SettlingLock[Any], lease: LeaseView, *, again: bool = True) -> None:
     """Write the kept run record with a release when the Lease still names this replica with
-    its token (else the next claim write carries it, see ``JobLock._judge``)."""
+    its token; as a correction of the record alone when the Lease is free (someone took the
+    lock over and released it since); else the next claim write carries it (``JobLock._judge``)."""
     run = lock._unwritten
     assert run is not None
     record = lease.record
+    if not record.held and not record.malformed:
+        _write_correction(lock, lease, run)
+        return
     if not (record.held and record.holder == lock.identity):
         return
     if record.fencing_token != run.fencing_token:
@@ -181,3 +186,22 @@ def _write_kept_release(lock: SettlingLock[Any], lease: LeaseView, *, again: boo
     lock._unwritten = None
     lock._observations.see(lock.name, written)
     lock._log.warning("lock.release_written_late", tick=run.tick.isoformat(), outcome=run.outcome)
+
+
+def _write_correction(lock: SettlingLock[Any], lease: LeaseView, run: RunRecord) -> None:
+    """Write ``run`` into the job state of a free Lease (its lock record unchanged): a takeover
+    recorded the run ``lost`` while this replica could not write, and waiting for this replica
+    to win a claim again (its turn in the claim order) left it so for ticks, at any replica
+    count. A conditional write: a claim sent at the same moment wins or loses as against any
+    other write (the loser reads and judges again); lost here, the next look tries again."""
+    state = merge_run(lease.job, run, lease_token=lease.fencing_token)
+    if state is None:
+        lock._unwritten = None  # the Lease records it already
+        return
+    try:
+        written = lock.leases.update(lock.name, lease, record=lease.record, state=state)
+    except (Conflict, NotFound):
+        return  # someone wrote first (a claim): the next look judges again
+    lock._unwritten = None
+    lock._observations.see(lock.name, written)
+    lock._log.warning("lock.run_corrected_late", tick=run.tick.isoformat(), outcome=run.outcome)

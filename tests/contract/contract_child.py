@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import signal
 import sys
 import threading
@@ -402,6 +403,11 @@ def main() -> None:
     default_signals = "--default-signals" in args
     args = [a for a in args if a != "--default-signals"]
     kubeconfig, cases = args[0], json.loads(args[1])
+    # k8slease's INFO lines (leader.started / leader.stopped and why, lock decisions) in the
+    # case's log that a failure prints: a case that failed under load (a term lost and won
+    # again before GO, 2026-12-03) otherwise left only WARNING lines, or none
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(message)s")
+    logging.getLogger("k8slease").setLevel(logging.INFO)
     client = default_api_client(kubeconfig=kubeconfig)
     for spec in cases:
         result = run_case(spec, client, default_signals=default_signals)

@@ -87,8 +87,10 @@ def clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
 
 @pytest.fixture(scope="session")
 def wheel() -> Path:
-    """The checkout built as a wheel (once per session)."""
-    dist = BUILD / "dist"
+    """The checkout built as a wheel (once per session, and per xdist worker: each session
+    removes its directory before it builds, so two workers sharing one removed the wheel the
+    other was installing, a `make test` failure of 2026-12-03)."""
+    dist = BUILD / "dist" / os.environ.get("PYTEST_XDIST_WORKER", "main")
     shutil.rmtree(dist, ignore_errors=True)
     result = _pip("wheel", "--no-deps", "--quiet", "--wheel-dir", dist, REPO)
     assert result.returncode == 0, result.stderr

@@ -366,3 +366,42 @@ def test_the_catch_up_read_does_not_make_a_released_grant_look_held_again() -> N
     store.get = LosingStore.get.__get__(store)  # type: ignore[method-assign]
     clock.advance(10)
     assert isinstance(lock.try_acquire(_tick(clock)), Grant)
+
+
+def test_a_run_recorded_lost_by_a_takeover_is_corrected_at_the_next_look_without_a_claim(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """r0's run of T1 succeeded while it was cut off; r1 took the lock over after 30 s and
+    recorded T1 ``lost``, then ran and released T2 and T3. r0's next look (T3, which r1 ran
+    already: r0 skips it) writes the correction into the free Lease: it does not wait until it
+    wins a claim again, which the claim order can put off for many ticks (chaos partition
+    scenario, make test of 2026-12-03)."""
+    clock, store = FakeClock(), LosingStore()
+    r0, r1 = job_lock(store, clock, at_most=30), job_lock(store, clock, "r1", at_most=30)
+    t1 = _tick(clock)
+    grant = r0.try_acquire(t1)
+    assert isinstance(grant, Grant)
+    store.down = True
+    r0.finish(grant, "succeeded")  # kept: the release could not be written
+    store.down = False
+    assert r1.try_acquire(_tick(clock, 1)) is Verdict.HELD  # r1 starts seeing it unchanged
+    clock.advance(31)
+    for _ in range(2):
+        taken = r1.try_acquire(_tick(clock))
+        assert isinstance(taken, Grant), f"r1 skipped with {taken}"
+        r1.finish(taken, "succeeded")
+        clock.advance(2)
+    assert store.view().job.count("lost") == 1  # the takeover counted T1 lost
+    writes = store.writes
+
+    with caplog.at_level(logging.WARNING, logger="k8slease"):
+        skipped = r0.try_acquire(taken.tick)
+
+    assert skipped is Verdict.ALREADY_CLAIMED
+    job = store.view().job
+    assert (job.count("lost"), job.count("succeeded")) == (0, 3)
+    assert store.view().record.holder == "", "the lock record is left as it was: free"
+    assert store.writes == writes + 1
+    assert "lock.run_corrected_late" in logged_events(caplog)
+    assert r0.try_acquire(taken.tick) is Verdict.ALREADY_CLAIMED
+    assert store.writes == writes + 1, "written once"
