@@ -3,10 +3,10 @@
 A cold CI run saw a Lease release's read fail with ``BadStatusLine('48c\\r\\n')``: the size line
 of a chunk, read where a status line was expected, as if a connection had gone back to the pool
 with a response still streaming on it. The release gave up after that one failed read (it is now
-retried within the renew deadline: tests/unit/election/test_machine.py). Where that connection
-came from is not known; this test pins the property that rules out the likeliest source: a watch
-stream its reader leaves early (an elector or informer stopping, a watch restarted) is closed, not
-pooled, while the server still writes events on it.
+retried within the renew deadline: tests/unit/election/test_machine_release.py). Where that
+connection came from is not known; this test pins the property that rules out the likeliest
+source: a watch stream its reader leaves early (an elector or informer stopping, a watch
+restarted) is closed, not pooled, while the server still writes events on it.
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ from k8slease.election.commands import (
 from k8slease.election.machine import ElectionMachine
 from k8slease.election.timing import ElectionTiming
 from k8slease.errors import NotFound, TransportError, Unavailable
+from k8slease.lease.record import LeaseRecord, record_from_lease
 from k8slease.lease.view import LeaseView
 from tests.unit.election.elector_memstore import MemoryLeaseStore
 
@@ -267,3 +268,8 @@ def alternates(events: list[Event]) -> bool:
                 return False
             term = None
     return True
+
+
+def lease_record(cluster: Cluster) -> LeaseRecord:
+    """The record of the contended Lease as it stands in ``cluster``'s store."""
+    return record_from_lease(cluster.store.get(NAME))

@@ -1,8 +1,9 @@
-"""The election state machine, driven step by step against an in-memory Lease store."""
+"""The election state machine, driven step by step against an in-memory Lease store: creating
+the Lease, renewing it, stepping down, taking over (after a crash, a release, reads answered
+late), and what the watch shows. The release on stop: test_machine_release.py; malformed and
+deleted Leases, late answers and API errors: test_machine_faults.py."""
 
 from __future__ import annotations
-
-from datetime import UTC, datetime
 
 import pytest
 
@@ -18,14 +19,9 @@ from k8slease.election.commands import (
     Update,
     Wait,
 )
-from k8slease.errors import Conflict, Forbidden, NotFound, Unavailable
 from k8slease.lease.record import record_from_lease
-from k8slease.names import ANN_FENCING_TOKEN, LABEL_GROUP, LABEL_ROLE
-from tests.unit.election.elector_model import NAME, Cluster, alternates
-
-
-def lease_record(cluster: Cluster):  # type: ignore[no-untyped-def]
-    return record_from_lease(cluster.store.get(NAME))
+from k8slease.names import LABEL_GROUP, LABEL_ROLE
+from tests.unit.election.elector_model import NAME, Cluster, lease_record
 
 
 def _two_with_a_leader() -> tuple[Cluster, int, int]:
@@ -225,124 +221,6 @@ def test_a_read_answered_after_the_create_it_missed_does_not_make_the_lease_look
     assert c.leader() == 1
 
 
-def release_steps(c: Cluster, *, lose: list[bool]) -> list[str]:
-    """Drive replica 0's release, losing the answers ``lose`` says (in order); the steps taken."""
-    steps: list[str] = []
-    while True:
-        command = c.act(0)
-        if isinstance(command, Done):
-            return steps
-        if isinstance(command, Wait):
-            steps.append("wait")
-            c.advance(command.until - c.mono(0))
-            continue
-        assert isinstance(command, Read | Update)
-        steps.append(command.purpose.value)
-        if lose and lose.pop(0):
-            c.respond(0, lose=True)  # the answer broke (a timeout, a connection cut mid-answer)
-        else:
-            c.apply(0)
-            c.respond(0)
-
-
-@pytest.mark.parametrize(
-    "lose",
-    [[True], [True, True], [True, False, True], [True, True, False, True]],
-    ids=["write-lost", "write-then-read-lost", "write-then-rewrite-lost", "three-lost"],
-)
-def test_a_failed_release_attempt_is_tried_again_within_the_term_s_lease(
-    lose: list[bool],
-) -> None:
-    c = Cluster(1)
-    c.run_until(lambda: c.leader() == 0)
-    c.stop(0)
-    steps = release_steps(c, lose=list(lose))
-    assert lease_record(c).holder == "", f"released after {steps}"
-    assert isinstance(c.replicas[0].events[-1], Released)
-    assert steps.count("wait") == sum(lose), "each failed attempt waits renew_retry_interval"
-
-
-def test_a_release_gives_up_when_the_term_s_lease_would_run_out() -> None:
-    c = Cluster(1)
-    c.run_until(lambda: c.leader() == 0)
-    sent = c.replicas[0].machine.last_success_sent_at
-    assert sent is not None
-    c.stop(0)
-    steps = release_steps(c, lose=[True] * 1000)
-    assert lease_record(c).holder == "r0", "nothing could be written"
-    timing = c.replicas[0].machine.timing
-    # past the renew deadline still (a late release helps candidates that would wait the lease
-    # out), never past the lease: then they take over anyway
-    assert sent + timing.renew_deadline < c.mono(0) <= sent + timing.lease_duration
-    assert steps.count("release-read") > 1, "it was tried more than once"
-    assert not any(isinstance(e, Released) for e in c.replicas[0].events)
-
-
-def test_a_release_that_meets_a_409_reads_again_at_once_and_writes_on_the_fresh_lease() -> None:
-    c = Cluster(1)
-    c.run_until(lambda: c.leader() == 0)
-    # someone relabels the Lease after the last renew: the release's write on the body the
-    # term last wrote meets a 409
-    c.store.edit(NAME, lambda lease: lease["metadata"].setdefault("labels", {}).update(x="y"))
-    c.stop(0)
-    command = c.roundtrip(0)
-    assert isinstance(command, Update) and command.purpose is Purpose.RELEASE
-    assert lease_record(c).holder == "r0"
-    command = c.roundtrip(0)
-    assert isinstance(command, Read) and command.purpose is Purpose.RELEASE_READ, "no wait"
-    command = c.roundtrip(0)
-    assert isinstance(command, Update) and command.purpose is Purpose.RELEASE
-    assert lease_record(c).holder == ""
-    assert c.store.get(NAME)["metadata"]["labels"]["x"] == "y", "the edit is kept"
-
-
-def test_a_release_after_a_conflicted_renew_reads_first() -> None:
-    """A renew that met a 409 leaves the term's last body in doubt (the machine re-reads):
-    stopped then, the release reads before it writes."""
-    c = Cluster(1)
-    c.run_until(lambda: c.leader() == 0)
-    c.store.edit(NAME, lambda lease: lease["metadata"].setdefault("labels", {}).update(x="y"))
-    command = c.act(0)
-    for _ in range(100):  # until the renew falls due (no watch event delivered)
-        if not isinstance(command, Wait):
-            break
-        c.advance(command.until - c.mono(0))
-        command = c.act(0)
-    assert isinstance(command, Update) and command.purpose is Purpose.RENEW, command
-    c.apply(0)
-    c.respond(0)  # 409: the edit came first
-    lead = c.replicas[0].machine._lead
-    assert lead is not None and lead.needs_reread
-    c.stop(0)
-    command = c.roundtrip(0)
-    assert isinstance(command, Read) and command.purpose is Purpose.RELEASE_READ
-    command = c.roundtrip(0)
-    assert isinstance(command, Update) and command.purpose is Purpose.RELEASE
-    assert lease_record(c).holder == ""
-
-
-def test_release_is_skipped_when_a_fresh_read_shows_someone_else() -> None:
-    c = Cluster(1)
-    c.run_until(lambda: c.leader() == 0)
-    c.stop(0)
-    c.store.edit(NAME, lambda lease: lease["spec"].update(holderIdentity="other"))
-    command = c.roundtrip(0)  # the write on the term's last body: 409
-    assert isinstance(command, Update) and command.purpose is Purpose.RELEASE
-    command = c.roundtrip(0)  # the fresh read: not ours
-    assert isinstance(command, Read) and command.purpose is Purpose.RELEASE_READ
-    assert isinstance(c.act(0), Done)
-    assert lease_record(c).holder == "other"
-
-
-def test_stop_without_release_leaves_the_lease_to_expire() -> None:
-    c = Cluster(1)
-    c.replicas[0].machine._options.release_on_stop = False
-    c.run_until(lambda: c.leader() == 0)
-    c.stop(0)
-    assert isinstance(c.act(0), Done)
-    assert lease_record(c).holder == "r0"
-
-
 def test_watch_showing_another_grant_makes_the_leader_step_down_at_once() -> None:
     c = Cluster(1)
     c.run_until(lambda: c.leader() == 0)
@@ -371,102 +249,6 @@ def test_late_watch_events_from_before_the_grant_do_not_unseat_the_leader() -> N
     assert c.leader() == new
 
 
-def test_abdication_releases_and_steps_aside_before_competing_again() -> None:
-    c = Cluster(1)
-    c.run_until(lambda: c.leader() == 0)
-    c.abdicate(0)
-    assert c.leader() is None
-    c.roundtrip(0)
-    c.roundtrip(0)
-    assert lease_record(c).holder == ""
-    command = c.act(0)
-    assert isinstance(command, Wait) and command.until is not None and command.until > c.mono(0)
-    c.run_until(lambda: c.leader() == 0, limit=10)
-    assert alternates(c.replicas[0].events)
-
-
-def test_malformed_lease_is_waited_out_for_our_duration_and_repaired() -> None:
-    c = Cluster(1)
-    c.store.create(
-        {
-            "apiVersion": "coordination.k8s.io/v1",
-            "kind": "Lease",
-            "metadata": {"name": NAME, "labels": {"mine": "yes"}},
-            "spec": {"holderIdentity": "ghost", "leaseDurationSeconds": -5, "strategy": "x"},
-        }
-    )
-    c.roundtrip(0)
-    c.replicas[0].machine.set_watching(True, c.mono(0))
-    first_seen = c.mono(0)
-    command = c.act(0)
-    assert isinstance(command, Wait) and command.until == pytest.approx(first_seen + 10)
-    c.run_until(lambda: c.leader() == 0, limit=30)
-    assert c.mono(0) >= first_seen + 10
-    lease = c.store.get(NAME)
-    assert lease["spec"]["leaseDurationSeconds"] == 10
-    assert lease["spec"]["strategy"] == "x"
-    assert lease["metadata"]["labels"] == {"mine": "yes"}
-    assert not record_from_lease(lease).malformed
-
-
-@pytest.mark.parametrize(
-    "spec",
-    [
-        None,
-        "nonsense",
-        {"holderIdentity": 7, "leaseDurationSeconds": 10},
-        {"holderIdentity": "a", "leaseDurationSeconds": 0},
-        {"holderIdentity": "a", "leaseDurationSeconds": 10, "renewTime": "later"},
-        {"holderIdentity": "a"},
-    ],
-)
-def test_nonsense_leases_never_crash_and_are_taken_after_waiting(spec: object) -> None:
-    c = Cluster(2)
-    lease: dict = {"metadata": {"name": NAME, "annotations": {ANN_FENCING_TOKEN: "zz"}}}  # type: ignore[type-arg]
-    if spec is not None:
-        lease["spec"] = spec
-    c.store.create(lease)
-    c.run_until(lambda: c.leader() is not None, limit=30)
-    holder = lease_record(c)
-    assert not holder.malformed and holder.holder in ("r0", "r1")
-
-
-def test_deleted_held_lease_is_recreated_only_after_the_old_holder_would_have_stopped() -> None:
-    c = Cluster(2)
-    c.run_until(lambda: c.leader() is not None)
-    token = lease_record(c).fencing_token
-    c.store.delete(NAME)
-    deleted_at = c.t
-    c.deliver_watch(0, 100)
-    c.deliver_watch(1, 100)
-    assert c.leader() is None, "the leader sees the deletion and steps down"
-    c.run_until(lambda: c.leader() is not None, limit=30)
-    assert c.t - deleted_at >= 10 - 0.25
-    assert lease_record(c).fencing_token == token + 1
-
-
-def test_renew_not_found_steps_down() -> None:
-    c = Cluster(1)
-    c.run_until(lambda: c.leader() == 0)
-    c.store.delete(NAME)
-    c.advance(3.0)
-    c.roundtrip(0)
-    assert c.leader() is None
-
-
-def test_answer_arriving_after_the_deadline_does_not_start_leadership() -> None:
-    c = Cluster(1)
-    c.roundtrip(0)
-    assert isinstance(c.act(0), Create)
-    c.apply(0)
-    c.advance(7.0)
-    c.respond(0)
-    assert c.leader() is None
-    assert not any(isinstance(e, StartedLeading) for e in c.replicas[0].events)
-    c.run_until(lambda: c.leader() == 0, limit=5)
-    assert lease_record(c).fencing_token == 2
-
-
 def test_candidates_poll_only_without_a_watch() -> None:
     c = Cluster(2)
     c.run_until(lambda: c.leader() is not None)
@@ -480,42 +262,3 @@ def test_candidates_poll_only_without_a_watch() -> None:
     command = c.act(other)
     assert isinstance(command, Wait) and command.until is not None
     assert command.until <= c.mono(other) + 2 * 1.5 + 1e-9
-
-
-def test_errors_on_take_back_off_with_jitter() -> None:
-    c = Cluster(1)
-    c.roundtrip(0)
-    assert isinstance(c.act(0), Create)
-    c.replicas[0].machine.write_failed(Unavailable("503"), sent_at=c.mono(0), now=c.mono(0))
-    c.replicas[0].pending = None
-    command = c.act(0)
-    assert isinstance(command, Wait) and command.until is not None
-    assert 2.0 <= command.until - c.mono(0) <= 3.0
-
-
-@pytest.mark.parametrize(
-    "error", [NotFound("namespaces missing not found"), Forbidden("forbidden", status=403)]
-)
-def test_persistent_errors_on_create_back_off_like_any_other(error: Exception) -> None:
-    """A 404 on create is a missing namespace, not a race: the next try waits retry_interval."""
-    c = Cluster(1)
-    c.roundtrip(0)
-    assert isinstance(c.act(0), Create)
-    machine = c.replicas[0].machine
-    machine.write_failed(error, sent_at=c.mono(0), now=c.mono(0))  # type: ignore[arg-type]
-    c.replicas[0].pending = None
-    command = c.act(0)
-    assert isinstance(command, Wait) and command.until is not None
-    assert 2.0 <= command.until - c.mono(0) <= 3.0
-
-
-def test_outcomes_must_match_the_outstanding_command() -> None:
-    c = Cluster(1)
-    machine = c.replicas[0].machine
-    with pytest.raises(RuntimeError):
-        machine.read_done(None, now=0.0)
-    c.act(0)
-    with pytest.raises(RuntimeError):
-        machine.next_command(0.0, datetime(2026, 1, 1, tzinfo=UTC))
-    with pytest.raises(RuntimeError):
-        machine.write_failed(Conflict("x"), sent_at=0.0, now=0.0)

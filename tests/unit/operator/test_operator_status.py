@@ -1,18 +1,15 @@
-"""The pure status fold: failover reasons and gaps, runs, conditions, malformed input."""
+"""The pure status fold, the leader: failover reasons and gaps, bounded history, conditions,
+restarts, and a property test over random holder sequences. The runs of its jobs:
+test_operator_status_runs.py; malformed and hostile input: test_operator_status_malformed.py."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
-from typing import Any
+from datetime import UTC, datetime
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from k8slease.names import ANN_FENCING_TOKEN, LABEL_GROUP, LABEL_ROLE
-from k8slease.operator.fold import GroupFold
 from k8slease.operator.groupspec import parse_spec
-from k8slease.operator.history import Notice
 from k8slease.operator.patch import merge_patch, significant
 from tests.unit.operator.operator_helpers import (
     at,
@@ -21,20 +18,7 @@ from tests.unit.operator.operator_helpers import (
     leader_lease,
     run_record,
 )
-
-SPEC = parse_spec(group_object("billing"))
-
-
-def fold() -> GroupFold:
-    return GroupFold("ns", "billing", first_seen=at(0))
-
-
-def conditions(status: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {c["type"]: c for c in status["conditions"]}
-
-
-def reasons(notices: list[Notice]) -> list[str]:
-    return [n.reason for n in notices]
+from tests.unit.operator.status_helpers import SPEC, conditions, fold, reasons
 
 
 def test_first_holder_is_recorded_as_first() -> None:
@@ -224,45 +208,6 @@ def test_missing_leader_lease_and_deleted_lease() -> None:
     assert "LeaderLeaseDeleted" in reasons(f.take_notices())
 
 
-def test_malformed_holder_keeps_the_known_leader_and_says_why() -> None:
-    f = fold()
-    f.observe(leader_lease("billing", "a", renew=0), at(0))
-    bad = leader_lease("billing", "a", renew=1)
-    bad["spec"]["holderIdentity"] = 42
-    bad["spec"]["renewTime"] = "yesterday"
-    f.observe(bad, at(1))
-    f.observe(bad, at(2))
-    status = f.render(SPEC, at(3))
-    assert status["leader"] == "a"
-    assert "holderIdentity is not a string" in status["message"]
-    assert "renewTime" in status["message"]
-    cond = conditions(status)["Degraded"]
-    assert (cond["status"], cond["reason"]) == ("True", "MalformedLease")
-    assert reasons(f.take_notices()).count("MalformedLease") == 1  # once per distinct problem
-    f.observe(leader_lease("billing", "a", renew=4), at(4))
-    healed = f.render(SPEC, at(5))
-    assert healed["message"] == "ok" and conditions(healed)["Degraded"]["status"] == "False"
-
-
-def test_malformed_fencing_token_still_tracks_the_holder() -> None:
-    f = fold()
-    body = leader_lease("billing", "a", renew=0)
-    body["metadata"]["annotations"][ANN_FENCING_TOKEN] = "minus-one"
-    f.observe(body, at(0))
-    f.observe({"metadata": {"name": "billing"}, "spec": "garbage"}, at(1))
-    status = f.render(SPEC, at(2))
-    assert status["leader"] == "a"
-    assert "spec is not an object" in status["message"]
-
-
-def test_lease_with_unknown_role_is_reported() -> None:
-    f = fold()
-    body = leader_lease("billing", "x", renew=0, name="billing-other")
-    body["metadata"]["labels"][LABEL_ROLE] = "witness"
-    f.observe(body, at(0))
-    assert "label k8slease.io/role is 'witness'" in f.render(SPEC, at(1))["message"]
-
-
 def test_spec_lease_name_selects_the_leader_lease() -> None:
     f = fold()
     f.observe(leader_lease("billing", "a", renew=0, name="billing-leader"), at(0))
@@ -270,163 +215,6 @@ def test_spec_lease_name_selects_the_leader_lease() -> None:
     spec = parse_spec(group_object("billing", {"leaseName": "billing-leader"}))
     status = f.render(spec, at(2))
     assert status["leader"] == "a" and status["leaseName"] == "billing-leader"
-
-
-def test_job_runs_counts_and_recent_runs() -> None:
-    f = fold()
-    tick = at(0)
-    f.observe(
-        job_lease("billing", "nightly", run=run_record("a", tick), counts={"succeeded": 1}), at(5)
-    )
-    assert f.take_notices() == []  # a run that happened before we looked is not news
-    later = tick + timedelta(days=1)
-    f.observe(job_lease("billing", "nightly", "b", claimed=later), at(86400))
-    failed = run_record("b", later, "failed", error="boom")
-    body = job_lease("billing", "nightly", run=failed, counts={"succeeded": 1, "failed": 1})
-    f.observe(body, at(86405))
-    f.observe(body, at(86406))  # the same run again is not a new run
-    status = f.render(SPEC, at(86410))
-    (job,) = status["jobs"]
-    assert job["name"] == "nightly" and job["lease"] == "billing.nightly"
-    assert job["lastRun"]["holder"] == "b"
-    assert job["lastRun"]["outcome"] == "failed" and job["lastRun"]["error"] == "boom"
-    assert job["lastRun"]["durationSeconds"] == 2.0
-    assert job["counts"] == {"succeeded": 1, "failed": 1, "lost": 0}
-    assert [r["holder"] for r in job["recentRuns"]] == ["a", "b"]
-    assert status["lastRunSummary"] == "nightly@b failed"
-    notices = f.take_notices()
-    assert reasons(notices) == ["RunFailed"] and "boom" in notices[0].message
-
-
-def test_a_run_recorded_lost_by_a_takeover_is_corrected_when_its_record_comes() -> None:
-    """Issue 26 (the chaos partition scenario): a holder cut off mid-run finished its run; the
-    replica that took the lock over recorded it lost; the holder's record, written once it was
-    back, turns the recent run (and the last run) into its real outcome, with a Normal Event."""
-    f = fold()
-    tick = at(0)
-    f.observe(job_lease("billing", "nightly", "a", claimed=tick), at(1))
-    lost = run_record("a", tick, "lost", error="its holder stopped renewing the lock")
-    f.observe(job_lease("billing", "nightly", "b", run=lost, counts={"lost": 1}), at(20))
-    assert reasons(f.take_notices()) == ["RunLost"]
-    real = run_record("a", tick)
-    f.observe(job_lease("billing", "nightly", run=real, counts={"succeeded": 1}), at(30))
-    status = f.render(SPEC, at(31))
-    (job,) = status["jobs"]
-    assert [(r["holder"], r["outcome"]) for r in job["recentRuns"]] == [("a", "succeeded")]
-    assert job["lastRun"]["outcome"] == "succeeded"
-    assert job["counts"] == {"succeeded": 1, "failed": 0, "lost": 0}
-    notices = f.take_notices()
-    assert [(n.type, n.reason) for n in notices] == [("Normal", "RunCorrected")]
-    assert "succeeded" in notices[0].message and "recorded it lost" in notices[0].message
-    f.observe(job_lease("billing", "nightly", run=real, counts={"succeeded": 1}), at(32))
-    assert f.take_notices() == []  # corrected once
-
-
-def test_recent_runs_are_bounded() -> None:
-    f = fold()
-    for day in range(15):
-        f.observe(
-            job_lease("billing", "nightly", run=run_record("a", at(day * 86400))),
-            at(day * 86400 + 9),
-        )
-    (job,) = f.render(parse_spec(group_object("billing", {"historyLimit": 4})), at(15 * 86400))[
-        "jobs"
-    ]
-    assert len(job["recentRuns"]) == 4
-    assert job["recentRuns"][-1]["tick"] == "2026-01-15T02:00:00Z"
-
-
-def test_newest_run_across_jobs_is_the_summary() -> None:
-    f = fold()
-    f.observe(job_lease("billing", "a-job", run=run_record("x", at(0))), at(5))
-    f.observe(job_lease("billing", "b-job", run=run_record("y", at(-100), "lost")), at(6))
-    assert f.render(SPEC, at(7))["lastRunSummary"] == "a-job@x succeeded"
-
-
-EVERY_NIGHT = {"name": "nightly", "schedule": "0 2 * * *", "graceSeconds": 600}
-
-
-def test_run_missing_after_the_window_closes_and_alerts_once() -> None:
-    spec = parse_spec(group_object("billing", {"jobs": [EVERY_NIGHT]}))
-    f = fold()
-    f.observe(job_lease("billing", "nightly", run=run_record("a", at(0))), at(10))
-    day = 86400
-    before = f.render(spec, at(day + 599))  # the next night's tick is still within its grace
-    assert conditions(before)["RunMissing"]["status"] == "False"
-    status = f.render(spec, at(day + 601))
-    cond = conditions(status)["RunMissing"]
-    assert cond["status"] == "True"
-    assert "job nightly: no run for tick 2026-01-02T02:00:00Z" in cond["message"]
-    assert status["jobs"][0]["missedTick"] == "2026-01-02T02:00:00Z"
-    assert status["jobs"][0]["missedTicks"] == 1
-    assert reasons(f.take_notices()) == ["RunMissing"]
-    f.render(spec, at(day + 700))
-    assert f.take_notices() == []  # once per missing tick
-    later = f.render(spec, at(2 * day + 601))
-    assert later["jobs"][0]["missedTicks"] == 2
-    assert f.take_notices() == []  # still the same first missing tick
-    f.observe(job_lease("billing", "nightly", "b", claimed=at(2 * day)), at(2 * day + 650))
-    healed = f.render(spec, at(2 * day + 660))
-    assert conditions(healed)["RunMissing"]["status"] == "False"
-    assert "missedTick" not in healed["jobs"][0]
-
-
-def test_run_missing_uses_the_job_time_zone() -> None:
-    # 02:00 in Berlin is 01:00 UTC in winter.
-    job = dict(EVERY_NIGHT, timezone="Europe/Berlin", graceSeconds=60)
-    spec = parse_spec(group_object("billing", {"jobs": [job]}))
-    f = fold()
-    f.observe(job_lease("billing", "nightly", run=run_record("a", at(-3600))), at(0))  # 01:00Z
-    status = f.render(spec, at(86400 - 3600 + 61))
-    assert status["jobs"][0]["missedTick"] == "2026-01-02T01:00:00Z"
-    assert status["jobs"][0]["expected"] == {
-        "schedule": "0 2 * * *",
-        "timezone": "Europe/Berlin",
-        "graceSeconds": 60,
-    }
-
-
-def test_run_missing_for_a_job_never_seen_counts_from_the_object_creation() -> None:
-    spec = parse_spec(group_object("billing", {"jobs": [EVERY_NIGHT]}))
-    f = fold()
-    created = at(3600)  # 03:00, after tonight's tick
-    assert conditions(f.render(spec, at(7200), created=created))["RunMissing"]["status"] == "False"
-    status = f.render(spec, at(86400 + 601), created=created)
-    assert conditions(status)["RunMissing"]["status"] == "True"
-
-
-def test_claimed_but_unfinished_tick_is_not_missing() -> None:
-    spec = parse_spec(group_object("billing", {"jobs": [EVERY_NIGHT]}))
-    f = fold()
-    f.observe(job_lease("billing", "nightly", "a", claimed=at(0)), at(1))
-    assert conditions(f.render(spec, at(3600)))["RunMissing"]["status"] == "False"
-
-
-def test_malformed_spec_is_reported_not_raised() -> None:
-    body = group_object(
-        "billing",
-        {
-            "historyLimit": "many",
-            "jobs": [
-                {"name": "a", "schedule": "61 * * * *"},
-                {"name": "b", "schedule": "0 2 * * *", "timezone": "Mars/Olympus"},
-                {"name": "c", "schedule": "0 2 * * *"},
-                {"name": "c", "schedule": "0 3 * * *"},
-                "not-a-job",
-            ],
-        },
-    )
-    spec = parse_spec(body)
-    assert [j.name for j in spec.jobs] == ["c"]
-    assert len(spec.problems) == 5
-    status = fold().render(spec, at(0))
-    cond = conditions(status)["Degraded"]
-    assert (cond["status"], cond["reason"]) == ("True", "MalformedSpec")
-    assert "bad schedule '61 * * * *'" in status["message"]
-    assert "unknown time zone 'Mars/Olympus'" in status["message"]
-    assert parse_spec({"metadata": {"name": "x"}, "spec": [1]}).problems == (
-        "spec is not an object",
-    )
 
 
 def test_seed_continues_the_history_after_an_operator_restart() -> None:
@@ -478,21 +266,6 @@ def test_seed_continues_the_history_after_an_operator_restart() -> None:
     assert job["lastRun"]["holder"] == "b" and len(job["recentRuns"]) == 1
 
 
-def test_seed_tolerates_garbage() -> None:
-    f = fold()
-    f.seed(
-        {
-            "failovers": "x",
-            "jobs": [1, {"name": "j", "recentRuns": [{"tick": 1}]}],
-            "conditions": [None],
-            "candidates": [{"identity": 3}],
-            "leader": 7,
-        }
-    )
-    f.seed(None)
-    f.render(SPEC, at(0))
-
-
 def test_significant_ignores_renewal_only_changes_and_merge_patch_removes_keys() -> None:
     f = fold()
     f.observe(leader_lease("billing", "a", renew=0), at(0))
@@ -540,49 +313,8 @@ def test_any_sequence_of_holders_gives_a_consistent_history(steps: list[tuple[st
     assert all(t.tzinfo == UTC for t in times)
 
 
-@pytest.mark.parametrize("garbage", [{}, {"metadata": None}, {"metadata": {"name": 5}}])
-def test_observe_ignores_nameless_bodies(garbage: dict[str, Any]) -> None:
-    f = fold()
-    f.observe(garbage, at(0))
-    assert f.leases == {}
-    assert LABEL_GROUP  # imported for readers: Leases are found by this label
-
-
 def test_an_expired_lease_does_not_change_the_status_at_every_evaluation() -> None:
     f = fold()
     f.observe(leader_lease("billing", "a", renew=0, duration=10), at(0))
     later = [significant(f.render(SPEC, at(t))) for t in (20, 25, 300)]
     assert later[0] == later[1] == later[2]
-
-
-def test_hostile_strings_in_leases_are_bounded_in_status() -> None:
-    import json
-
-    huge = "x" * 1_000_000
-    f = fold()
-    f.observe(leader_lease("billing", huge, renew=0), at(0))
-    f.observe(leader_lease("billing", huge, renew=1), at(1))
-    f.observe(job_lease("billing", "nightly", huge, run=run_record(huge, at(0), "failed")), at(2))
-    status = f.render(SPEC, at(3))
-    assert len(status["leader"]) == 253 and status["leader"].endswith("...")
-    assert status["failovers"][0]["to"] == status["leader"]
-    (job,) = status["jobs"]
-    assert len(job["holder"]) == 253 and len(job["lastRun"]["holder"]) == 253
-    assert len(json.dumps(status)) < 5_000
-    assert all(len(n.message) <= 600 for n in f.take_notices())
-    # the same (cut) identity keeps leading: no failover from comparing cut and uncut names
-    f.observe(leader_lease("billing", huge, renew=4), at(4))
-    assert len(f.render(SPEC, at(5))["failovers"]) == 1
-
-
-def test_a_claimed_tick_in_the_future_does_not_hide_missing_runs() -> None:
-    """Hole 2 of issue 15: a fast wall clock or a hand edit claimed a tick days ahead; the job
-    runs no more, and the operator must say so instead of 'runs on time'."""
-    spec = parse_spec(group_object("billing", {"jobs": [EVERY_NIGHT]}))
-    f = fold()
-    day = 86400
-    f.observe(job_lease("billing", "nightly", run=run_record("a", at(0))), at(10))
-    f.observe(job_lease("billing", "nightly", "b", claimed=at(30 * day)), at(20))
-    status = f.render(spec, at(day + 601))
-    assert conditions(status)["RunMissing"]["status"] == "True"
-    assert status["jobs"][0]["missedTick"] == "2026-01-02T02:00:00Z"
