@@ -38,14 +38,7 @@ from k8slease.names import (
     ROLE_LEADER,
 )
 from tests.chaos.chaoslib import overlaps, poll, segments_by
-from tests.chaos.test_chaos_jobs import (  # noqa: F401 (the fixture)
-    GROUP,
-    JOB,
-    LEADER_WITHIN,
-    START_WITHIN,
-    JobCluster,
-    jobs_cluster,
-)
+from tests.chaos.jobcluster import GROUP, JOB, LEADER_WITHIN, START_WITHIN, JobCluster
 
 # ten edits, each judged twice (edit, repair) over OBSERVE seconds: about 150 s per server
 pytestmark = [pytest.mark.chaos, pytest.mark.slow, pytest.mark.timeout(480)]
@@ -144,7 +137,7 @@ class Hostile:
             self.findings.append(f"{what}: replicas died: {dead}")
 
 
-def test_hostile_lease_content_never_freezes_the_group(jobs_cluster: JobCluster) -> None:  # noqa: F811
+def test_hostile_lease_content_never_freezes_the_group(jobs_cluster: JobCluster) -> None:
     c = jobs_cluster
     for name in ("a", "b", "c"):
         c.spawn(name)

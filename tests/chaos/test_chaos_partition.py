@@ -39,12 +39,7 @@ import pytest
 from k8slease.operator.history import format_time
 from k8slease.testing.slowproxy import DelayProxy
 from tests.chaos.chaoslib import poll, proxied_kubeconfig, unnamed_skips
-from tests.chaos.test_chaos_jobs import (  # noqa: F401 (the fixture)
-    START_WITHIN,
-    JobCluster,
-    Run,
-    jobs_cluster,
-)
+from tests.chaos.jobcluster import START_WITHIN, JobCluster
 
 pytestmark = [pytest.mark.chaos, pytest.mark.slow]
 
@@ -70,7 +65,7 @@ SPELLS = [Spell("shorter", lock=10.0, partition=5.0), Spell("longer", lock=3.0, 
 
 
 @pytest.fixture
-def cluster(jobs_cluster: JobCluster) -> Iterator[tuple[JobCluster, dict[str, DelayProxy]]]:  # noqa: F811
+def cluster(jobs_cluster: JobCluster) -> Iterator[tuple[JobCluster, dict[str, DelayProxy]]]:
     c = jobs_cluster
     proxies: dict[str, DelayProxy] = {}
     try:

@@ -25,13 +25,8 @@ import pytest
 
 from k8slease.testing.server import APIServer
 from tests.chaos.chaoslib import poll, unnamed_skips
+from tests.chaos.jobcluster import START_WITHIN, JobCluster
 from tests.chaos.test_chaos_election import _kube_apiserver
-from tests.chaos.test_chaos_jobs import (  # noqa: F401 (the fixture)
-    START_WITHIN,
-    JobCluster,
-    Run,
-    jobs_cluster,
-)
 
 pytestmark = [pytest.mark.chaos, pytest.mark.slow]
 
@@ -42,7 +37,7 @@ BACK_WITHIN = 2 * EVERY + CLAIM_SPREAD + 2.0
 
 
 @pytest.fixture
-def cluster(jobs_cluster: JobCluster) -> JobCluster:  # noqa: F811
+def cluster(jobs_cluster: JobCluster) -> JobCluster:
     return jobs_cluster
 
 

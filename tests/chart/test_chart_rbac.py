@@ -19,7 +19,8 @@ ELECTOR_GRANTS = {
     ("", "events"): {"create"},
 }
 #: The whole of what the operator may do in a namespace it watches. It never writes Leases.
-#: (tests/realserver/test_rbac.py shows on a real server that each of these verbs is needed.)
+#: (tests/realserver/test_rbac_least_privilege.py shows on a real server that each of these verbs
+#: is needed.)
 OPERATOR_GRANTS = {
     ("k8slease.io", "scheduledjobgroups"): {"list", "watch", "create"},
     ("k8slease.io", "scheduledjobgroups/status"): {"patch"},

@@ -156,9 +156,9 @@ chart creates the Roles (elector.createRole); otherwise a group binding binds th
 {{/*
 What the operator may do, and nothing more: list and watch the Leases it reports on (it never
 writes them) and the ScheduledJobGroups, create a group for Leases that have none, merge-patch
-their status, and post Events. Each verb is needed: tests/realserver/test_rbac.py removes each
-one in turn on a real kube-apiserver and shows what breaks. Shared by the namespaced Role and
-the cluster-wide ClusterRole.
+their status, and post Events. Each verb is needed: tests/realserver/test_rbac_least_privilege.py
+removes each one in turn on a real kube-apiserver and shows what breaks. Shared by the namespaced
+Role and the cluster-wide ClusterRole.
 */}}
 {{- define "k8slease.operator.rules" -}}
 - apiGroups: ["k8slease.io"]
