@@ -17,7 +17,8 @@ import pytest
 from k8slease.testing import APIServer
 from k8slease.testing.pytest_plugin import wait_established
 from tests.realserver.differential import Response, Session, differences
-from tests.support.sequences import SEQUENCES, widget_crd
+from tests.support.sequence_requests import widget_crd
+from tests.support.sequences import SEQUENCES
 
 #: The embedded server's watch window in this module: small, so that the ``gone`` sequence's
 #: 25 writes push resourceVersion 1 out of it (see KNOWN["gone"]).

@@ -36,7 +36,8 @@ from k8slease.lease.jobrecord import RunRecord
 from k8slease.lease.view import LeaseView
 from tests.sim.sim_core import T0
 from tests.sim.sim_election import ElectionReplica
-from tests.sim.sim_jobs import JobReplica, _Run, kept_release
+from tests.sim.sim_jobrun import _Run, kept_release
+from tests.sim.sim_jobs import JobReplica
 
 LEADER_JOB = "leaderjob"
 #: the longest hop from the claim's thread back to the event loop (a pause may fall in it)
@@ -209,12 +210,7 @@ class LeaderJobReplica(JobReplica):
             for tick in ticks:
                 self._catch_up_tick(int((tick - T0).total_seconds() // self.period))
 
-        self.net.request(
-            self.index,
-            self._read_op,
-            lambda r, e: self.later(self.world.t, lambda: answer(r, e)),
-            timeout=self.net.timeout,
-        )
+        self._ask(self._read_op, answer, timeout=self.net.timeout)
 
     def _catch_up_tick(self, k: int) -> None:
         """``TickRunner.run_tick(tick, catch_up=True)`` in the catch-up's own scheduler job, beside
@@ -282,12 +278,7 @@ class LeaderJobReplica(JobReplica):
             self.see(lease)
             self._after_term_on(until, None if lease is None else LeaseView.decode(lease))
 
-        self.net.request(
-            self.index,
-            self._read_op,
-            lambda r, e: self.later(self.world.t, lambda: answer(r, e)),
-            timeout=self.net.timeout,
-        )
+        self._ask(self._read_op, answer, timeout=self.net.timeout)
 
     def _after_term_again(self, until: float) -> None:
         self.later(self.world.t + AFTER_TERM_EVERY, lambda: self._after_term(until))
@@ -341,12 +332,8 @@ class LeaderJobReplica(JobReplica):
                 self.see(lease)
             self._settling = False
 
-        self.net.request(
-            self.index,
-            lambda s: s.replace(self.lease, body),
-            lambda r, e: self.later(self.world.t, lambda: answer(r, e)),
-            late_ok=True,
-            timeout=self.net.timeout,
+        self._ask(
+            lambda s: s.replace(self.lease, body), answer, late_ok=True, timeout=self.net.timeout
         )
 
     def _unsettled(self, token: int) -> bool:
@@ -387,7 +374,7 @@ class LeaderJobReplica(JobReplica):
             fencing_token=run.view.fencing_token,
             started_wall=self.clock.wall(self.world.t),
             started_mono=run.last_ok,
-        )  # no clock: the lock's own budget is the keep-alive's (``run.lost``, as in sim_jobs)
+        )  # no clock: the lock's own budget is the keep-alive's (``run.lost``, as in sim_jobrun)
         bind_to_leadership(grant, self._leads)
         run.grant = grant
         self.current = run  # held by this run from the grant on (the others' checks)

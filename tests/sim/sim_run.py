@@ -27,8 +27,9 @@ from k8slease.election.timing import ElectionTiming
 from k8slease.names import ANN_CLAIMED_TICK
 from tests.sim.sim_core import MAX_DRIFT, T0, Clock, Faults, Network, Store, World
 from tests.sim.sim_election import LEADER_LEASE, ElectionReplica
-from tests.sim.sim_jobs import HAND_EDIT_WAIT, JOB_LEASE, JobReplica, Ledger
+from tests.sim.sim_jobs import JobReplica
 from tests.sim.sim_leader import LEADER_JOB, LeaderJobReplica
+from tests.sim.sim_ledger import HAND_EDIT_WAIT, JOB_LEASE, Ledger
 
 TIMING = ElectionTiming(lease_duration=10, renew_interval=2, renew_deadline=7, retry_interval=2)
 PERIOD = 5.0

@@ -1,7 +1,7 @@
 """Request bodies and content types shared by the API-server tests: the conformance tests
 (tests/integration/testing), the kopf test and the differential sequences
-(tests/support/sequences.py) build their Leases and CRDs here, so what one tier checks is the
-object another tier sends."""
+(tests/support/sequence_requests.py) build their Leases and CRDs here, so what one tier checks is
+the object another tier sends."""
 
 from __future__ import annotations
 
