@@ -31,6 +31,9 @@ VOLATILE_METADATA = frozenset(
 MASK = "<set>"
 #: Kubernetes' human ages: 5s, 3m2s, 4h, 12d, 2y...
 AGE = re.compile(r"^(\d+[smhdy])+$")
+#: A server-set time in a Table cell (a CRD's "Created At"): when each server made the object,
+#: a second apart or more; its rendering is still compared (anything else stays as it is).
+CREATED = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 
 
 @dataclass
@@ -99,11 +102,14 @@ def _normalise_row(row: Any, columns: Any, messages: list[str] | None) -> Any:
     cells = row.get("cells")
     if isinstance(cells, list):
         names = [c.get("name") for c in columns] if isinstance(columns, list) else []
+        types = [c.get("type") for c in columns] if isinstance(columns, list) else []
         masked = []
         for index, cell in enumerate(cells):
             column = names[index] if index < len(names) else None
             if isinstance(cell, str) and (column == "Age" or AGE.match(cell)):
                 masked.append("<age>")
+            elif index < len(types) and types[index] == "date" and CREATED.match(str(cell)):
+                masked.append("<time>")
             else:
                 masked.append(cell)
         out["cells"] = masked

@@ -16,7 +16,7 @@ import pytest
 
 from k8slease.testing import APIServer
 from k8slease.testing.pytest_plugin import wait_established
-from tests.realserver.differential import Response, Session, differences
+from tests.realserver.differential import Response, Session, differences, normalise
 from tests.support.sequence_requests import widget_crd
 from tests.support.sequences import SEQUENCES
 
@@ -104,3 +104,19 @@ def test_embedded_server_answers_like_kube_apiserver(
     report = [f"{label}: {line}" for label, lines in unexplained.items() for line in lines]
     assert not unexplained, f"{len(unexplained)} responses differ:\n" + "\n".join(report)
     assert not stale, f"listed as known but no longer different: {stale}"
+
+
+def test_server_set_times_in_table_cells_are_masked_and_their_rendering_kept() -> None:
+    """A CRD's "Created At" is when each server made it (the two made it a second apart in a
+    make test run, and the sequence failed); a cell of another rendering is still compared."""
+    columns = [{"name": "Name", "type": "string"}, {"name": "Created At", "type": "date"}]
+
+    def table(created: str) -> dict[str, Any]:
+        return {"kind": "Table", "columnDefinitions": columns, "rows": [{"cells": ["w", created]}]}
+
+    def answer(body: dict[str, Any]) -> Response:
+        return Response("crd-table", 200, normalise(body), [], [])
+
+    ours, theirs = answer(table("2026-12-03T10:12:49Z")), answer(table("2026-12-03T10:12:50Z"))
+    assert differences([ours], [theirs]) == {}
+    assert differences([ours], [answer(table("2026-12-03 10:12:50"))]) != {}

@@ -22,14 +22,22 @@ def size(path: Path) -> int:
 
 
 def events(path: Path, since: int = 0) -> list[dict[str, Any]]:
-    """The complete events logged after byte offset ``since``."""
+    """The complete events logged after byte offset ``since``.
+
+    ``since`` may fall inside a line: kube-apiserver writes each event with one ``write``, but
+    the file's size grows page by page while it is copied in, so a :func:`size` taken then is
+    mid-line. That line (an event completed before ``since`` was taken) is not counted.
+    """
+    start = max(since - 1, 0)  # the byte before: a newline there means ``since`` starts a line
     try:
         with path.open("rb") as handle:
-            handle.seek(since)
+            handle.seek(start)
             data = handle.read()
     except FileNotFoundError:
         return []
     lines = data.split(b"\n")
+    if since > 0:
+        lines = lines[1:]  # b"" after that newline, or the tail of a line begun before ``since``
     return [json.loads(line) for line in lines[:-1] if line.strip()]  # last: partial or empty
 
 
