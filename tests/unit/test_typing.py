@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -34,6 +35,11 @@ SNIPPET = textwrap.dedent(
 )
 
 
+#: The cache ``make lint`` fills (the Makefile's MYPY_CACHE): warm, this check takes about 1 s
+#: instead of about 18 in a fresh clone.
+MYPY_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "k8slease" / "mypy"
+
+
 @pytest.mark.slow
 def test_mypy_strict_refuses_callbacks_of_the_wrong_shape(tmp_path: Path) -> None:
     pytest.importorskip("mypy")  # a dev tool: absent from the floor-versions venv
@@ -47,7 +53,7 @@ def test_mypy_strict_refuses_callbacks_of_the_wrong_shape(tmp_path: Path) -> Non
             "--config-file",
             str(REPO / "pyproject.toml"),
             "--cache-dir",
-            str(REPO / ".mypy_cache"),
+            str(MYPY_CACHE),
             str(source),
         ],
         capture_output=True,
