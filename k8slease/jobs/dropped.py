@@ -39,7 +39,7 @@ from apscheduler.events import (
     JobEvent,
 )
 
-from k8slease.kube.events import EventPoster
+from k8slease.kube.events import EventRecorder
 from k8slease.logs import get_logger
 from k8slease.names import job_lease_name
 
@@ -76,7 +76,7 @@ class DroppedTicks:
         *,
         group: str,
         names: Mapping[str, str],
-        events: EventPoster | None = None,
+        events: EventRecorder | None = None,
         metrics: SkipCounter | None = None,
         watches: Mapping[str, str] | None = None,
     ) -> None:

@@ -41,22 +41,15 @@ from k8slease.election.seams import Seams
 from k8slease.election.timing import ElectionTiming, with_request_timeout
 from k8slease.errors import ConfigError
 from k8slease.jobs.dropped import DroppedTicks
-from k8slease.jobs.lockcache import (
-    DEFAULT_CLAIM_SPREAD,
-    DEFAULT_CLAIM_STEP,
-    ClaimCache,
-    check_claim_spacing,
-)
+from k8slease.jobs.lockcache import DEFAULT_CLAIM_SPREAD, DEFAULT_CLAIM_STEP, check_claim_spacing
 from k8slease.jobs.runner import TickRunner
 from k8slease.jobs.singletons import SingletonRun
 from k8slease.jobs.spec import JobOptions, JobSpec, Mode
 from k8slease.jobs.triggers import INTERVAL_ANCHOR, cron_trigger, interval_trigger, job_spec
 from k8slease.jobs.wiring import (
-    JobWiring,
     catch_up,
+    connect_jobs,
     default_scheduler,
-    job_events,
-    job_informer,
     make_runners,
     running_loop,
     schedule_jobs,
@@ -70,8 +63,6 @@ from k8slease.kube.options import seconds as check_seconds
 from k8slease.kube.signals import SIGNAL_POLL, GracefulSignals, LoopWaker
 from k8slease.kube.validate import validate_job_group, validate_namespace
 from k8slease.lease.informer import LeaseInformer
-from k8slease.lease.observe import Observations
-from k8slease.lease.transport import LeaseTransport
 from k8slease.logs import get_logger
 from k8slease.metrics import JobMetrics, default_job_metrics
 
@@ -305,28 +296,18 @@ class Jobs:
             self._waker = LoopWaker(self._loop)
             self._waker.start()
         api_client = self._api_client or default_api_client()
-        transport = LeaseTransport(api_client, self.namespace, request_timeout=self.request_timeout)
-        events = job_events(api_client, self.namespace, self.identity, self._clock, self.election)
-        observations = Observations(self._clock)
-        cache: ClaimCache | None = None
-        if any(spec.coordinated for spec in self._specs.values()):
-            self._informer, cache = job_informer(
-                transport,
-                observations,
-                group=self.group,
-                step=self.claim_step,
-                spread=self.claim_spread,
-            )
-        wiring = JobWiring(
+        wiring = connect_jobs(
+            api_client,
+            self.namespace,
             group=self.group,
             identity=self.identity,
-            transport=transport,
-            events=events,
-            observations=observations,
-            cache=cache,
+            request_timeout=self.request_timeout,
             metrics=self._metrics,
             clock=self._clock,
+            timing=self.election,
         )
+        if any(spec.coordinated for spec in self._specs.values()):
+            wiring, self._informer = wiring.watched(step=self.claim_step, spread=self.claim_spread)
         self.runners = make_runners(self._specs.values(), wiring, is_leader=lambda: self.is_leader)
         scheduler = self._scheduler or default_scheduler(self._loop)
         self._scheduler = scheduler
@@ -336,7 +317,7 @@ class Jobs:
             self.runners,
             group=self.group,
             machine=lambda: None if self._elector is None else self._elector.machine,
-            events=events,
+            events=wiring.events,
             clock=self._clock,
             metrics=self._metrics,
         )

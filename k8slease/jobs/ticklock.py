@@ -38,7 +38,6 @@ from k8slease.callbacks import call_with_optional, cancellable
 from k8slease.clock import Clock, SystemClock
 from k8slease.errors import ConfigError
 from k8slease.jobs.context import JobContext
-from k8slease.jobs.lockcache import ClaimCache
 from k8slease.jobs.lockrules import check_lock_times
 from k8slease.jobs.runner import TickRunner, _Attempt
 from k8slease.jobs.spec import (
@@ -51,15 +50,12 @@ from k8slease.jobs.spec import (
 from k8slease.jobs.tickhold import TickHold, TickSkipped, claim, finish
 from k8slease.jobs.tickof import check_period, check_tick, resolve_tick
 from k8slease.jobs.triggers import INTERVAL_ANCHOR
-from k8slease.jobs.wiring import JobWiring, job_events, job_informer
+from k8slease.jobs.wiring import JobWiring, connect_jobs
 from k8slease.kube.apiclient import api_client_if_configured, check_api_client, default_api_client
-from k8slease.kube.events import EventRecorder
 from k8slease.kube.identity import default_namespace, identity_or_default
 from k8slease.kube.options import flag, seconds
 from k8slease.kube.validate import is_dns_label, validate_job_group, validate_namespace
 from k8slease.lease.informer import LeaseInformer
-from k8slease.lease.observe import Observations
-from k8slease.lease.transport import LeaseTransport
 from k8slease.metrics import JobMetrics, default_job_metrics
 
 __all__ = ["TickLock", "TickSkipped"]
@@ -132,14 +128,11 @@ class TickLock:
         self.request_timeout = seconds("request_timeout", request_timeout, above=True)
         self._metrics: JobMetrics = metrics or default_job_metrics()
         self._clock: Clock = clock or SystemClock()
-        self._observations = Observations(self._clock)
-        self._transport: LeaseTransport | None = None
-        self._events: EventRecorder | None = None
+        self._wiring: JobWiring | None = None
         self._runners: dict[str, tuple[TickRunner, _LockTimes]] = {}
         self._mutex = threading.Lock()
         self.watch = flag("watch", watch)
         self._informer: LeaseInformer | None = None
-        self._cache: ClaimCache | None = None
         self._closed = False
         if self.watch:  # from now on: a Lease's age is judged from when this process saw it
             self._io()
@@ -299,7 +292,7 @@ class TickLock:
                 return known[0]
             if self._closed:
                 raise ConfigError("this TickLock is closed")
-            transport, events = self._io()
+            wiring = self._io()
             spec = JobSpec(
                 name=job,
                 func=_unused_body,
@@ -308,35 +301,27 @@ class TickLock:
                 lock_at_most_for=times.most,
                 lock_at_least_for=times.least,
             )
-            wiring = JobWiring(
-                group=self.group,
-                identity=self.identity,
-                transport=transport,
-                events=events,
-                observations=self._observations,
-                cache=self._cache,
-                metrics=self._metrics,
-                clock=self._clock,
-            )
             # no turns: a replica that loses learns it at once
             runner = wiring.runner(spec, wiring.lock(spec, ordered=False))
             self._runners[job] = (runner, times)
             return runner
 
-    def _io(self) -> tuple[LeaseTransport, EventRecorder | None]:
-        """The transport and Event recorder, made on first use (the API client is loaded then
-        when none was configured at construction)."""
-        if self._transport is None:
-            api_client = self._api_client or default_api_client()
-            self._transport = LeaseTransport(
-                api_client, self.namespace, request_timeout=self.request_timeout
+    def _io(self) -> JobWiring:
+        """The jobs' wiring, made on first use (the API client is loaded then when none was
+        configured at construction), watching with ``watch``."""
+        if self._wiring is None:
+            self._wiring = connect_jobs(
+                self._api_client or default_api_client(),
+                self.namespace,
+                group=self.group,
+                identity=self.identity,
+                request_timeout=self.request_timeout,
+                metrics=self._metrics,
+                clock=self._clock,
             )
-            self._events = job_events(api_client, self.namespace, self.identity, self._clock)
-        if self.watch and self._informer is None:
-            self._informer, self._cache = job_informer(
-                self._transport, self._observations, group=self.group, step=0.0, spread=1
-            )
-        return self._transport, self._events
+            if self.watch:  # no turns: every replica claims at once
+                self._wiring, self._informer = self._wiring.watched(step=0.0, spread=1)
+        return self._wiring
 
     def close(self) -> None:
         """Stop the watch (with ``watch=True``); the TickLock takes no new jobs after it. Holds

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Callable, Collection, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -88,7 +88,7 @@ class JobWiring:
     group: str
     identity: str
     transport: LeaseTransport
-    events: EventRecorder | None
+    events: EventRecorder
     observations: Observations
     cache: ClaimCache | None
     metrics: JobMetrics
@@ -112,6 +112,15 @@ class JobWiring:
             grace=spec.grace,
         )
 
+    def watched(self, *, step: float, spread: int) -> tuple[JobWiring, LeaseInformer]:
+        """This wiring with claims judged from a started list+watch of the group's job Leases
+        (:func:`job_informer`, spacing claims by ``step`` and ``spread``), and that informer
+        (the caller stops it)."""
+        informer, cache = job_informer(
+            self.transport, self.observations, group=self.group, step=step, spread=spread
+        )
+        return replace(self, cache=cache), informer
+
     def runner(
         self, spec: JobSpec, lock: JobLock | None, is_leader: Callable[[], bool] | None = None
     ) -> TickRunner:
@@ -125,6 +134,34 @@ class JobWiring:
             metrics=self.metrics,
             clock=self.clock,
         )
+
+
+def connect_jobs(
+    api_client: client.ApiClient,
+    namespace: str,
+    *,
+    group: str,
+    identity: str,
+    request_timeout: float,
+    metrics: JobMetrics,
+    clock: Clock,
+    timing: ElectionTiming | None = None,
+) -> JobWiring:
+    """The wiring of one replica's jobs in ``namespace``: one transport (each request's connect
+    bounded by ``request_timeout``), one Event queue (bounded by what ``timing`` tolerates, see
+    :func:`job_events`), fresh observations and no informer yet (:meth:`JobWiring.watched`)."""
+    transport = LeaseTransport(api_client, namespace, request_timeout=request_timeout)
+    events = job_events(api_client, namespace, identity, clock, timing)
+    return JobWiring(
+        group=group,
+        identity=identity,
+        transport=transport,
+        events=events,
+        observations=Observations(clock),
+        cache=None,
+        metrics=metrics,
+        clock=clock,
+    )
 
 
 def make_runners(

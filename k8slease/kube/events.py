@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any
 from urllib.parse import quote
 
 import urllib3
@@ -20,20 +20,6 @@ from k8slease.kube.rawapi import send_json
 from k8slease.logs import get_logger
 
 log = get_logger("k8slease.events")
-
-
-class EventPoster(Protocol):
-    """What posts Events: :class:`EventRecorder`, or a test's stand-in."""
-
-    def post(
-        self,
-        involved: Mapping[str, Any],
-        *,
-        reason: str,
-        message: str,
-        type_: str = "Normal",
-        action: str = "",
-    ) -> bool: ...
 
 
 class EventRecorder:

@@ -232,7 +232,7 @@ def test_with_watch_a_new_process_takes_over_a_crashed_holder_at_its_first_tick(
     )
     try:
         assert watching._informer is not None and watching._informer.synced.wait(10)
-        seen = watching._observations
+        seen = watching._io().observations
         while seen.current("billing.invoices").observation is None:
             seen.wait_for_change(seen.generation, 10)
         for clock in (watching_clock, plain_clock):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -121,7 +122,8 @@ def test_a_tick_lock_claimed_while_this_replica_still_runs_the_previous_one_is_s
     ticks = TickLock(
         "g", namespace="default", identity="r0", api_client=client.ApiClient(), clock=clock
     )
-    ticks._transport = LosingStore()  # type: ignore[assignment]  # no API server in unit tests
+    # no API server in unit tests: a fake store, no Events
+    ticks._wiring = replace(ticks._io(), transport=LosingStore(), events=None)  # type: ignore[arg-type]
     tick = clock.now()
     with (
         caplog.at_level(logging.DEBUG, logger="k8slease"),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -46,7 +47,8 @@ def _replica(
         clock=clock,
         metrics=metrics or Recorder(),
     )
-    ticks._transport = store  # type: ignore[assignment]  # no API server in unit tests
+    # no API server in unit tests: a fake store, no Events
+    ticks._wiring = replace(ticks._io(), transport=store, events=None)  # type: ignore[arg-type]
     return ticks
 
 
