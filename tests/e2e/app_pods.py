@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -81,14 +82,27 @@ def ticking_leader(cluster: Any, history: LeaseHistory, start: datetime) -> dict
     return found
 
 
-def node_leader(
-    cluster: Any, history: LeaseHistory, start: datetime, *, why: str
-) -> dict[str, Any]:
+@dataclass(frozen=True)
+class NodeLeader:
+    """The leader's pod on the node cluster and its container as the node's runtime knows it."""
+
+    pod: str
+    container: str  # the container's ID, its runtime's prefix ("containerd://") cut off
+    restarts: int  # the container's restart count
+
+
+def node_leader(cluster: Any, history: LeaseHistory, start: datetime, *, why: str) -> NodeLeader:
     """:func:`ticking_leader` for a scenario that acts on the leader's container through the
     node (``why``): skipped on any other cluster."""
     if cluster.kind != "node":
         pytest.skip(f"{why} (node cluster only)")
-    return ticking_leader(cluster, history, start)
+    pod = ticking_leader(cluster, history, start)
+    status = pod["status"]["containerStatuses"][0]
+    return NodeLeader(
+        pod=pod["metadata"]["name"],
+        container=status["containerID"].split("://")[1],
+        restarts=int(status.get("restartCount", 0)),
+    )
 
 
 def handover_from(history: LeaseHistory, pod: str, what: str) -> Handover:
@@ -100,6 +114,15 @@ def handover_from(history: LeaseHistory, pod: str, what: str) -> Handover:
         f"a handover from the {what} leader",
     )
     return found[0]
+
+
+def unreleased_handover(history: LeaseHistory, pod: str, what: str) -> Handover:
+    """:func:`handover_from` a leader that could not release (killed, wedged): the successor
+    waited until the Lease, unchanged for its duration, expired; the gap is under that duration
+    plus 2 s."""
+    handover = handover_from(history, pod, what)
+    assert handover.gap_seconds < LEASE_SECONDS + 2.0, handover
+    return handover
 
 
 def steady(cluster: Any, replicas: int = REPLICAS) -> list[dict[str, Any]]:

@@ -53,6 +53,13 @@ def elector(server: APIServer, cleanup: list[Any], identity: str, **kwargs: Any)
     return tracked_elector(server, cleanup, "demo", identity, timing=FAST, namespace=NS, **kwargs)
 
 
+def leading_a(server: APIServer, cleanup: list[Any], **kwargs: Any) -> LeaderElector:
+    """Elector "a", started alone, once it leads (within 5 s)."""
+    a = elector(server, cleanup, "a", **kwargs).start()
+    assert a.wait_until_leading(5)
+    return a
+
+
 def watcher(server: APIServer, cleanup: list[Any], clock: FakeClock | None = None) -> LeaseWatcher:
     client = server.api_client()
     cleanup.append(client)
@@ -129,8 +136,7 @@ def test_other_writers_conflict_and_the_leader_acts_on_what_it_reads(
 ) -> None:
     watch = watcher(server, cleanup)
     stopped = threading.Event()
-    a = elector(server, cleanup, "a", on_stopped_leading=lambda: stopped.set()).start()
-    assert a.wait_until_leading(5)
+    a = leading_a(server, cleanup, on_stopped_leading=lambda: stopped.set())
     api = leases_api(server, cleanup)
     # a harmless writer (relabels): the leader's next PUT conflicts, it re-reads and keeps leading
     lease = api.read_namespaced_lease("demo", NS)
@@ -163,16 +169,13 @@ def test_api_errors_end_leadership_before_anyone_may_take_over_then_it_recovers(
     clock = FakeClock()
     watch = watcher(server, cleanup, clock=clock)
     stopped_at: list[float] = []
-    b_saw_a = threading.Event()
-    a = elector(
+    a = leading_a(
         server,
         cleanup,
-        "a",
         clock=clock,
         on_stopped_leading=lambda: stopped_at.append(clock.monotonic()),
     )
-    a.start()
-    assert a.wait_until_leading(5)
+    b_saw_a = threading.Event()
     b = elector(
         server,
         cleanup,
@@ -246,16 +249,13 @@ def test_recandidacy_after_losing_leadership(server: APIServer, cleanup: list[An
     clock = FakeClock()
     starts: list[int] = []
     stopped = threading.Event()
-    a = elector(
+    a = leading_a(
         server,
         cleanup,
-        "a",
         clock=clock,
         on_started_leading=lambda ctx: _record(ctx, starts),
         on_stopped_leading=lambda: stopped.set(),
     )
-    a.start()
-    assert a.wait_until_leading(5)
     server.faults.add(verbs="update", resource="leases", status=503)
     # the loop and the watchdog wait on the clock before it moves: a loop the clock has not seen
     # wait yet is not waited for, and fake time would run on while its requests are answered
@@ -282,8 +282,7 @@ def _record(ctx: LeadershipContext, starts: list[int]) -> None:
 @pytest.mark.embedded_only  # stats or faults
 def test_watch_drops_do_not_stop_prompt_takeover(server: APIServer, cleanup: list[Any]) -> None:
     watch = watcher(server, cleanup)
-    a = elector(server, cleanup, "a").start()
-    assert a.wait_until_leading(5)
+    a = leading_a(server, cleanup)
     elector(server, cleanup, "b").start()
     watch.wait_for(lambda r: r.holder == "a", 3)
     server.faults.drop_watches("leases")

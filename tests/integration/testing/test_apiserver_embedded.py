@@ -13,6 +13,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,30 @@ def control(server: APIServer, method: str, what: str, body: Any = None) -> Any:
     )
     with urllib.request.urlopen(request, timeout=5, context=server.ssl_context()) as response:
         return json.loads(response.read())
+
+
+def watch_in_background(
+    coord: Any, each: Callable[[dict[str, Any]], Any]
+) -> tuple[threading.Thread, threading.Event, list[BaseException]]:
+    """Watch the Leases of "default" (``timeout_seconds=1``) in a daemon thread, each event to
+    ``each``; returns the thread, an Event set when the stream ends (cleanly or broken) and
+    the error that broke it, if one did."""
+    ended = threading.Event()
+    failed: list[BaseException] = []
+
+    def consume() -> None:
+        try:
+            for event in watch.Watch().stream(
+                coord.list_namespaced_lease, "default", timeout_seconds=1
+            ):
+                each(event)
+        except Exception as exc:  # the broken stream
+            failed.append(exc)
+        ended.set()
+
+    worker = threading.Thread(target=consume, daemon=True)
+    worker.start()
+    return worker, ended, failed
 
 
 def test_resource_version_moves_only_on_writes(
@@ -189,22 +214,9 @@ def test_stalled_watch_streams_stay_open_and_say_nothing(
     coord.create_namespaced_lease("default", lease("s1"))
     seen: list[str] = []
     first = threading.Event()
-    ended = threading.Event()
-    failed: list[BaseException] = []
-
-    def consume() -> None:
-        try:
-            for event in watch.Watch().stream(
-                coord.list_namespaced_lease, "default", timeout_seconds=1
-            ):
-                seen.append(event["object"].metadata.name)
-                first.set()
-        except Exception as exc:  # the broken stream
-            failed.append(exc)
-        ended.set()
-
-    worker = threading.Thread(target=consume, daemon=True)
-    worker.start()
+    worker, ended, failed = watch_in_background(
+        coord, lambda event: (seen.append(event["object"].metadata.name), first.set())
+    )
     assert first.wait(5), "the watch delivered the existing Lease"
     assert seen == ["s1"]
     assert server.faults.stall_watches("leases") == 1
@@ -215,20 +227,8 @@ def test_stalled_watch_streams_stay_open_and_say_nothing(
     assert ended.wait(5) and failed, "broken, not ended cleanly"
     worker.join()
     server.faults.add("watch", "leases", stall_after=0.0, times=1)
-    gone = threading.Event()
     rest: list[str] = []
-
-    def second() -> None:
-        try:
-            for event in watch.Watch().stream(
-                coord.list_namespaced_lease, "default", timeout_seconds=1
-            ):
-                rest.append(event["type"])
-        except Exception:
-            pass
-        gone.set()
-
-    threading.Thread(target=second, daemon=True).start()
+    _, gone, _ = watch_in_background(coord, lambda event: rest.append(event["type"]))
     assert not gone.wait(1.5) and rest == [], "stalled from the start: not even the list"
     assert server.faults.drop_watches("leases") == 1
     assert gone.wait(5)

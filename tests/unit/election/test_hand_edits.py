@@ -17,6 +17,8 @@ from k8slease.election.commands import Read, StoppedLeading, Update, Wait
 from k8slease.lease.view import LeaseView
 from tests.unit.election.elector_model import NAME, Cluster
 
+Edit = Callable[[dict[str, Any]], None]  # a hand edit of the Lease's body
+
 
 def _lead(c: Cluster) -> tuple[int, int]:
     c.run_until(lambda: c.leader() is not None)
@@ -25,6 +27,15 @@ def _lead(c: Cluster) -> tuple[int, int]:
     for i in range(len(c.replicas)):
         c.deliver_watch(i, 1000)
     return leader, 1 - leader
+
+
+def _lead_then_edit(edit: Edit) -> tuple[Cluster, int, int]:
+    """Two replicas, one leading (:func:`_lead`), then its Lease edited by hand with ``edit``,
+    seen by neither yet; returns the cluster, the leader and the other."""
+    c = Cluster(2)
+    leader, other = _lead(c)
+    c.store.edit(NAME, edit)
+    return c, leader, other
 
 
 def _shorten(lease: dict[str, Any]) -> None:
@@ -39,16 +50,13 @@ def _drop_holder(lease: dict[str, Any]) -> None:
     lease["spec"].pop("holderIdentity")
 
 
-EDITS: list[Callable[[dict[str, Any]], None]] = [_shorten, _drop_spec, _drop_holder]
+EDITS: list[Edit] = [_shorten, _drop_spec, _drop_holder]
+EACH_EDIT = pytest.mark.parametrize("edit", EDITS, ids=lambda e: e.__name__)
 
 
-@pytest.mark.parametrize("edit", EDITS, ids=lambda e: e.__name__)
-def test_the_holder_steps_down_the_moment_it_sees_an_edit_it_did_not_make(
-    edit: Callable[[dict[str, Any]], None],
-) -> None:
-    c = Cluster(2)
-    leader, _ = _lead(c)
-    c.store.edit(NAME, edit)
+@EACH_EDIT
+def test_the_holder_steps_down_the_moment_it_sees_an_edit_it_did_not_make(edit: Edit) -> None:
+    c, leader, _ = _lead_then_edit(edit)
     c.deliver_watch(leader, 1000)
     assert not c.replicas[leader].machine.believes_leading(c.mono(leader))
     stopped = [e for e in c.replicas[leader].events if isinstance(e, StoppedLeading)]
@@ -91,13 +99,9 @@ def test_a_renew_conflict_on_an_edited_record_steps_down_instead_of_renewing() -
     assert c.leader() is None
 
 
-@pytest.mark.parametrize("edit", EDITS, ids=lambda e: e.__name__)
-def test_a_candidate_waits_its_configured_duration_after_a_hand_edit(
-    edit: Callable[[dict[str, Any]], None],
-) -> None:
-    c = Cluster(2)
-    leader, other = _lead(c)
-    c.store.edit(NAME, edit)
+@EACH_EDIT
+def test_a_candidate_waits_its_configured_duration_after_a_hand_edit(edit: Edit) -> None:
+    c, leader, other = _lead_then_edit(edit)
     c.deliver_watch(other, 1000)
     seen = c.replicas[other].machine.observation
     assert seen is not None
