@@ -322,19 +322,18 @@ class ResourceAPI:
             raise st.not_found(rt.plural, rt.group, name)
         pre = options.get("preconditions") or {} if isinstance(options, dict) else {}
         meta = old["metadata"]
-        if pre.get("uid") and pre["uid"] != meta["uid"]:
-            raise st.precondition_failed(
-                rt.kind, rt.group, name,
-                f"the UID in the precondition ({pre['uid']}) does not match the UID in record "
-                f"({meta['uid']}). The object might have been deleted and then recreated",
-            )  # fmt: skip
-        if pre.get("resourceVersion") and pre["resourceVersion"] != meta["resourceVersion"]:
-            raise st.precondition_failed(
-                rt.kind, rt.group, name,
-                f"the ResourceVersion in the precondition ({pre['resourceVersion']}) does not "
-                f"match the ResourceVersion in record ({meta['resourceVersion']}). The object "
-                "might have been modified",
-            )  # fmt: skip
+        # kube-apiserver's checks, the UID first: the same message but for the field's name
+        # and what a mismatch suggests
+        for key, label, maybe in (
+            ("uid", "UID", "deleted and then recreated"),
+            ("resourceVersion", "ResourceVersion", "modified"),
+        ):
+            if pre.get(key) and pre[key] != meta[key]:
+                raise st.precondition_failed(
+                    rt.kind, rt.group, name,
+                    f"the {label} in the precondition ({pre[key]}) does not match the {label} "
+                    f"in record ({meta[key]}). The object might have been {maybe}",
+                )  # fmt: skip
         if meta.get("finalizers"):
             if meta.get("deletionTimestamp"):
                 return 200, view(rt, old)

@@ -1,6 +1,7 @@
 """What the test servers share: started and stopped as context managers, served from the command
 line until SIGINT/SIGTERM, and (for the tiers made of separate processes) a state directory, a
-PKI, an admin kubeconfig and child processes watched while the tier comes up.
+PKI, an admin kubeconfig, child processes watched while the tier comes up, and the command line's
+``--kubeconfig`` and ``--build-only``.
 
 The embedded :class:`~k8slease.testing.APIServer`, the :class:`~.slowproxy.DelayProxy`, the real
 :class:`~.controlplane.ControlPlane` and the single-node :class:`~.cluster.Cluster` each used to
@@ -9,11 +10,12 @@ carry their own copy of this; here it is written once, and each tier keeps only 
 
 from __future__ import annotations
 
+import argparse
 import shutil
 import signal
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from types import FrameType, TracebackType
 from typing import TYPE_CHECKING, ClassVar, Self
@@ -176,3 +178,53 @@ def serve_until_signalled(
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def tier_parser(
+    prog: str,
+    description: str,
+    *,
+    build_help: str,
+    build_parts: Sequence[str] = (),
+    port: Callable[[str], int] | None = None,
+) -> argparse.ArgumentParser:
+    """The options of ``python -m k8slease <prog>`` for a tier made of processes: ``--port``
+    (kube-apiserver's; ``port`` parses it) where the tier's port can be chosen, ``--kubeconfig``
+    and ``--build-only`` (``build_help``). With ``build_parts``, ``--build-only`` takes one of
+    them (the first when it is given alone; ``None`` without the option); else it is a flag.
+    """
+    parser = argparse.ArgumentParser(prog=f"k8slease {prog}", description=description)
+    if port is not None:
+        parser.add_argument(
+            "--port", type=port, default=0, help="kube-apiserver's HTTPS port (default: a free one)"
+        )
+    parser.add_argument(
+        "--kubeconfig", default=None, help="where to write the admin kubeconfig (default: temp)"
+    )
+    if build_parts:
+        parser.add_argument(
+            "--build-only",
+            nargs="?",
+            const=build_parts[0],
+            default=None,
+            choices=build_parts,
+            help=build_help,
+        )
+    else:
+        parser.add_argument("--build-only", action="store_true", help=build_help)
+    return parser
+
+
+def print_built(
+    prog: str, build: Callable[[], Iterable[object]], *, failure: type[Exception]
+) -> int:
+    """``python -m k8slease <prog> --build-only``'s run: print each path ``build()`` returns (a
+    line each, flushed) and return 0; when it raises ``failure``, print
+    ``k8slease <prog>: <error>`` and return 1."""
+    try:
+        for path in build():
+            print(path, flush=True)
+    except failure as exc:
+        print(f"k8slease {prog}: {exc}", flush=True)
+        return 1
+    return 0

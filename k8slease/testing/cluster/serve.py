@@ -15,7 +15,7 @@ import threading
 from k8slease.testing.controlplane.build import ensure_binaries
 from k8slease.testing.controlplane.certs import CertificateError
 from k8slease.testing.controlplane.gotool import BuildError
-from k8slease.testing.launch import serve_until_signalled
+from k8slease.testing.launch import print_built, serve_until_signalled, tier_parser
 
 from .build import ensure_node_binaries
 from .host import ensure_packages, unavailable
@@ -25,30 +25,18 @@ from .node import Cluster, ClusterError, ClusterUnavailable
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="k8slease cluster",
-        description=(
-            "Run a single-node Kubernetes cluster (containerd, kubelet, control plane, CoreDNS; "
-            "built from upstream) in a private network namespace until SIGINT/SIGTERM."
-        ),
-    )
-    parser.add_argument(
-        "--kubeconfig", default=None, help="where to write the admin kubeconfig (default: temp)"
-    )
-    parser.add_argument(
-        "--build-only",
-        nargs="?",
-        const="all",
-        default=None,
-        choices=BUILD_PARTS,
-        help=(
+    return tier_parser(
+        "cluster",
+        "Run a single-node Kubernetes cluster (containerd, kubelet, control plane, CoreDNS; "
+        "built from upstream) in a private network namespace until SIGINT/SIGTERM.",
+        build_help=(
             "build every binary and image into the user cache if missing, print where, exit; "
             "'binaries' builds only the Go and C binaries (control plane and node: CPU-bound), "
             "'image' only the project's image (debootstrap and pip: network- and disk-bound), "
             "so that CI can run the two beside different work"
         ),
+        build_parts=BUILD_PARTS,
     )
-    return parser
 
 
 #: What ``--build-only`` builds: everything, or one of the two parts.
@@ -106,13 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.build_only is not None:
         build = {"all": build_all, "binaries": build_binaries, "image": build_image}
-        try:
-            for path in build[args.build_only]():
-                print(path, flush=True)
-        except BuildError as exc:
-            print(f"k8slease cluster: {exc}", flush=True)
-            return 1
-        return 0
+        return print_built("cluster", build[args.build_only], failure=BuildError)
     cluster = Cluster(kubeconfig=args.kubeconfig)
     return serve_until_signalled(
         "cluster",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..launch import serve_until_signalled
+from ..launch import print_built, serve_until_signalled, tier_parser
 from .build import ensure_binaries
 from .certs import CertificateError
 from .gotool import BuildError
@@ -19,25 +19,13 @@ from .plane import ControlPlane, ControlPlaneError
 
 def build_parser() -> argparse.ArgumentParser:
     """The command-line options."""
-    parser = argparse.ArgumentParser(
-        prog="k8slease controlplane",
-        description=(
-            "Run a real etcd + kube-apiserver on 127.0.0.1 until SIGINT/SIGTERM "
-            "(RBAC, TLS, ServiceAccount tokens; no controller-manager, no scheduler)."
-        ),
+    return tier_parser(
+        "controlplane",
+        "Run a real etcd + kube-apiserver on 127.0.0.1 until SIGINT/SIGTERM "
+        "(RBAC, TLS, ServiceAccount tokens; no controller-manager, no scheduler).",
+        port=_port,
+        build_help="build the binaries into the user cache if missing, print where they are, exit",
     )
-    parser.add_argument(
-        "--port", type=_port, default=0, help="kube-apiserver's HTTPS port (default: a free one)"
-    )
-    parser.add_argument(
-        "--kubeconfig", default=None, help="where to write the admin kubeconfig (default: temp)"
-    )
-    parser.add_argument(
-        "--build-only",
-        action="store_true",
-        help="build the binaries into the user cache if missing, print where they are, exit",
-    )
-    return parser
 
 
 def _port(text: str) -> int:
@@ -54,12 +42,9 @@ def main(argv: list[str] | None = None) -> int:
     """Run the control plane; returns the exit code (0 after a clean SIGINT/SIGTERM)."""
     args = build_parser().parse_args(argv)
     if args.build_only:
-        try:
-            print(ensure_binaries().directory, flush=True)
-        except BuildError as exc:
-            print(f"k8slease controlplane: {exc}", flush=True)
-            return 1
-        return 0
+        return print_built(
+            "controlplane", lambda: [ensure_binaries().directory], failure=BuildError
+        )
     plane = ControlPlane(args.port, kubeconfig=args.kubeconfig)
     return serve_until_signalled(
         "controlplane",
