@@ -297,14 +297,7 @@ class Jobs:
             self._waker.start()
         api_client = self._api_client or default_api_client()
         wiring = connect_jobs(
-            api_client,
-            self.namespace,
-            group=self.group,
-            identity=self.identity,
-            request_timeout=self.request_timeout,
-            metrics=self._metrics,
-            clock=self._clock,
-            timing=self.election,
+            self, api_client, metrics=self._metrics, clock=self._clock, timing=self.election
         )
         if any(spec.coordinated for spec in self._specs.values()):
             wiring, self._informer = wiring.watched(step=self.claim_step, spread=self.claim_spread)

@@ -310,15 +310,8 @@ class TickLock:
         """The jobs' wiring, made on first use (the API client is loaded then when none was
         configured at construction), watching with ``watch``."""
         if self._wiring is None:
-            self._wiring = connect_jobs(
-                self._api_client or default_api_client(),
-                self.namespace,
-                group=self.group,
-                identity=self.identity,
-                request_timeout=self.request_timeout,
-                metrics=self._metrics,
-                clock=self._clock,
-            )
+            api_client = self._api_client or default_api_client()
+            self._wiring = connect_jobs(self, api_client, metrics=self._metrics, clock=self._clock)
             if self.watch:  # no turns: every replica claims at once
                 self._wiring, self._informer = self._wiring.watched(step=0.0, spread=1)
         return self._wiring

@@ -16,7 +16,7 @@ import math
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.schedulers.background import BackgroundScheduler
@@ -136,25 +136,33 @@ class JobWiring:
         )
 
 
+class JobSite(Protocol):
+    """Whose jobs a wiring serves: :class:`~k8slease.jobs.registry.Jobs` or
+    :class:`~k8slease.jobs.ticklock.TickLock`, each validated at construction."""
+
+    group: str
+    namespace: str
+    identity: str
+    #: seconds: the bound of each request's connect
+    request_timeout: float
+
+
 def connect_jobs(
+    site: JobSite,
     api_client: client.ApiClient,
-    namespace: str,
     *,
-    group: str,
-    identity: str,
-    request_timeout: float,
     metrics: JobMetrics,
     clock: Clock,
     timing: ElectionTiming | None = None,
 ) -> JobWiring:
-    """The wiring of one replica's jobs in ``namespace``: one transport (each request's connect
-    bounded by ``request_timeout``), one Event queue (bounded by what ``timing`` tolerates, see
-    :func:`job_events`), fresh observations and no informer yet (:meth:`JobWiring.watched`)."""
-    transport = LeaseTransport(api_client, namespace, request_timeout=request_timeout)
-    events = job_events(api_client, namespace, identity, clock, timing)
+    """The wiring of ``site``'s jobs: one transport to its namespace (each request's connect
+    bounded by its ``request_timeout``), one Event queue (bounded by what ``timing`` tolerates,
+    see :func:`job_events`), fresh observations and no informer yet (:meth:`JobWiring.watched`)."""
+    transport = LeaseTransport(api_client, site.namespace, request_timeout=site.request_timeout)
+    events = job_events(api_client, site.namespace, site.identity, clock, timing)
     return JobWiring(
-        group=group,
-        identity=identity,
+        group=site.group,
+        identity=site.identity,
         transport=transport,
         events=events,
         observations=Observations(clock),
