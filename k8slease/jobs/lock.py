@@ -298,10 +298,13 @@ class JobLock(LockHolding):
         else:
             self._highest_token = max(self._highest_token, lease.fencing_token)
             record, state = lease.record, lease.job
-        # a run record whose release could not be written rides on this claim (issue 26)
+        # a run record whose release could not be written rides on this claim (issue 26); on
+        # a deleted Lease's create too: else that create recorded the run lost (its tick seen
+        # claimed, unfinished) and the record was dropped with the grant
         carried = self._unwritten
-        if carried is not None and lease is not None:
-            merged = merge_run(state, carried, lease_token=lease.fencing_token)
+        if carried is not None:
+            token = carried.fencing_token if lease is None else lease.fencing_token
+            merged = merge_run(state, carried, lease_token=token)
             if merged is None:
                 self._unwritten = carried = None  # the Lease records it already
             else:

@@ -173,6 +173,7 @@ class RunningReplica(InformedReplica):
             run.lost = True
         wall = self.clock.wall(self.world.t)
         outcome = "lost" if run.lost else "succeeded"
+        self.ledger.finished[run.k] = outcome
         record = RunRecord(
             holder=self.me,
             tick=self._tick(run.k),
@@ -236,8 +237,13 @@ class RunningReplica(InformedReplica):
         )
 
     def _recorded(self, run: RunRecord) -> None:
-        """A kept run record was written (by a release or carried by a claim)."""
+        """A kept run record was written (by a release, a correction, or carried by a claim,
+        whose write may show another run as its last: a takeover's in the same write)."""
         if self.lock._unwritten is run:
             self.lock._unwritten = None
+        k = int((run.tick - T0).total_seconds() // self.period)
+        self.ledger.recorded[k] = run.outcome
         if run.outcome == "lost":
-            self.ledger.lost_recorded.add(int((run.tick - T0).total_seconds() // self.period))
+            self.ledger.lost_recorded.add(k)
+        else:
+            self.ledger.written_ok.add(k)

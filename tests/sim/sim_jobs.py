@@ -43,9 +43,11 @@ from k8slease.jobs.unsettled import (
     Settled,
     adopt_or_release,
     landed,
+    merge_run,
     never_ran,
     settle_claim,
 )
+from k8slease.lease.jobrecord import lease_with_job_state
 from k8slease.lease.view import LeaseView
 from tests.sim.sim_core import T0, Clock, Network, World
 from tests.sim.sim_informer import SimClock
@@ -71,6 +73,12 @@ class _Waiting:
         self.k = k
         self.tick = tick
         self.deadline = deadline
+
+
+#: Whether a kept run record is written into a free Lease at the replica's next look
+#: (``settle._write_correction``, issue 26), as the code does. Tests whose seeds were found on
+#: runs without it (test_sim.py) set it off: the write changes a run's course from there on.
+WRITE_CORRECTIONS = True
 
 
 class JobReplica(ClaimingReplica):
@@ -226,7 +234,42 @@ class JobReplica(ClaimingReplica):
         if self._holds_kept(view):
             self._write_kept(k, view)
             return
+        free = view is not None and not view.record.held and not view.record.malformed
+        if WRITE_CORRECTIONS and self.lock._unwritten is not None and free:
+            assert view is not None
+            self._write_correction(k, view)
+            return
         self._claim(k)
+
+    def _write_correction(self, k: int, view: LeaseView) -> None:
+        """``settle._write_correction``: the kept run record written into the job state of a
+        free Lease (a takeover recorded it ``lost`` meanwhile), conditional like any claim;
+        then claim."""
+        kept = self.lock._unwritten
+        assert kept is not None
+        state = merge_run(view.job, kept, lease_token=view.fencing_token)
+        if state is None:
+            self._recorded(kept)  # the Lease records it already
+            self._claim(k)
+            return
+        body = lease_with_job_state(view.body, state)
+
+        def answer(lease: dict[str, Any] | None, error: TransportError | None) -> None:
+            if error is None and lease is not None:
+                self.ledger.claims["kept-record-corrected"] += 1
+                self._recorded(kept)
+                self.see(lease)
+            if isinstance(error, Unavailable):
+                self._skip(k, "unavailable")
+                return
+            self._claim(k)  # a Conflict: someone wrote first; the claim judges afresh
+
+        self._ask(
+            lambda s: s.replace(self.lease, body),
+            answer,
+            late_ok=True,
+            timeout=self.claim_timeout,
+        )
 
     def _write_kept(self, k: int, view: LeaseView, *, again: bool = True) -> None:
         """``settle._write_kept_release``: release with the kept run record, then claim."""

@@ -42,6 +42,16 @@ class Ledger:
         self.hand_edits: list[float] = []
         #: resourceVersions the hand edits (not the deletions) of the job Lease wrote
         self.hand_edit_rvs: set[int] = set()
+        #: tick -> how its run ended on the replica that ran it ("succeeded" or "lost")
+        self.finished: dict[int, str] = {}
+        #: tick -> the outcome the job Lease last recorded for it: its ``last-run`` from the
+        #: store's change feed (what was written, whatever any replica saw), or a kept record
+        #: its replica learned was written (counted, though a takeover's lost run recorded in
+        #: the same write is the one shown as last)
+        self.recorded: dict[int, str] = {}
+        #: ticks whose succeeded or failed run some write recorded (a hand deletion may erase
+        #: it, and a replica that saw the Lease held before then record the tick lost again)
+        self.written_ok: set[int] = set()
         #: what the claims did: from the view / read first, 409s, reads after one, grants
         self.claims: Counter[str] = Counter()
 

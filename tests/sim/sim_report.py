@@ -17,6 +17,7 @@ class Coverage:
     ticks: int = 0
     runs: int = 0
     lost_recorded: int = 0
+    succeeded_recorded_lost: Counter[str] = field(default_factory=Counter)
     across_deletion_ticks: int = 0
     across_deletion_leaders: int = 0
     across_deletion_seeds: list[int] = field(default_factory=list)
@@ -35,6 +36,7 @@ class Coverage:
         self.ticks += out.ticks
         self.runs += out.runs
         self.lost_recorded += out.lost_recorded
+        self.succeeded_recorded_lost.update(out.succeeded_recorded_lost)
         ticks = sum(1 for a in out.across_deletion if a.startswith("tick"))
         self.across_deletion_ticks += ticks
         self.across_deletion_leaders += len(out.across_deletion) - ticks
@@ -67,6 +69,8 @@ class Coverage:
             f"job ticks {self.ticks:,}: run once {self.runs:,}, lost and recorded "
             f"{self.lost_recorded:,}, skipped and reported: {skips}\n"
             f"claims: {claims}\n"
+            f"runs that succeeded, recorded lost at the end: "
+            f"{sum(self.succeeded_recorded_lost.values())} {dict(self.succeeded_recorded_lost)}\n"
             f"{leader}"
             f"outside the safety model, counted apart (a hand deletion between two creates, the "
             f"second judged before the first was seen): ticks run twice "

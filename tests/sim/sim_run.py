@@ -24,6 +24,7 @@ from typing import Any
 
 from k8slease.election.budgets import tolerated_latency
 from k8slease.election.timing import ElectionTiming
+from k8slease.lease.view import LeaseView
 from k8slease.names import ANN_CLAIMED_TICK
 from tests.sim.sim_core import MAX_DRIFT, T0, Clock, Faults, Network, Store, World
 from tests.sim.sim_election import LEADER_LEASE, ElectionReplica
@@ -72,6 +73,9 @@ class Outcome:
     runs: int = 0
     skips: Counter[str] = field(default_factory=Counter)
     lost_recorded: int = 0
+    #: ticks whose run succeeded and whose job Lease records them ``lost`` at the end, by why
+    #: (``_succeeded_recorded_lost``)
+    succeeded_recorded_lost: Counter[str] = field(default_factory=Counter)
     #: ticks run twice because a hand deletion erased the first claim (outside the model)
     across_deletion: list[str] = field(default_factory=list)
     claims: Counter[str] = field(default_factory=Counter)
@@ -137,6 +141,13 @@ def simulate(
             for elector in electors:
                 elector.on_change(kind, lease)
             return
+        if name == JOB_LEASE and kind != "DELETED":
+            last = LeaseView.decode(lease).job.last_run
+            if last is not None:
+                k = int((last.tick - T0).total_seconds() // PERIOD)
+                ledger.recorded[k] = last.outcome
+                if last.outcome != "lost":
+                    ledger.written_ok.add(k)
         for worker in [*workers, *leader_workers]:
             if worker.lease == name:
                 worker.on_change(kind, lease)
@@ -303,6 +314,7 @@ def simulate(
     out.claims.update(ledger.claims)
     last_tick = int((seconds - 2 * LOCK_AT_MOST_FOR - 2 * PERIOD) // PERIOD)
     _account(ledger, out, range(first_tick, last_tick))
+    _succeeded_recorded_lost(ledger, workers, out, range(first_tick, last_tick))
     if leader_jobs:
         out.violations.extend(leader_ledger.violations)
         out.leader.update(leader_ledger.claims)
@@ -322,6 +334,27 @@ def simulate(
     for key, value in net.counts.items():
         out.faults[key] += value
     return out
+
+
+def _succeeded_recorded_lost(
+    ledger: Ledger, workers: list[JobReplica], out: Outcome, ticks: range
+) -> None:
+    """Issue 26: a run that succeeded is never left recorded ``lost``. At the end such a tick
+    is one its replica still keeps the record of (to write at its next look), or one whose
+    record was written and then erased by a hand deletion (a replica that saw the Lease held
+    before it recorded the tick lost again: outside the model, like ``across_deletion``);
+    any other is a violation."""
+    kept = {w.lock._unwritten.tick for w in workers if w.lock._unwritten is not None}
+    for k in ticks:
+        if ledger.finished.get(k) != "succeeded" or ledger.recorded.get(k) != "lost":
+            continue
+        if T0 + timedelta(seconds=k * PERIOD) in kept:
+            out.succeeded_recorded_lost["kept"] += 1
+        elif k in ledger.written_ok:
+            out.succeeded_recorded_lost["erased by a hand deletion"] += 1
+        else:
+            out.succeeded_recorded_lost["unwritten"] += 1
+            out.violations.append(f"tick {k}: its run succeeded, recorded lost, never corrected")
 
 
 def _leader_gap(fates: dict[int, str]) -> str | None:

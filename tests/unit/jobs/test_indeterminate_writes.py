@@ -405,3 +405,34 @@ def test_a_run_recorded_lost_by_a_takeover_is_corrected_at_the_next_look_without
     assert "lock.run_corrected_late" in logged_events(caplog)
     assert r0.try_acquire(taken.tick) is Verdict.ALREADY_CLAIMED
     assert store.writes == writes + 1, "written once"
+
+
+def test_a_kept_run_record_rides_on_the_create_of_a_lease_deleted_meanwhile() -> None:
+    """r0's run of T1 succeeded while it was cut off (the record kept), and the job Lease was
+    deleted by hand meanwhile. r0's claim that creates it again carries the kept record: T1 is
+    recorded succeeded. Before, the create counted T1 ``lost`` (seen claimed and held, never
+    finished) and the grant dropped the kept record unwritten: found by the simulation (late
+    applies, seeds 1 and 6)."""
+    clock, store = FakeClock(), LosingStore()
+    lock = job_lock(store, clock, at_most=30)
+    t1 = _tick(clock)
+    grant = lock.try_acquire(t1)
+    assert isinstance(grant, Grant)
+    store.down = True
+    lock.finish(grant, "succeeded")  # kept: the release could not be written
+    store.down = False
+    store.lease = None  # deleted by hand
+    clock.advance(5)
+    # the lock it saw held before the deletion is waited out from when it saw it gone
+    assert lock.try_acquire(_tick(clock)) is Verdict.HELD
+    clock.advance(31)
+    t3 = _tick(clock)
+
+    created = lock.try_acquire(t3)
+
+    assert isinstance(created, Grant) and created.tick == t3, f"skipped with {created}"
+    job = store.view().job
+    assert (job.count("succeeded"), job.count("lost")) == (1, 0)
+    assert job.last_run is not None and job.last_run.tick == t1
+    assert job.completed_tick == t1
+    assert lock._unwritten is None
