@@ -375,6 +375,7 @@ class JobLock(LockHolding):
             resource_version="" if lease is None else lease.resource_version,
             sent_wall=claim.record.renew_time or self._clock.now(),
             sent_mono=self._clock.monotonic(),
+            carried=judged.carried,
         )
         try:
             if lease is None:

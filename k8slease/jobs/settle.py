@@ -88,6 +88,9 @@ def settle(lock: SettlingLock[G], *, may_run: bool = True) -> G | None:
             lock._log.info("lock.claim_settled", tick=pending.tick.isoformat(), applied=False)
         elif settled is Settled.APPLIED:
             lock._pending = None
+            if pending.carried is not None and lock._unwritten is pending.carried:
+                # written with the claim: written again, it would correct a second lost run
+                lock._unwritten = None
             assert lease is not None
             grant = _applied(lock, landed(pending, lease), lease, may_run=may_run)
             if grant is not None:

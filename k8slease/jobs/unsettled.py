@@ -65,6 +65,8 @@ class PendingClaim:
     sent_wall: datetime
     #: the tokens of this replica's earlier unanswered claims (see :func:`still_pending`)
     earlier_tokens: frozenset[int] = frozenset()
+    #: the kept run record the write carried (``None``: none): written if the claim was applied
+    carried: RunRecord | None = None
 
     def names(self, lease: LeaseView, me: str) -> bool:
         """Whether ``lease`` is one of these claims, applied."""
@@ -99,6 +101,8 @@ def still_pending(earlier: PendingClaim | None, new: PendingClaim) -> PendingCla
         sent_mono=min(earlier.sent_mono, new.sent_mono),
         sent_wall=min(earlier.sent_wall, new.sent_wall),
         earlier_tokens=earlier.earlier_tokens | {earlier.fencing_token} | new.earlier_tokens,
+        # each carried the record then kept (the same one: a record is kept until written)
+        carried=new.carried or earlier.carried,
     )
 
 

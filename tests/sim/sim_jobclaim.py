@@ -143,6 +143,7 @@ class ClaimingReplica(RunningReplica):
                             resource_version="" if lease is None else lease.resource_version,
                             sent_mono=sent,
                             sent_wall=sent_wall,
+                            carried=judged.carried,
                         ),
                     )
                     if earlier is None:

@@ -204,6 +204,8 @@ class JobReplica(ClaimingReplica):
             elif settled is Settled.APPLIED:
                 assert view is not None
                 self.pending = None
+                if pending.carried is not None and self.lock._unwritten is pending.carried:
+                    self._recorded(pending.carried)  # written with the claim
                 pending = landed(pending, view)
                 _, sent_event, created = self.pending_meta
                 pk = int((pending.tick - T0).total_seconds() // self.period)

@@ -148,6 +148,11 @@ class LeaderJobReplica(JobReplica):
             # the deleted Lease's holder or the new one leads (the LEADER twin of a hand
             # deletion between two creates): counted apart
             self._fate(k, "after-deletion")
+        elif self._after_holder_edit():
+            # a hand edit took the holder out of a Lease this replica saw written by a holder
+            # less than a belief ago: that holder may run the tick until it sees the edit, and
+            # nobody can tell (``nobody_leads``, its documented limit): counted apart
+            self._fate(k, "after-holder-edit")
         else:
             self._fate(k, "not-leader")  # someone else leads, as far as this replica saw
 
@@ -345,6 +350,22 @@ class LeaderJobReplica(JobReplica):
         if pending is not None:
             tokens |= {pending.fencing_token, *pending.earlier_tokens}
         return token in tokens and self.elector.machine.phase is not Phase.LEADER
+
+    def _after_holder_edit(self) -> bool:
+        """Whether the leader Lease as this replica last saw it names no holder (edited by
+        hand) and the last record a holder may have written was seen less than the belief
+        ``nobody_leads`` waits out ago (``(renew_deadline + lease_duration) / 2``)."""
+        machine = self.elector.machine
+        seen = machine.observation
+        written = machine.observer.holder_write_seen_at
+        if seen is None or seen.view is None or written is None:
+            return False
+        record = seen.view.record
+        if record.held and not record.malformed:
+            return False
+        timing = machine.timing
+        belief = (timing.renew_deadline + timing.lease_duration) / 2
+        return self.elector.mono() < written + belief
 
     def _after_deletion(self) -> bool:
         """Whether this replica's view of the leader Lease is within the wait of a held Lease

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from itertools import pairwise
 
 JOB_LEASE = "g.job"
 JOB = "job"
@@ -70,19 +71,28 @@ class Ledger:
         grant was a create, applied after a deletion that came after the first grant, by a
         replica that had seen neither the first grant nor any later write when it sent its own
         (``saw``). No conditional write can see a claim that a deletion erased: that is outside
-        the safety model, counted apart."""
+        the safety model, counted apart. So is a third grant after a second deletion, and so
+        on: each grant judged against the one the store applied before it."""
         runs = self.runs.setdefault(k, [])
         grants = self.grants.setdefault(k, [])
         runs.append((replica, token))
         grants.append((rv, created, saw))
         if len(runs) == 1:
             return
-        if len(grants) == 2:
-            # in the order the store applied them (answers may arrive the other way round)
-            ordered = sorted(grants, key=lambda g: g[0])
-            (first_rv, _, _), (later_rv, later_created, later_saw) = ordered
-            erased = any(first_rv < d < later_rv for d in self.deletions)
-            if later_created and erased and not later_saw(first_rv):
-                self.across_deletion.append(f"tick {k} ran twice across a hand deletion: {runs}")
-                return
+        # in the order the store applied them (answers may arrive the other way round)
+        ordered = sorted(grants, key=lambda g: g[0])
+        if all(
+            later_created
+            and not later_saw(first_rv)
+            and any(first_rv < d < later_rv for d in self.deletions)
+            for (first_rv, _, _), (later_rv, later_created, later_saw) in pairwise(ordered)
+        ):
+            # one entry a tick, however many grants it had
+            self.across_deletion[:] = [
+                a for a in self.across_deletion if not a.startswith(f"tick {k} ")
+            ]
+            self.across_deletion.append(
+                f"tick {k} ran {len(runs)} times across hand deletions: {runs}"
+            )
+            return
         self.violations.append(f"tick {k} ran twice: {runs}")

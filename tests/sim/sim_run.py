@@ -59,7 +59,13 @@ LEADER_REPORTED = REPORTED_SKIPS | {
     "held-by-former-leader",
 }
 #: the open gaps: LEADER ticks lost without a report in known ways (``_leader_gap``)
-LEADER_GAPS = {"watch-missed", "held-unsettled-ex-leader", "between-terms", "after-deletion"}
+LEADER_GAPS = {
+    "watch-missed",
+    "held-unsettled-ex-leader",
+    "between-terms",
+    "after-deletion",
+    "after-holder-edit",
+}
 
 
 @dataclass
@@ -388,7 +394,14 @@ def _leader_gap(fates: dict[int, str]) -> str | None:
       lead): the LEADER twin of a hand deletion between two creates, outside the safety model.
       Closed but for a residue: the replica the Lease came back naming reports the tick
       (``nobody_leads``: a Lease naming it that it does not lead on); left, the ticks before
-      it has seen that Lease.
+      it has seen that Lease;
+    * ``after-holder-edit``: a hand edit took the holder out of the leader Lease less than a
+      belief (``(renew_deadline + lease_duration) / 2``) after a holder's write that the
+      replicas saw: that holder may still run the tick until it sees the edit, so nobody
+      reports it (``nobody_leads``'s documented limit). Found by the soak of 2026-12-03 (seed
+      20031): a candidate's create, applied after it gave up on it, then the edit; nobody led,
+      and its own sender never saw its name in the Lease. Open, outside the safety model like
+      every hand edit.
 
     Every other replica: ``not-leader``.
     """

@@ -354,4 +354,30 @@ def test_a_catch_up_that_cannot_read_the_state_still_claims_the_tick_due_between
 
     assert [_leader_gaps(seed, 3600.0) for seed in (8020, 8091, 9252)] == [{}, {}, {}]
     monkeypatch.setattr(sim_leader, "CATCH_UP_WITHOUT_STATE", False)
-    assert _leader_gaps(9252, 3600.0) == {"between-terms": 1}
+    # one tick (another replica then saw the leader Lease just edited by hand: a gap of its own)
+    gaps = _leader_gaps(9252, 3600.0)
+    assert sum(n for gap, n in gaps.items() if "between-terms" in gap.split("+")) == 1, gaps
+
+
+@pytest.mark.timeout(300)
+def test_a_tick_run_three_times_across_two_hand_deletions_is_counted_apart() -> None:
+    """Seed 20058, tick 423: three creates of the job Lease, each applied after a hand deletion
+    of the one before, by replicas that had seen none of the earlier grants: the hand deletion
+    between two creates (outside the safety model), twice. The ledger judged only a pair and
+    reported the third grant as "ran twice" (soak of 2026-12-03); each grant is now judged
+    against the one the store applied before it."""
+    out = simulate(20058, seconds=2200.0, late_applies=True, leader_jobs=True)
+    assert not out.violations, replay_text(out, 2200.0, flags=" --late-applies --leader-jobs")
+    three = "tick 423 ran 3 times across hand deletions"
+    assert any(a.startswith(three) for a in out.across_deletion), out.across_deletion
+
+
+@pytest.mark.timeout(300)
+def test_a_leader_tick_right_after_a_hand_edit_took_out_a_holder_is_an_open_gap() -> None:
+    """Seed 20054, LEADER tick 567: r0's create of the leader Lease was applied after r0 gave
+    up on it, and a hand edit took the holder out before anyone (r0 included) saw its name.
+    Every replica had seen a holder's write less than a belief before the tick, so none could
+    call it (``nobody_leads``'s documented limit); nobody led. Counted apart as the open gap
+    ``after-holder-edit``, not a violation (soak of 2026-12-03; seed 20031 before the model
+    wrote corrections)."""
+    assert _leader_gaps(20054, 2900.0) == {"after-holder-edit": 1}

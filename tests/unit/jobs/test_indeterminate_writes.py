@@ -436,3 +436,41 @@ def test_a_kept_run_record_rides_on_the_create_of_a_lease_deleted_meanwhile() ->
     assert job.last_run is not None and job.last_run.tick == t1
     assert job.completed_tick == t1
     assert lock._unwritten is None
+
+
+def test_a_kept_run_record_carried_by_a_claim_applied_unanswered_is_not_written_twice() -> None:
+    """r0's run of T1 succeeded while it was cut off (kept); r1 took the lock over (T1
+    recorded lost), claimed T2 and died holding it. r0's claim of T3 takes the expired lock
+    over: it carries T1's record (T1 lost -> succeeded) and records T2 lost, and is applied,
+    but its answer is lost. Settling it, r0 knows T1's record was written with it. Before, r0
+    kept the record and wrote it again at its next look: a second "correction" that turned
+    T2's lost run into a success (soak of 2026-12-03, seed 30004)."""
+    clock, store = FakeClock(), LosingStore()
+    r0, r1 = job_lock(store, clock, at_most=30), job_lock(store, clock, "r1", at_most=30)
+    grant = r0.try_acquire(_tick(clock))
+    assert isinstance(grant, Grant)
+    store.down = True
+    r0.finish(grant, "succeeded")  # kept: the release could not be written
+    store.down = False
+    assert r1.try_acquire(_tick(clock, 1)) is Verdict.HELD  # r1 starts seeing it unchanged
+    clock.advance(31)
+    taken = r1.try_acquire(_tick(clock))  # T2: r1 takes over, records T1 lost, then dies
+    assert isinstance(taken, Grant), f"r1 skipped with {taken}"
+    assert store.view().job.count("lost") == 1
+    assert r0.try_acquire(_tick(clock, 1)) is Verdict.HELD  # r0 sees r1's Lease, unchanged
+    clock.advance(31)
+    store.lose = ["applied"]
+    with pytest.raises(Unavailable):
+        r0.try_acquire(_tick(clock))  # T3: carries T1's record, records T2 lost
+    job = store.view().job
+    assert (job.count("succeeded"), job.count("lost")) == (1, 1), "T1 corrected, T2 lost"
+
+    adopted = r0.try_acquire(_tick(clock, 5))  # settles T3's claim: applied, run in its grace
+    assert isinstance(adopted, Grant)
+    r0.finish(adopted, "succeeded")
+    clock.advance(5)
+    r0.try_acquire(_tick(clock, 5))  # the next look: nothing kept to write again
+
+    job = store.view().job
+    assert (job.count("succeeded"), job.count("lost")) == (2, 1), "T2 is still lost"
+    assert r0._unwritten is None
