@@ -44,6 +44,18 @@ def _tick(clock: FakeClock, after: float = 0.0) -> datetime:
     return clock.now() + timedelta(seconds=after)
 
 
+def _succeeded_while_cut_off(store: LosingStore, clock: FakeClock, lock: JobLock) -> datetime:
+    """``lock`` runs the tick now and succeeds, its release not written (the server away): the
+    record is kept. Returns the tick."""
+    tick = _tick(clock)
+    grant = lock.try_acquire(tick)
+    assert isinstance(grant, Grant)
+    store.down = True
+    lock.finish(grant, "succeeded")  # kept: the release could not be written
+    store.down = False
+    return tick
+
+
 def _unanswered_claim(
     lose: str, **options: float
 ) -> tuple[FakeClock, LosingStore, JobLock, datetime]:
@@ -378,12 +390,7 @@ def test_a_run_recorded_lost_by_a_takeover_is_corrected_at_the_next_look_without
     scenario, make test of 2026-12-03)."""
     clock, store = FakeClock(), LosingStore()
     r0, r1 = job_lock(store, clock, at_most=30), job_lock(store, clock, "r1", at_most=30)
-    t1 = _tick(clock)
-    grant = r0.try_acquire(t1)
-    assert isinstance(grant, Grant)
-    store.down = True
-    r0.finish(grant, "succeeded")  # kept: the release could not be written
-    store.down = False
+    _succeeded_while_cut_off(store, clock, r0)
     assert r1.try_acquire(_tick(clock, 1)) is Verdict.HELD  # r1 starts seeing it unchanged
     clock.advance(31)
     for _ in range(2):
@@ -415,12 +422,7 @@ def test_a_kept_run_record_rides_on_the_create_of_a_lease_deleted_meanwhile() ->
     applies, seeds 1 and 6)."""
     clock, store = FakeClock(), LosingStore()
     lock = job_lock(store, clock, at_most=30)
-    t1 = _tick(clock)
-    grant = lock.try_acquire(t1)
-    assert isinstance(grant, Grant)
-    store.down = True
-    lock.finish(grant, "succeeded")  # kept: the release could not be written
-    store.down = False
+    t1 = _succeeded_while_cut_off(store, clock, lock)
     store.lease = None  # deleted by hand
     clock.advance(5)
     # the lock it saw held before the deletion is waited out from when it saw it gone
@@ -447,11 +449,7 @@ def test_a_kept_run_record_carried_by_a_claim_applied_unanswered_is_not_written_
     T2's lost run into a success (soak of 2026-12-03, seed 30004)."""
     clock, store = FakeClock(), LosingStore()
     r0, r1 = job_lock(store, clock, at_most=30), job_lock(store, clock, "r1", at_most=30)
-    grant = r0.try_acquire(_tick(clock))
-    assert isinstance(grant, Grant)
-    store.down = True
-    r0.finish(grant, "succeeded")  # kept: the release could not be written
-    store.down = False
+    _succeeded_while_cut_off(store, clock, r0)
     assert r1.try_acquire(_tick(clock, 1)) is Verdict.HELD  # r1 starts seeing it unchanged
     clock.advance(31)
     taken = r1.try_acquire(_tick(clock))  # T2: r1 takes over, records T1 lost, then dies
