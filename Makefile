@@ -7,11 +7,8 @@ PYTEST  := $(BIN)/pytest
 # Where Go exists, `make test` first builds (once per machine, cached) the real control plane
 # and the client-go peer.
 GO      := $(shell command -v go 2>/dev/null)
-# `make test` runs the test files on this many pytest-xdist workers (0: in one process): more
-# than the machine's two cores, as most of its time is spent waiting on lease timings.
-TEST_WORKERS ?= 4
-# the floor tests' workers (CPU-bound: the unit tests, mostly)
-FLOOR_WORKERS ?= 2
+# `make test` runs the test files on this many pytest-xdist workers (0: in one process).
+TEST_WORKERS ?= 2
 
 .PHONY: install test test-floor unit integration lint demo bench bench-docs e2e manifests peers controlplane cluster cluster-binaries cluster-image constraints clean soak chaos
 
@@ -61,7 +58,7 @@ $(FLOOR_STAMP): .ci/floor-constraints.txt pyproject.toml
 	touch $(FLOOR_STAMP)
 
 test-floor: $(FLOOR_STAMP)
-	$(FLOOR)/bin/python -m pytest -q -p no:cacheprovider -n $(FLOOR_WORKERS) --dist loadfile \
+	$(FLOOR)/bin/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile \
 		--k8s-server=embedded $(FLOOR_TESTS)
 
 unit: $(STAMP)
