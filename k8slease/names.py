@@ -34,6 +34,11 @@ ANN_COMPLETED_TICK: Final = f"{DOMAIN}/completed-tick"
 ANN_LAST_RUN: Final = f"{DOMAIN}/last-run"
 #: Annotation on job locks: run counts by outcome (JSON object of integers).
 ANN_RUN_COUNTS: Final = f"{DOMAIN}/run-counts"
+#: Annotation on job locks: the containers whose journal the operator has merged into the Lease
+#: (JSON list of container IDs, newest last), so that no journal is merged twice.
+ANN_JOURNALS_MERGED: Final = f"{DOMAIN}/journals-merged"
+#: Key of a replica's journal of kept run records (its container's termination message).
+JOURNAL_KEY: Final = f"{DOMAIN}/kept-runs"
 
 #: The API group and version of the ScheduledJobGroup custom resource.
 CRD_GROUP: Final = DOMAIN

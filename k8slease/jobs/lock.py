@@ -26,6 +26,7 @@ from k8slease.errors import (
 )
 from k8slease.jobs.claimorder import claim_delay, claim_rank
 from k8slease.jobs.grant import Grant, LostFlag
+from k8slease.jobs.journal import RunJournal
 from k8slease.jobs.lockbudget import claim_budget, keep_budget
 from k8slease.jobs.lockcache import ClaimCache
 from k8slease.jobs.lockhold import LockHolding
@@ -37,13 +38,14 @@ from k8slease.jobs.lockrules import (
     newest_plausible_claim,
 )
 from k8slease.jobs.settle import retry_kept_release, settle
-from k8slease.jobs.unsettled import PendingClaim, merge_run, silent_holder, still_pending
+from k8slease.jobs.unsettled import PendingClaim, silent_holder, still_pending
 from k8slease.kube.events import EventRecorder
 from k8slease.lease.budget import request_budget
 from k8slease.lease.jobrecord import (
     JobState,
     RunRecord,
 )
+from k8slease.lease.keptruns import merge_run
 from k8slease.lease.observe import Observations, Seen
 from k8slease.lease.record import LeaseRecord
 from k8slease.lease.store import LeaseStore
@@ -84,7 +86,8 @@ class JobLock(LockHolding):
     turn in the tick's claim order (LEADER jobs, fired by the leader alone, do not wait).
     ``grace`` (seconds; default 300) is how long after its time a tick still runs: a claim's
     requests may take as long as that and the grant's keep budget allow, an extension the time
-    the grant has left (:mod:`k8slease.jobs.lockbudget`).
+    the grant has left (:mod:`k8slease.jobs.lockbudget`). ``journal`` (default: none) is where a
+    run record whose release could not be written is also kept (:mod:`k8slease.jobs.journal`).
     """
 
     def __init__(
@@ -102,6 +105,7 @@ class JobLock(LockHolding):
         cache: ClaimCache | None = None,
         ordered: bool = True,
         grace: float = 300.0,
+        journal: RunJournal | None = None,
     ) -> None:
         check_lock_times(lock_at_most_for, lock_at_least_for)
         if not identity:
@@ -129,12 +133,24 @@ class JobLock(LockHolding):
         self._active: Grant | None = None
         #: a claim write whose answer did not arrive (issue 26), settled by the next look
         self._pending: PendingClaim | None = None
-        #: a run record whose release could not be written, carried by the next write
-        self._unwritten: RunRecord | None = None
+        #: where a kept run record is also written, for the operator should this process die
+        self._journal = journal if journal is not None else RunJournal(None)
+        self._kept: RunRecord | None = None
         self._highest_token = 0
         self._reported_suspect: datetime | None = None
         self._active_lock = threading.Lock()
         self._log = log.bind(lease=self.name, job=job, group=group, identity=identity)
+
+    @property
+    def _unwritten(self) -> RunRecord | None:
+        """A run record whose release could not be written, carried by the next write (and
+        kept in the replica's journal meanwhile, :mod:`k8slease.jobs.journal`)."""
+        return self._kept
+
+    @_unwritten.setter
+    def _unwritten(self, run: RunRecord | None) -> None:
+        self._kept = run
+        self._journal.keep(self.name, self.identity, run)
 
     # -- reading ------------------------------------------------------------------------------
 

@@ -24,6 +24,7 @@ twice. See ``docs/architecture.md`` for the flow and ``docs/operations.md`` for 
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import types
 from collections.abc import Callable, Mapping
@@ -41,6 +42,7 @@ from k8slease.election.seams import Seams
 from k8slease.election.timing import ElectionTiming, with_request_timeout
 from k8slease.errors import ConfigError
 from k8slease.jobs.dropped import DroppedTicks
+from k8slease.jobs.journal import AUTO, RunJournal, journal_path
 from k8slease.jobs.lockcache import DEFAULT_CLAIM_SPREAD, DEFAULT_CLAIM_STEP, check_claim_spacing
 from k8slease.jobs.runner import TickRunner
 from k8slease.jobs.singletons import SingletonRun
@@ -54,14 +56,13 @@ from k8slease.jobs.wiring import (
     running_loop,
     schedule_jobs,
     set_leader_jobs,
+    site_names,
     unschedule_jobs,
 )
 from k8slease.kube.apiclient import api_client_if_configured, check_api_client, default_api_client
-from k8slease.kube.identity import default_namespace, identity_or_default
 from k8slease.kube.options import flag
 from k8slease.kube.options import seconds as check_seconds
 from k8slease.kube.signals import SIGNAL_POLL, GracefulSignals, LoopWaker
-from k8slease.kube.validate import validate_job_group, validate_namespace
 from k8slease.lease.informer import LeaseInformer
 from k8slease.logs import get_logger
 from k8slease.metrics import JobMetrics, default_job_metrics
@@ -99,7 +100,11 @@ class Jobs:
     process; SIGINT raises ``KeyboardInterrupt``). ``claim_step``
     (seconds, default 0.5) and ``claim_spread`` (default 3) space the replicas' claims of a tick:
     the replica ranked ``r`` for a tick tries after ``min(r, claim_spread) * claim_step`` seconds,
-    and only if it has not seen the claim by then (see ``docs/operations.md``).
+    and only if it has not seen the claim by then (see ``docs/operations.md``). ``journal``
+    (default ``"auto"``: the container's ``/dev/termination-log`` when there is one, else no
+    file; a path; or ``None``) is the file where a run record whose release could not be written
+    is kept until it is, for the operator to write should this process die first
+    (:mod:`k8slease.jobs.journal`).
     """
 
     def __init__(
@@ -118,10 +123,9 @@ class Jobs:
         handle_signals: bool = True,
         claim_step: float = DEFAULT_CLAIM_STEP,
         claim_spread: int = DEFAULT_CLAIM_SPREAD,
+        journal: str | os.PathLike[str] | None = AUTO,
     ) -> None:
-        self.group = validate_job_group(group)
-        self.namespace = validate_namespace(namespace or default_namespace())
-        self.identity = identity_or_default(identity)
+        self.group, self.namespace, self.identity = site_names(group, namespace, identity)
         if scheduler is not None and not isinstance(scheduler, BaseScheduler):
             raise ConfigError(f"scheduler must be an APScheduler 3 scheduler, got {scheduler!r}")
         self._scheduler = scheduler
@@ -137,6 +141,8 @@ class Jobs:
         check_claim_spacing(claim_step, claim_spread)
         self.claim_step = float(claim_step)
         self.claim_spread = claim_spread
+        #: the run records its locks could not write, also in a file (the termination log)
+        self.journal = RunJournal.at(journal_path(journal))
         self._clock = clock or SystemClock()
         self._metrics: JobMetrics = metrics or default_job_metrics()
         self._dropped: DroppedTicks | None = None

@@ -26,11 +26,11 @@ from k8slease.jobs.unsettled import (
     Settled,
     adopt_or_release,
     landed,
-    merge_run,
     never_ran,
     settle_claim,
 )
 from k8slease.lease.jobrecord import RunRecord
+from k8slease.lease.keptruns import merge_run
 from k8slease.lease.observe import Observations
 from k8slease.lease.store import LeaseStore
 from k8slease.lease.transport import LeaseTransport

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import os
 import threading
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ from k8slease.callbacks import call_with_optional, cancellable
 from k8slease.clock import Clock, SystemClock
 from k8slease.errors import ConfigError
 from k8slease.jobs.context import JobContext
+from k8slease.jobs.journal import AUTO, RunJournal, journal_path
 from k8slease.jobs.lockrules import check_lock_times
 from k8slease.jobs.runner import TickRunner, _Attempt
 from k8slease.jobs.spec import (
@@ -50,11 +52,10 @@ from k8slease.jobs.spec import (
 from k8slease.jobs.tickhold import TickHold, TickSkipped, claim, finish
 from k8slease.jobs.tickof import check_period, check_tick, resolve_tick
 from k8slease.jobs.triggers import INTERVAL_ANCHOR
-from k8slease.jobs.wiring import JobWiring, connect_jobs
+from k8slease.jobs.wiring import JobWiring, connect_jobs, site_names
 from k8slease.kube.apiclient import api_client_if_configured, check_api_client, default_api_client
-from k8slease.kube.identity import default_namespace, identity_or_default
 from k8slease.kube.options import flag, seconds
-from k8slease.kube.validate import is_dns_label, validate_job_group, validate_namespace
+from k8slease.kube.validate import is_dns_label
 from k8slease.lease.informer import LeaseInformer
 from k8slease.metrics import JobMetrics, default_job_metrics
 
@@ -100,7 +101,8 @@ class TickLock:
     group's job Leases open from construction until :meth:`close`, as ``Jobs`` does: claims
     are judged from it (a tick seen claimed is skipped without a request), and a crashed
     holder's Lease is timed from the moment the watch first showed it, so a new process does not
-    lose the first tick after a crash to a Lease it has only just seen.
+    lose the first tick after a crash to a Lease it has only just seen. ``journal`` is as for
+    ``Jobs`` (default ``"auto"``: the container's termination log).
 
     A job's ``lock_at_most_for`` / ``lock_at_least_for`` are fixed by its first use in this
     instance; using the job again with other values is a ``ConfigError`` (the lock keeps state
@@ -118,10 +120,9 @@ class TickLock:
         metrics: JobMetrics | None = None,
         clock: Clock | None = None,
         watch: bool = False,
+        journal: str | os.PathLike[str] | None = AUTO,
     ) -> None:
-        self.group = validate_job_group(group)
-        self.namespace = validate_namespace(namespace or default_namespace())
-        self.identity = identity_or_default(identity)
+        self.group, self.namespace, self.identity = site_names(group, namespace, identity)
         self._api_client = (
             api_client_if_configured() if api_client is None else check_api_client(api_client)
         )
@@ -132,6 +133,8 @@ class TickLock:
         self._runners: dict[str, tuple[TickRunner, _LockTimes]] = {}
         self._mutex = threading.Lock()
         self.watch = flag("watch", watch)
+        #: the run records its locks could not write, also in a file (as for ``Jobs``)
+        self.journal = RunJournal.at(journal_path(journal))
         self._informer: LeaseInformer | None = None
         self._closed = False
         if self.watch:  # from now on: a Lease's age is judged from when this process saw it

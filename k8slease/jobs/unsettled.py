@@ -16,10 +16,11 @@ the Lease settles it:
   grace and the grant's keep-alive budget has not run out (nobody else can have run the tick: it
   is claimed by this replica's token, and a tick is never claimed twice); otherwise the lock is
   given back at once, with the tick recorded ``lost`` (it was claimed and never run).
-* :func:`merge_run`: a run record whose release could not be written is kept and carried by the
-  next write this replica makes to the Lease; it is merged into what the Lease says so that a
-  finished run is recorded with its real outcome, also when another replica has meanwhile taken
-  the lock over and recorded the tick ``lost``.
+* :func:`~k8slease.lease.keptruns.merge_run` (in ``lease/``: the operator merges the same
+  records from a replica's journal): a run record whose release could not be written is kept
+  and carried by the next write this replica makes to the Lease; it is merged into what the
+  Lease says so that a finished run is recorded with its real outcome, also when another
+  replica has meanwhile taken the lock over and recorded the tick ``lost``.
 * :func:`silent_holder`: a lock whose claimed tick has not finished and whose holder has not
   renewed it for longer than a keep-alive (plus a request timeout) has a silent holder: other
   replicas report every tick they skip for it (the holder crashed, stalled, or does not know
@@ -171,56 +172,6 @@ def never_ran(pending: PendingClaim, *, me: str, now: datetime, why: str) -> Run
         fencing_token=pending.fencing_token,
         error=f"not run: its claim was applied after the write timed out ({why})",
     )
-
-
-def merge_run(state: JobState, run: RunRecord, *, lease_token: int) -> JobState | None:
-    """``state`` (of a Lease whose fencing token is ``lease_token``) with ``run`` recorded, or
-    ``None`` when there is nothing to write.
-
-    * the Lease already records ``run`` (an indeterminate release that was applied), or this
-      replica's own record of that tick: nothing;
-    * the Lease records the same tick and token as ``lost`` (another replica took the lock over
-      while this replica could not write, and recorded the run it could not see finish): the
-      record is corrected, one ``lost`` turned into ``run``'s outcome;
-    * the lock was granted again since (``lease_token`` above ``run``'s): whoever took it over
-      found ``run``'s tick unfinished and counted it ``lost``; a ``lost`` run adds nothing, any
-      other outcome turns one ``lost`` into it and is written as the last run (though an older
-      tick's) so that watchers see the correction;
-    * else (the Lease still at ``run``'s grant): ``run`` becomes the last run if it is newer,
-      its outcome is counted, a completing outcome moves the completed tick on.
-    """
-    last = state.last_run
-    counts = dict(state.counts)
-    if last is not None and last.tick == run.tick and last.fencing_token == run.fencing_token:
-        if last.outcome == run.outcome or last.outcome != "lost":
-            return None  # already there, or the holder's own record: the real one
-        return _corrected(state, run, counts, newest=run)
-    if lease_token > run.fencing_token:
-        if run.outcome == "lost":
-            return None
-        # the corrected record is this write's last run, even when an older tick's: the
-        # operator (and anyone watching) learns the tick's real outcome from it; the next
-        # release records the newest run again
-        return _corrected(state, run, counts, newest=run)
-    counts[run.outcome] = counts.get(run.outcome, 0) + 1
-    newest = run if last is None or last.tick < run.tick else last
-    return replace(state, last_run=newest, counts=counts, completed_tick=_completed(state, run))
-
-
-def _corrected(
-    state: JobState, run: RunRecord, counts: dict[str, int], *, newest: RunRecord
-) -> JobState:
-    """One ``lost`` (counted by a takeover for ``run``'s tick) turned into ``run``'s outcome."""
-    counts["lost"] = max(0, counts.get("lost", 0) - 1)
-    counts[run.outcome] = counts.get(run.outcome, 0) + 1
-    return replace(state, last_run=newest, counts=counts, completed_tick=_completed(state, run))
-
-
-def _completed(state: JobState, run: RunRecord) -> datetime | None:
-    completed = state.completed_tick
-    if run.outcome in ("succeeded", "failed") and (completed is None or run.tick > completed):
-        return run.tick
-    return completed
 
 
 def silent_holder(

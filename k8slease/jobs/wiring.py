@@ -31,6 +31,7 @@ from k8slease.jobs.catchup import schedule_catch_up
 from k8slease.jobs.dropped import MASK as DROPPED_MASK
 from k8slease.jobs.dropped import DroppedTicks, due_between
 from k8slease.jobs.executors import TickAsyncIOExecutor, TickThreadPoolExecutor
+from k8slease.jobs.journal import RunJournal
 from k8slease.jobs.lock import JobLock
 from k8slease.jobs.lockcache import ClaimCache
 from k8slease.jobs.lostticks import leaderless_watch
@@ -38,6 +39,8 @@ from k8slease.jobs.runner import TickRunner
 from k8slease.jobs.spec import JobSpec, Mode
 from k8slease.kube.eventqueue import QueuedEvents
 from k8slease.kube.events import EventRecorder
+from k8slease.kube.identity import default_namespace, identity_or_default
+from k8slease.kube.validate import validate_job_group, validate_namespace
 from k8slease.lease.informer import LeaseInformer
 from k8slease.lease.observe import Observations
 from k8slease.lease.transport import LeaseTransport
@@ -93,6 +96,7 @@ class JobWiring:
     cache: ClaimCache | None
     metrics: JobMetrics
     clock: Clock
+    journal: RunJournal
 
     def lock(self, spec: JobSpec, *, ordered: bool) -> JobLock:
         """The lock of job ``spec`` (its lock times and grace); ``ordered``: whether a claim
@@ -110,6 +114,7 @@ class JobWiring:
             cache=self.cache,
             ordered=ordered,
             grace=spec.grace,
+            journal=self.journal,
         )
 
     def watched(self, *, step: float, spread: int) -> tuple[JobWiring, LeaseInformer]:
@@ -145,6 +150,16 @@ class JobSite(Protocol):
     identity: str
     #: seconds: the bound of each request's connect
     request_timeout: float
+    #: where the locks keep run records they could not write (:mod:`k8slease.jobs.journal`)
+    journal: RunJournal
+
+
+def site_names(group: str, namespace: str | None, identity: str | None) -> tuple[str, str, str]:
+    """A site's group, namespace and identity, validated, the defaults of every k8slease face
+    applied (the namespace rule of :func:`~k8slease.kube.identity.default_namespace`, the pod
+    name plus a random suffix)."""
+    namespace = validate_namespace(namespace or default_namespace())
+    return validate_job_group(group), namespace, identity_or_default(identity)
 
 
 def connect_jobs(
@@ -169,6 +184,7 @@ def connect_jobs(
         cache=None,
         metrics=metrics,
         clock=clock,
+        journal=site.journal,
     )
 
 

@@ -22,6 +22,14 @@ def annotations_of(lease: Mapping[str, Any]) -> Mapping[str, Any]:
     return _metadata_map(lease, "annotations")
 
 
+def with_annotations(lease: Mapping[str, Any], added: Mapping[str, str]) -> dict[str, Any]:
+    """A copy of ``lease`` (its metadata copied, the rest shared) with ``added`` set among its
+    annotations; the others are kept."""
+    metadata = _metadata(lease)
+    annotations = {**annotations_of(lease), **added}
+    return {**lease, "metadata": {**metadata, "annotations": annotations}}
+
+
 def _metadata_map(lease: Mapping[str, Any], key: str) -> Mapping[str, Any]:
     found = _metadata(lease).get(key)
     return found if isinstance(found, Mapping) else {}

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from k8slease.lease.jobrecord import JobState, job_state_from_lease
-from k8slease.lease.meta import labels_of, lease_name_of, resource_version
+from k8slease.lease.meta import labels_of, lease_name_of, resource_version, with_annotations
 from k8slease.lease.record import LeaseRecord, record_from_lease
 
 
@@ -53,6 +53,11 @@ class LeaseView:
     @property
     def fencing_token(self) -> int:
         return self.record.fencing_token
+
+    def annotated(self, added: Mapping[str, str]) -> LeaseView:
+        """This view with ``added`` among its body's annotations, for the next write to carry
+        (keys outside the record and the job state: they decode as before)."""
+        return replace(self, body=with_annotations(self.body, added))
 
 
 def received_lease(body: Mapping[str, Any]) -> LeaseView:

@@ -80,6 +80,13 @@ def _parser() -> argparse.ArgumentParser:
         help="at most N auto-created ScheduledJobGroups per namespace (default 20); further "
         "groups are declined with a warning",
     )
+    parser.add_argument(
+        "--no-read-journals",
+        action="store_true",
+        help="do not watch the group's Pods for the run records a replica kept when it could "
+        "not write them (its container's termination message), nor merge them into the job "
+        "Leases (the operator then neither reads Pods nor writes Leases)",
+    )
     peering = parser.add_mutually_exclusive_group()
     peering.add_argument(
         "--standalone", action="store_true", default=True, help="no kopf peering (default)"
@@ -144,6 +151,8 @@ def _settings(args: argparse.Namespace) -> OperatorConfig:
     }
     if args.no_auto_create:
         changes["auto_create"] = False
+    if args.no_read_journals:
+        changes["read_journals"] = False
     if args.auto_create_group:
         changes["auto_create_groups"] = base.auto_create_groups + tuple(args.auto_create_group)
     if args.auto_create_limit is not None:
@@ -222,6 +231,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     import kopf
 
+    # the handlers module registers its Pod handler at import when the variable allows it
+    os.environ[f"{ENV_PREFIX}READ_JOURNALS"] = "true" if settings.read_journals else "false"
     from k8slease.operator import handlers
 
     get_logger("k8slease.operator").info(
@@ -230,6 +241,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         auto_create=settings.auto_create,
         auto_create_groups=list(settings.auto_create_groups),
         auto_create_limit=settings.auto_create_limit,
+        read_journals=settings.read_journals,
     )
     try:
         kopf.run(

@@ -1,9 +1,13 @@
 """kopf handlers of the k8slease operator: ``kopf run -m k8slease.operator.handlers``.
 
-Leases are only *observed*: an ``@kopf.on.event`` handler (which never patches the object it
+Leases are *observed*: an ``@kopf.on.event`` handler (which never patches the object it
 sees) feeds every watch event of a Lease labelled ``k8slease.io/group`` into the registry, with a
 server-side label selector so that other Leases (node heartbeats, other controllers) are not
-even sent. ScheduledJobGroups are observed the same way; their status is written by the
+even sent. The one Lease write is a replica's journal, read from the Pods labelled
+``k8slease.io/group`` when a container ends (:mod:`k8slease.operator.podjournals`), registered
+unless ``read_journals`` is off (``K8SLEASE_OPERATOR_READ_JOURNALS=false``, which
+``--no-read-journals`` sets): without it the operator does not watch Pods at all, and needs no
+access to them. ScheduledJobGroups are observed the same way; their status is written by the
 runtime's write loop, never by kopf's change-tracking machinery, so kopf adds no annotations or
 finalizers to either kind of object.
 
@@ -14,17 +18,20 @@ Settings come from ``memo["k8slease_settings"]`` when the operator is started by
 from __future__ import annotations
 
 import logging
+import os
+from collections.abc import Mapping
 from typing import Any
 
 import kopf
 
 from k8slease.names import CRD_GROUP, CRD_PLURAL, CRD_VERSION, LABEL_GROUP
-from k8slease.operator.settings import OperatorConfig
+from k8slease.operator.settings import ENV_PREFIX, OperatorConfig
 from k8slease.operator.writeloop import OperatorRuntime
 
 SETTINGS_KEY = "k8slease_settings"
 RUNTIME_KEY = "k8slease_runtime"
 LEASES = ("coordination.k8s.io", "v1", "leases")
+PODS = ("", "v1", "pods")
 
 
 def configure_kopf(settings: kopf.OperatorSettings, ops: OperatorConfig) -> None:
@@ -40,6 +47,7 @@ def configure_kopf(settings: kopf.OperatorSettings, ops: OperatorConfig) -> None
         # each 403 with back-off for about a minute before it starts watching.
         settings.scanning.disabled = True
     settings.watching.label_selectors[LEASES] = LABEL_GROUP
+    settings.watching.label_selectors[PODS] = LABEL_GROUP
     settings.watching.server_timeout = 300
     settings.watching.client_timeout = 330
     settings.networking.request_timeout = max(ops.request_timeout, 30.0)
@@ -108,3 +116,21 @@ async def group_event(event: kopf.RawEvent, memo: kopf.Memo, **_: Any) -> None:
     runtime = _runtime(memo)
     if runtime is not None:
         runtime.on_object(event.get("type"), event["object"])
+
+
+async def pod_event(event: kopf.RawEvent, memo: kopf.Memo, **_: Any) -> None:
+    """Every change of a Pod of a group: the journals of its ended containers are merged."""
+    runtime = _runtime(memo)
+    if runtime is not None:
+        runtime.on_pod(event["object"])
+
+
+def read_journals_configured(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether ``K8SLEASE_OPERATOR_READ_JOURNALS`` leaves journal reading on (the default)."""
+    env = os.environ if environ is None else environ
+    raw = env.get(f"{ENV_PREFIX}READ_JOURNALS", "true").strip().lower()
+    return raw not in ("0", "false", "no", "off")
+
+
+if read_journals_configured():
+    kopf.on.event(*PODS, labels={LABEL_GROUP: kopf.PRESENT})(pod_event)

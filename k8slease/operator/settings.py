@@ -61,6 +61,12 @@ class OperatorConfig:
     #: Component name on the Events the operator posts.
     event_component: str = "k8slease-operator"
     log_level: str = "INFO"
+    #: Read the journals of ended replica containers (Pods labelled ``k8slease.io/group``) and
+    #: merge the run records they kept into the job Leases (needs Pod read and Lease update).
+    read_journals: bool = True
+    #: How many times a journal's merge is tried (with the status writes' back-off) before the
+    #: operator gives up on it and says so at ERROR.
+    journal_tries: int = 12
     #: kopf's health endpoint (``--liveness``), e.g. ``http://0.0.0.0:8080/healthz``.
     liveness_endpoint: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
@@ -81,8 +87,8 @@ class OperatorConfig:
             raise ConfigError("write_backoff_max must be >= write_backoff_initial")
         if self.auto_create_limit < 0:
             raise ConfigError("auto_create_limit must be >= 0")
-        if self.max_concurrency < 1 or self.max_events_per_pass < 1:
-            raise ConfigError("max_concurrency and max_events_per_pass must be >= 1")
+        if self.max_concurrency < 1 or self.max_events_per_pass < 1 or self.journal_tries < 1:
+            raise ConfigError("max_concurrency, max_events_per_pass and journal_tries must be >= 1")
         if self.all_namespaces and self.namespaces:
             raise ConfigError("choose namespaces or all_namespaces, not both")
 

@@ -1,9 +1,10 @@
 """The operator's write loop: turns the registry's plan into API calls.
 
 The kopf handlers only feed watch events into the :class:`~k8slease.operator.groups.Registry`
-(they never write, so Leases are never touched). One asyncio task wakes up when something
-changed, waits ``flush_interval`` to let a burst of events coalesce, asks the registry what to
-do and runs the calls with at most ``max_concurrency`` in flight. API calls go through the
+(they never write; the operator's one Lease write, a journal's merge, is
+:mod:`~k8slease.operator.podjournals`'s). One asyncio task wakes up when something changed,
+waits ``flush_interval`` to let a burst of events coalesce, asks the registry what to do and
+runs the calls with at most ``max_concurrency`` in flight. API calls go through the
 kubernetes client in worker threads, each with a timeout.
 
 Observation times come from :meth:`OperatorRuntime.observed_now`: the wall time at start plus
@@ -30,6 +31,8 @@ from k8slease.election.timing import ElectionTiming
 from k8slease.kube.apiclient import default_api_client
 from k8slease.kube.eventqueue import QueuedEvents
 from k8slease.kube.supervise import ThreadHealth
+from k8slease.lease.store import LeaseStore
+from k8slease.lease.transport import LeaseTransport
 from k8slease.logs import get_logger
 from k8slease.names import CRD_GROUP, CRD_PLURAL, CRD_VERSION
 from k8slease.operator.groups import (
@@ -39,6 +42,7 @@ from k8slease.operator.groups import (
     PostEvent,
     Registry,
 )
+from k8slease.operator.podjournals import JournalMerger
 from k8slease.operator.settings import OperatorConfig
 
 log = get_logger("k8slease.operator")
@@ -69,6 +73,11 @@ class OperatorRuntime:
         self.calls: Counter[str] = Counter()
         #: The write loop and the Lease handler while they fail (kopf's liveness probe reads it).
         self.threads = ThreadHealth()
+        self._stores: dict[str, LeaseStore] = {}
+        #: merges ended replicas' journals into their job Leases (``read_journals``)
+        self.journals: JournalMerger | None = (
+            JournalMerger(self._store, settings, now=self.clock) if settings.read_journals else None
+        )
 
     @property
     def api_client(self) -> client.ApiClient:
@@ -77,6 +86,16 @@ class OperatorRuntime:
             kubeconfig = self.settings.kubeconfig or os.environ.get("KUBECONFIG") or None
             self._api_client = default_api_client(kubeconfig=kubeconfig)
         return self._api_client
+
+    def _store(self, namespace: str) -> LeaseStore:
+        """The Leases of ``namespace`` (for merging journals: the only Lease writes)."""
+        store = self._stores.get(namespace)
+        if store is None:
+            transport = LeaseTransport(
+                self.api_client, namespace, request_timeout=self.settings.request_timeout
+            )
+            store = self._stores[namespace] = LeaseStore(transport)
+        return store
 
     def observed_now(self) -> datetime:
         """Now, as the wall time at start plus the monotonic time elapsed since."""
@@ -96,6 +115,11 @@ class OperatorRuntime:
         if changed is not None:
             self._wake.set()
 
+    def on_pod(self, body: Mapping[str, Any]) -> None:
+        """A Pod of a group changed: merge the journals its ended containers left."""
+        if self.journals is not None:
+            self.journals.on_pod(body)
+
     def healthy(self) -> bool:
         """False while the write loop is dead or failing, or the Lease handler fails (for
         kopf's liveness probe, ``--liveness``)."""
@@ -114,6 +138,8 @@ class OperatorRuntime:
             self._task = asyncio.create_task(self._loop(), name="k8slease-operator-writer")
 
     async def stop(self) -> None:
+        if self.journals is not None:
+            await self.journals.stop()
         task, self._task = self._task, None
         if task is not None:
             task.cancel()

@@ -117,6 +117,12 @@ def builtin_types() -> list[ResourceType]:
             "", "v1", "serviceaccounts", "serviceaccount", "ServiceAccount", True, ("sa",)
         ),
         ResourceType("", "v1", "configmaps", "configmap", "ConfigMap", True, ("cm",)),
+        # Pods as objects only (nothing runs them): the operator reads the journals in their
+        # status (its status subresource is written as a kubelet would)
+        ResourceType(
+            "", "v1", "pods", "pod", "Pod", True, ("po",),
+            categories=("all",), status_subresource=True,
+        ),
         ResourceType(
             "apps", "v1", "deployments", "deployment", "Deployment", True, ("deploy",),
             categories=("all",), status_subresource=True, tracks_generation=True,

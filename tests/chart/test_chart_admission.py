@@ -107,3 +107,31 @@ def test_the_suites_policy_holds_the_admin_to_every_rule_in_every_test_namespace
     text = str([o["spec"] for o in objects if o["kind"] == "ValidatingAdmissionPolicy"])
     assert "system:masters" not in text, "break glass emptied: the admin is held to the rules"
     assert "'k8slease-admin'" in text
+
+
+def _lease_rules(values: dict[str, Any]) -> list[str]:
+    leases = next(
+        o for o in policies(values)
+        if o["kind"] == "ValidatingAdmissionPolicy" and o["metadata"]["name"].endswith("-leases")
+    )  # fmt: skip
+    return [r["expression"] for r in leases["spec"]["validations"]]
+
+
+def test_the_operator_may_update_the_groups_leases_only_while_it_reads_journals() -> None:
+    operator = "system:serviceaccount:k8slease:k8slease-operator"
+    update = f"(variables.user == '{operator}' && request.operation == 'UPDATE')"
+    only_update = f"variables.user != '{operator}' || (request.operation == 'UPDATE' && "
+    reading = _lease_rules(GROUPS)
+    group_writers = [r for r in reading if "billing-app" in r and "variables.user in" in r]
+    assert group_writers and all(update in r for r in group_writers)
+    (journals,) = [r for r in reading if r.startswith(only_update)]  # never a create
+    assert "object.metadata.labels['k8slease.io/role'] == 'job'" in journals
+    assert "object.spec.holderIdentity == oldObject.spec.holderIdentity" in journals
+    for off in ({"operator": {"readJournals": False}}, {"operator": {"enabled": False}}):
+        rules = _lease_rules({**GROUPS, **off})
+        assert not any(operator in r for r in rules)
+    deployment = next(
+        o for o in rm.render_objects({"operator": {"readJournals": False}})
+        if o["kind"] == "Deployment" and o["metadata"]["name"].endswith("-operator")
+    )  # fmt: skip
+    assert "--no-read-journals" in deployment["spec"]["template"]["spec"]["containers"][0]["args"]

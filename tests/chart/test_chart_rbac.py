@@ -18,14 +18,21 @@ ELECTOR_GRANTS = {
     ("coordination.k8s.io", "leases"): {"get", "list", "watch", "create", "update"},
     ("", "events"): {"create"},
 }
-#: The whole of what the operator may do in a namespace it watches. It never writes Leases.
-#: (tests/realserver/test_rbac_least_privilege.py shows on a real server that each of these verbs
-#: is needed.)
-OPERATOR_GRANTS = {
+#: The whole of what the operator may do in a namespace it watches with operator.readJournals
+#: off: it never writes Leases. (tests/realserver/test_rbac_least_privilege.py shows on a real
+#: server that each of these verbs is needed.)
+OPERATOR_OBSERVING = {
     ("k8slease.io", "scheduledjobgroups"): {"list", "watch", "create"},
     ("k8slease.io", "scheduledjobgroups/status"): {"patch"},
     ("coordination.k8s.io", "leases"): {"list", "watch"},
     ("", "events"): {"create"},
+}
+#: With operator.readJournals (the default): it also watches the groups' Pods, and reads and
+#: updates a job Lease to merge a dead replica's journal into it.
+OPERATOR_GRANTS = {
+    **OPERATOR_OBSERVING,
+    ("coordination.k8s.io", "leases"): {"get", "list", "watch", "update"},
+    ("", "pods"): {"list", "watch"},
 }
 #: Only with operator.clusterWide=true: kopf watches the CRD to notice it changing.
 CLUSTER_WIDE_EXTRA = {
@@ -48,6 +55,7 @@ VALUE_SETS: dict[str, dict[str, Any]] = {
         "exampleApp": {"enabled": True},
     },
     "no-operator": {"operator": {"enabled": False}},
+    "no-journals": {"operator": {"readJournals": False}},
     "narrowed": {
         "elector": {
             "bindings": [
@@ -114,13 +122,15 @@ def test_operator_rbac_is_exactly_what_it_needs(values_name: str) -> None:
         assert roles == []
         return
     assert roles
+    journals = values.get("operator", {}).get("readJournals", True)
+    grants = OPERATOR_GRANTS if journals else OPERATOR_OBSERVING
     for role in roles:
         if cluster_wide:
             assert role["kind"] == "ClusterRole"
-            assert _grants(role) == OPERATOR_GRANTS | CLUSTER_WIDE_EXTRA
+            assert _grants(role) == grants | CLUSTER_WIDE_EXTRA
         else:
             assert role["kind"] == "Role"
-            assert _grants(role) == OPERATOR_GRANTS
+            assert _grants(role) == grants
 
 
 @pytest.mark.parametrize("values_name", sorted(VALUE_SETS))

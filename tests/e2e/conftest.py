@@ -136,6 +136,9 @@ def chart_values(image: str) -> dict[str, Any]:
             "enabled": True,
             # Short periods: a 3-second leader Lease, so a failover shows within seconds.
             "args": ["--fast", "--health-port", "8080"],
+            # its Role reaches the Leases of these jobs alone: journaled is the one lock of
+            # test_journal_merged.py's replica (a pod of this ServiceAccount)
+            "jobs": ["nightly-invoices", "journaled"],
             "scheduledJobGroup": {"create": True, "jobs": []},
         },
         # `helm test` without a leader fails after this (test_helm_test.py checks it does).

@@ -25,6 +25,8 @@ from k8slease.names import CRD_GROUP, CRD_VERSION, LABEL_GROUP, LABEL_ROLE
 from k8slease.testing.pytest_plugin import wait_established
 from tests.realserver.accounts import Accounts, chart_rbac, create_all, request_token
 from tests.realserver.operator_runs import operator_run
+from tests.support.jobleases import lost_run_lease
+from tests.support.pods import default_account, ended_pod
 from tests.support.polling import poll
 from tests.support.rest import Answer, Rest
 from tests.support.timing import NEVER
@@ -265,3 +267,39 @@ def test_elections_locks_and_the_operator_work_under_the_policy(guarded: Guarded
             a.stop(5)
             b.stop(5)
         run.assert_no_forbidden()
+
+
+def test_the_operator_merges_a_dead_replicas_journal_under_the_policy(guarded: Guarded) -> None:
+    """The group-writers rule lets the operator's account update a declared group's Lease: it
+    merges a journal into it (creating one stays refused, by RBAC first)."""
+    ns = guarded.namespace
+    message = lost_run_lease(guarded.admin, ns, "billing", "billing-app-0")  # break-glass admin
+    core = kubernetes.client.CoreV1Api(guarded.admin)
+    default_account(core, ns)
+    with operator_run(
+        guarded.kubeconfig_as(f"{guarded.fullname}-operator"), ns, guarded.tmp / "journals.log"
+    ) as run:
+        ended_pod(
+            core, ns, "billing-app-0", group="billing", message=message,
+            container_id="containerd://billing-app-0",
+        )  # fmt: skip
+        run.wait_log(r"operator\.journal_merged")
+        run.assert_no_forbidden()
+    merged = read(guarded.rest, ns, "billing.run")
+    assert "k8slease.io/journals-merged" in merged["metadata"]["annotations"]
+
+
+def test_the_operators_lease_updates_are_bounded_to_merging_journals(guarded: Guarded) -> None:
+    """Its Role may update any Lease of the namespace (RBAC cannot narrow it); the policy lets
+    it release a job lock and write the job annotations, never grant a Lease or touch another's
+    (rule operator-journals), for declared groups and others alike."""
+    ns = guarded.namespace
+    as_operator = guarded.rest_as(f"{guarded.fullname}-operator")
+    lost_run_lease(guarded.admin, ns, "undeclared", "undeclared-app-0")
+    job = read(guarded.rest, ns, "undeclared.run")
+    refused(put(as_operator, job, holderIdentity="intruder"), "operator-journals")
+    assert guarded.rest.create(lease(ns, "undeclared", "undeclared")).status == 201
+    leader = read(guarded.rest, ns, "undeclared")
+    refused(put(as_operator, leader, holderIdentity=""), "operator-journals")
+    allowed = put(as_operator, job, leaseDurationSeconds=1)  # holder and token as they were
+    assert allowed.status == 200, allowed.body

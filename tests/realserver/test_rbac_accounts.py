@@ -17,6 +17,7 @@ from kubernetes.client.exceptions import ApiException
 
 from k8slease.errors import Forbidden
 from k8slease.lease.transport import LeaseTransport
+from k8slease.lease.view import LeaseView
 from k8slease.names import CRD_GROUP, CRD_PLURAL, CRD_VERSION
 from tests.realserver.forbidden import record_forbidden
 from tests.realserver.operator_runs import operator_run
@@ -29,6 +30,8 @@ from tests.realserver.rbac_cluster import (
     failing_job,
     jobs_with,
 )
+from tests.support.jobleases import lost_run_lease
+from tests.support.pods import default_account, ended_pod
 
 
 def posted_about(cluster: Cluster, name: str, *, within: float = 10.0) -> list[Any]:
@@ -101,6 +104,25 @@ def test_operator_records_the_leader_as_its_account(cluster: Cluster) -> None:
         run.assert_no_forbidden()
 
 
+def test_operator_merges_a_journal_as_its_account(cluster: Cluster) -> None:
+    message = lost_run_lease(cluster.admin, cluster.namespace, "journaled", "journaled-app")
+    core = kubernetes.client.CoreV1Api(cluster.admin)
+    default_account(core, cluster.namespace)
+    with operator_run(
+        cluster.kubeconfig_as(cluster.operator_account),
+        cluster.namespace,
+        cluster.tmp / "operator-journals.log",
+    ) as run:
+        ended_pod(
+            core, cluster.namespace, "journaled-app", group="journaled", message=message,
+            container_id="containerd://journaled",
+        )  # fmt: skip
+        run.wait_log(r"operator\.journal_merged")
+        run.assert_no_forbidden()
+    job = LeaseView.decode(LeaseTransport(cluster.admin, cluster.namespace).get("journaled.run"))
+    assert (job.job.count("lost"), job.job.count("succeeded")) == (0, 1)
+
+
 # --- what they must not do ----------------------------------------------------------------------
 
 
@@ -166,7 +188,9 @@ def test_app_account_cannot_write_scheduledjobgroups(cluster: Cluster) -> None:
     assert info.value.status == 403
 
 
-def test_operator_account_cannot_write_leases(cluster: Cluster) -> None:
+def test_operator_account_cannot_create_or_delete_leases(cluster: Cluster) -> None:
+    """It may update one (merging a dead replica's journal:
+    test_operator_merges_a_journal_as_its_account), never create or delete one."""
     admin_leases = LeaseTransport(cluster.admin, cluster.namespace)
     existing = admin_leases.create(
         {
@@ -187,6 +211,5 @@ def test_operator_account_cannot_write_leases(cluster: Cluster) -> None:
             }
         )
     with pytest.raises(Forbidden):
-        transport.replace("held", {**existing, "spec": {"holderIdentity": "operator"}})
-    with pytest.raises(Forbidden):
         transport.delete("held")
+    assert existing

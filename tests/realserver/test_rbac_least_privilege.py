@@ -11,6 +11,7 @@ import uuid
 from collections.abc import Callable
 
 import pytest
+from kubernetes import client
 
 from tests.realserver.accounts import grants
 from tests.realserver.forbidden import ForbiddenCalls, record_forbidden
@@ -24,6 +25,8 @@ from tests.realserver.rbac_cluster import (
     failing_job,
     jobs_with,
 )
+from tests.support.jobleases import lost_run_lease
+from tests.support.pods import default_account, ended_pod
 
 
 def _elector_refused(cluster: Cluster, calls: ForbiddenCalls, verb: str, account: str) -> None:
@@ -117,6 +120,24 @@ def _operator_refused(what: str) -> OperatorCheck:
     return check
 
 
+def _journal_refused(what: str) -> OperatorCheck:
+    """A replica died with a succeeded run its job Lease records lost: the operator cannot
+    merge its journal, and logs ``what``."""
+
+    def check(cluster: Cluster, run: OperatorRun) -> None:
+        group = f"jr{uuid.uuid4().hex[:6]}"
+        message = lost_run_lease(cluster.admin, cluster.namespace, group, f"{group}-app")
+        core = client.CoreV1Api(cluster.admin)
+        default_account(core, cluster.namespace)
+        ended_pod(
+            core, cluster.namespace, f"{group}-app", group=group, message=message,
+            container_id=f"containerd://{group}",
+        )  # fmt: skip
+        run.wait_log(what)
+
+    return check
+
+
 #: What breaks without each verb of the operator Role: the refusal the operator logs while a
 #: group's leader runs. (The chart granted more before these tests: scheduledjobgroups get,
 #: update and patch, scheduledjobgroups/status get and update, leases get. Without any of them
@@ -143,6 +164,18 @@ OPERATOR_NEEDS: dict[tuple[str, str, str], tuple[str, OperatorCheck]] = {
     ("", "events", "create"): (
         "no LeaderElected (or any) Event is posted",
         _operator_refused(r"event\.post_failed.*403")),
+    ("", "pods", "list"): (
+        "kopf cannot list the groups' Pods: no journal is ever read",
+        _journal_refused(r"GET \S+/pods\?labelSelector=\S+ -> APIForbiddenError")),
+    ("", "pods", "watch"): (
+        "kopf cannot watch the groups' Pods: a replica's death is not seen",
+        _journal_refused(r"GET \S+/pods\?watch=true\S* -> APIForbiddenError")),
+    ("coordination.k8s.io", "leases", "get"): (
+        "a dead replica's journal cannot be judged against its Lease",
+        _journal_refused(r"operator\.journal_merge_failed.*(?i:forbidden|403)")),
+    ("coordination.k8s.io", "leases", "update"): (
+        "a dead replica's journal cannot be merged: its run stays recorded lost",
+        _journal_refused(r"operator\.journal_merge_failed.*(?i:forbidden|403)")),
 }  # fmt: skip
 
 

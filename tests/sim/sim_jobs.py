@@ -43,11 +43,11 @@ from k8slease.jobs.unsettled import (
     Settled,
     adopt_or_release,
     landed,
-    merge_run,
     never_ran,
     settle_claim,
 )
 from k8slease.lease.jobrecord import lease_with_job_state
+from k8slease.lease.keptruns import merge_run
 from k8slease.lease.view import LeaseView
 from tests.sim.sim_core import T0, Clock, Network, World
 from tests.sim.sim_informer import SimClock

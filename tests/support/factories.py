@@ -8,7 +8,7 @@ option is the library's own default, so a test built through them checks what a 
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from kubernetes import client
@@ -16,6 +16,7 @@ from kubernetes import client
 from k8slease import Jobs
 from k8slease.jobs.lock import JobLock
 from k8slease.kube.events import EventRecorder
+from k8slease.lease.jobrecord import Outcome, RunRecord
 from k8slease.lease.transport import LeaseTransport
 from tests.support.fakeclock import FakeClock
 
@@ -88,3 +89,24 @@ def hourly_catch_up(
     jobs = new_jobs(group, identity=identity, **options)
     jobs.interval(hours=1, name="hourly", grace=3 * 3600, lock_at_most_for=60)(job)
     return jobs
+
+
+def make_run(
+    tick: datetime,
+    outcome: Outcome = "succeeded",
+    *,
+    token: int = 4,
+    holder: str = "r0",
+    took: float = 1.0,
+    error: str | None = None,
+) -> RunRecord:
+    """``holder``'s run of ``tick`` under grant ``token``, started at the tick, ``took`` seconds."""
+    return RunRecord(
+        holder=holder,
+        tick=tick,
+        started=tick,
+        finished=tick + timedelta(seconds=took),
+        outcome=outcome,
+        fencing_token=token,
+        error=error,
+    )

@@ -9,16 +9,23 @@ from __future__ import annotations
 
 import copy
 import logging
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from apscheduler.triggers.interval import IntervalTrigger
 
 from k8slease.errors import AlreadyExists, Conflict, NotFound, Unavailable
-from k8slease.jobs.lock import JobLock
+from k8slease.jobs.lock import Grant, JobLock
 from k8slease.jobs.runner import TickRunner
 from k8slease.jobs.spec import JobSpec, Mode
+from k8slease.lease.jobrecord import JobState, RunRecord, lease_with_job_state
+from k8slease.lease.keptruns import KeptRun, encode_journal
+from k8slease.lease.record import LeaseRecord, new_lease
+from k8slease.lease.transport import LeaseTransport
 from k8slease.lease.view import LeaseView
+from k8slease.names import LABEL_GROUP, LABEL_JOB, LABEL_ROLE, ROLE_JOB, job_lease_name
 from tests.support.factories import make_lock
 from tests.support.fakeclock import FakeClock
 
@@ -113,6 +120,23 @@ def job_lock(
     return make_lock(store, identity=me, lock_at_most_for=at_most, clock=clock, grace=grace)
 
 
+def tick_at(clock: FakeClock, after: float = 0.0) -> datetime:
+    """The tick ``after`` seconds from the fake clock's now."""
+    return clock.now() + timedelta(seconds=after)
+
+
+def succeeded_while_cut_off(store: LosingStore, clock: FakeClock, lock: JobLock) -> datetime:
+    """``lock`` runs the tick now and succeeds, its release not written (the server away): the
+    record is kept. Returns the tick."""
+    tick = tick_at(clock)
+    grant = lock.try_acquire(tick)
+    assert isinstance(grant, Grant)
+    store.down = True
+    lock.finish(grant, "succeeded")  # kept: the release could not be written
+    store.down = False
+    return tick
+
+
 def logged_events(caplog: pytest.LogCaptureFixture, level: int = logging.WARNING) -> list[str]:
     """The k8slease events (``lock.tick_lost``, ...) logged at ``level`` or above, in order."""
     return [
@@ -158,3 +182,23 @@ def leader_runner(
         is_leader=leading,
         clock=clock,
     )
+
+
+def lost_run_lease(api: Any, namespace: str, group: str, holder: str) -> str:
+    """Create (through ``api``) the free job Lease ``<group>.run`` whose last run, ``holder``'s,
+    a takeover recorded ``lost``; return the journal of that replica, which in truth ran it and
+    succeeded, and died before it could say so (its container's termination message)."""
+    tick = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
+    lost = RunRecord(
+        holder=holder, tick=tick, started=tick, finished=tick, outcome="lost",
+        fencing_token=4,
+    )  # fmt: skip
+    free = LeaseRecord("", 1, tick, tick, 1, 5)
+    name = job_lease_name(group, "run")
+    labels = {LABEL_GROUP: group, LABEL_ROLE: ROLE_JOB, LABEL_JOB: "run"}
+    body = new_lease(name, namespace, free, labels=labels)
+    state = JobState(claimed_tick=tick, last_run=lost, counts={"lost": 1})
+    LeaseTransport(api, namespace).create(lease_with_job_state(body, state))
+    ran = replace(lost, outcome="succeeded", finished=tick + timedelta(seconds=3))
+    text, _ = encode_journal([KeptRun(name, ran)])
+    return text

@@ -167,9 +167,18 @@ Role and the cluster-wide ClusterRole.
 - apiGroups: ["k8slease.io"]
   resources: ["scheduledjobgroups/status"]
   verbs: ["patch"]
+{{- if .Values.operator.readJournals }}
+- apiGroups: ["coordination.k8s.io"]
+  resources: ["leases"]
+  verbs: ["get", "list", "watch", "update"]
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["list", "watch"]
+{{- else }}
 - apiGroups: ["coordination.k8s.io"]
   resources: ["leases"]
   verbs: ["list", "watch"]
+{{- end }}
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import copy
 import logging
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -21,7 +21,13 @@ from k8slease.lease.observe import Observations
 from k8slease.lease.view import LeaseView
 from tests.support.factories import make_lock
 from tests.support.fakeclock import FakeClock
-from tests.support.jobleases import LosingStore, job_lock, logged_events
+from tests.support.jobleases import (
+    LosingStore,
+    job_lock,
+    logged_events,
+    succeeded_while_cut_off,
+    tick_at,
+)
 
 NAME = "g.job"
 
@@ -40,22 +46,6 @@ def _cached_lock(store: LosingStore, clock: FakeClock, observations: Observation
     )
 
 
-def _tick(clock: FakeClock, after: float = 0.0) -> datetime:
-    return clock.now() + timedelta(seconds=after)
-
-
-def _succeeded_while_cut_off(store: LosingStore, clock: FakeClock, lock: JobLock) -> datetime:
-    """``lock`` runs the tick now and succeeds, its release not written (the server away): the
-    record is kept. Returns the tick."""
-    tick = _tick(clock)
-    grant = lock.try_acquire(tick)
-    assert isinstance(grant, Grant)
-    store.down = True
-    lock.finish(grant, "succeeded")  # kept: the release could not be written
-    store.down = False
-    return tick
-
-
 def _unanswered_claim(
     lose: str, **options: float
 ) -> tuple[FakeClock, LosingStore, JobLock, datetime]:
@@ -63,7 +53,7 @@ def _unanswered_claim(
     claim raises Unavailable. Returns the clock, the store, r0's lock and the tick."""
     clock, store = FakeClock(), LosingStore()
     lock = job_lock(store, clock, **options)
-    t1 = _tick(clock)
+    t1 = tick_at(clock)
     store.lose = [lose]
     with pytest.raises(Unavailable):
         lock.try_acquire(t1)
@@ -81,7 +71,7 @@ def test_a_claim_applied_after_its_timeout_is_run_within_its_grace(
     clock.advance(15)
 
     with caplog.at_level(logging.WARNING, logger="k8slease"):
-        grant = lock.try_acquire(_tick(clock))
+        grant = lock.try_acquire(tick_at(clock))
 
     assert isinstance(grant, Grant), f"skipped with {grant}"
     assert grant.tick == t1 and grant.fencing_token == store.view().fencing_token
@@ -99,7 +89,7 @@ def test_a_claim_applied_past_its_grace_is_released_at_once_and_the_next_tick_ru
     WARNING) in the same write that claims the next tick, which runs at once."""
     clock, store, lock, t1 = _unanswered_claim("applied", grace=10)
     clock.advance(15)
-    t2 = _tick(clock)
+    t2 = tick_at(clock)
 
     with caplog.at_level(logging.WARNING, logger="k8slease"):
         grant = lock.try_acquire(t2)
@@ -118,7 +108,7 @@ def test_a_claim_applied_past_the_keepalive_budget_is_not_run() -> None:
     take the lock over soon, so the run would start already lost: released, the next tick runs."""
     clock, store, lock, t1 = _unanswered_claim("applied", at_most=30, grace=300)
     clock.advance(21)
-    t2 = _tick(clock)
+    t2 = tick_at(clock)
 
     grant = lock.try_acquire(t2)
 
@@ -135,7 +125,7 @@ def test_a_claim_still_in_flight_is_settled_when_it_lands() -> None:
     store.land()
     clock.advance(5)
 
-    grant = lock.try_acquire(_tick(clock))
+    grant = lock.try_acquire(tick_at(clock))
 
     assert isinstance(grant, Grant) and grant.tick == t1
 
@@ -144,14 +134,14 @@ def test_a_claim_that_was_not_applied_is_settled_as_refused() -> None:
     """Server down: the claim never lands; the next tick is claimed normally, token one up."""
     clock, store = FakeClock(), LosingStore()
     lock = job_lock(store, clock)
-    first = lock.try_acquire(_tick(clock))
+    first = lock.try_acquire(tick_at(clock))
     assert isinstance(first, Grant)
     lock.finish(first, "succeeded")
     store.lose = ["down"]
     with pytest.raises(Unavailable):
-        lock.try_acquire(_tick(clock, 10))
+        lock.try_acquire(tick_at(clock, 10))
     clock.advance(20)
-    t3 = _tick(clock)
+    t3 = tick_at(clock)
 
     grant = lock.try_acquire(t3)
 
@@ -168,15 +158,15 @@ def test_other_replicas_report_each_tick_skipped_for_a_silent_holder(
     r1 = job_lock(store, clock, "r1", at_most=30)
     clock.advance(2)
     with caplog.at_level(logging.DEBUG, logger="k8slease"):
-        assert r1.try_acquire(_tick(clock)) is Verdict.HELD  # just seen: not silent yet
+        assert r1.try_acquire(tick_at(clock)) is Verdict.HELD  # just seen: not silent yet
     assert "lock.skipped_silent_holder" not in logged_events(caplog)
     caplog.clear()
     clock.advance(16)  # past one keep-alive (10 s) + a request timeout (5 s), unchanged
 
     with caplog.at_level(logging.WARNING, logger="k8slease"):
-        assert r1.try_acquire(_tick(clock)) is Verdict.HELD
+        assert r1.try_acquire(tick_at(clock)) is Verdict.HELD
         clock.advance(2)
-        assert r1.try_acquire(_tick(clock)) is Verdict.HELD
+        assert r1.try_acquire(tick_at(clock)) is Verdict.HELD
 
     assert logged_events(caplog).count("lock.skipped_silent_holder") == 2
 
@@ -187,13 +177,13 @@ def test_a_lock_kept_idle_by_lock_at_least_for_is_not_silent(
     clock, store = FakeClock(), LosingStore()
     r0 = make_lock(store, identity="r0", lock_at_most_for=60, lock_at_least_for=60, clock=clock)
     r1 = job_lock(store, clock, "r1", at_most=60)
-    grant = r0.try_acquire(_tick(clock))
+    grant = r0.try_acquire(tick_at(clock))
     assert isinstance(grant, Grant)
     r0.finish(grant, "succeeded")
-    r1.try_acquire(_tick(clock, 1))
+    r1.try_acquire(tick_at(clock, 1))
     clock.advance(40)
     with caplog.at_level(logging.WARNING, logger="k8slease"):
-        assert r1.try_acquire(_tick(clock)) is Verdict.HELD
+        assert r1.try_acquire(tick_at(clock)) is Verdict.HELD
     assert "lock.skipped_silent_holder" not in logged_events(caplog)
 
 
@@ -202,7 +192,7 @@ def test_a_finished_run_whose_release_was_not_answered_is_written_by_the_next_wr
     next claim writes it first: the Lease records the success, never a lost run."""
     clock, store = FakeClock(), LosingStore()
     lock = job_lock(store, clock, at_most=30)
-    grant = lock.try_acquire(_tick(clock))
+    grant = lock.try_acquire(tick_at(clock))
     assert isinstance(grant, Grant)
     store.down = True
     run = lock.finish(grant, "succeeded")
@@ -210,7 +200,7 @@ def test_a_finished_run_whose_release_was_not_answered_is_written_by_the_next_wr
     assert store.view().record.holder == "r0"  # the release did not land
     clock.advance(5)
     store.down = False
-    t2 = _tick(clock)
+    t2 = tick_at(clock)
 
     second = lock.try_acquire(t2)
 
@@ -223,13 +213,13 @@ def test_a_finished_run_whose_release_was_not_answered_is_written_by_the_next_wr
 def test_a_release_applied_but_unanswered_is_not_written_twice() -> None:
     clock, store = FakeClock(), LosingStore()
     lock = job_lock(store, clock, at_most=30)
-    grant = lock.try_acquire(_tick(clock))
+    grant = lock.try_acquire(tick_at(clock))
     assert isinstance(grant, Grant)
     store.lose = ["applied"]
     lock.finish(grant, "succeeded")
     clock.advance(5)
 
-    second = lock.try_acquire(_tick(clock))
+    second = lock.try_acquire(tick_at(clock))
 
     assert isinstance(second, Grant)
     assert store.view().job.count("succeeded") == 1
@@ -242,7 +232,7 @@ def test_a_release_not_answered_is_retried_until_it_lands_before_anyone_may_take
     as it ended instead of recording it lost."""
     clock, store = FakeClock(), LosingStore()
     r0, r1 = job_lock(store, clock, "r0", at_most=30), job_lock(store, clock, "r1", at_most=30)
-    grant = r0.try_acquire(_tick(clock))
+    grant = r0.try_acquire(tick_at(clock))
     assert isinstance(grant, Grant)
     r1.read_state()
     store.down = True
@@ -254,7 +244,7 @@ def test_a_release_not_answered_is_retried_until_it_lands_before_anyone_may_take
     assert clock.run_until(lambda: store.view().record.holder == "", limit=5, step=0.5)
 
     clock.advance(30)
-    later = r1.try_acquire(_tick(clock))
+    later = r1.try_acquire(tick_at(clock))
     assert isinstance(later, Grant)
     job = store.view().job
     assert job.count("succeeded") == 1 and job.count("lost") == 0
@@ -270,11 +260,11 @@ def test_an_earlier_claim_landing_after_a_later_one_failed_too_is_still_settled(
     clock.advance(5)
     store.lose = ["down"]
     with pytest.raises(Unavailable):
-        lock.try_acquire(_tick(clock))
+        lock.try_acquire(tick_at(clock))
     store.land()
     clock.advance(10)
 
-    grant = lock.try_acquire(_tick(clock))
+    grant = lock.try_acquire(tick_at(clock))
 
     assert isinstance(grant, Grant) and grant.tick == t1, f"skipped with {grant}"
     clock.advance(6)  # 21 s after T1's claim was sent: past 2/3 of 30 s
@@ -289,7 +279,7 @@ def test_a_kept_release_written_on_a_stale_view_reads_and_writes_again() -> None
     clock, store = FakeClock(), LosingStore()
     observations = Observations(clock)
     lock = _cached_lock(store, clock, observations)
-    grant = lock.try_acquire(_tick(clock))
+    grant = lock.try_acquire(tick_at(clock))
     assert isinstance(grant, Grant)
     store.lose = ["later"]
     assert not lock.extend_once(grant)  # the extension's answer is lost; it lands later
@@ -298,7 +288,7 @@ def test_a_kept_release_written_on_a_stale_view_reads_and_writes_again() -> None
     store.down = False
     store.land()  # the extension lands; the informer has not shown it (stale view)
     clock.advance(3)
-    t2 = _tick(clock)
+    t2 = tick_at(clock)
 
     second = lock.try_acquire(t2)
 
@@ -326,17 +316,17 @@ def test_an_own_claim_landing_while_the_replica_judges_is_settled_not_skipped() 
 
     store = LandsAfterRead()
     lock = _cached_lock(store, clock, observations)
-    first = lock.try_acquire(_tick(clock))
+    first = lock.try_acquire(tick_at(clock))
     assert isinstance(first, Grant)
     lock.finish(first, "succeeded")
     clock.advance(5)
-    t1 = _tick(clock)
+    t1 = tick_at(clock)
     store.lose = ["later"]
     with pytest.raises(Unavailable):
         lock.try_acquire(t1)
     clock.advance(3)
 
-    grant = lock.try_acquire(_tick(clock))
+    grant = lock.try_acquire(tick_at(clock))
 
     assert isinstance(grant, Grant) and grant.tick == t1, f"skipped with {grant}"
 
@@ -353,7 +343,7 @@ def test_a_claim_applied_long_after_it_was_sent_is_reported_from_the_first_skip(
     store.land()
 
     with caplog.at_level(logging.DEBUG, logger="k8slease"):
-        assert r1.try_acquire(_tick(clock)) is Verdict.HELD
+        assert r1.try_acquire(tick_at(clock)) is Verdict.HELD
 
     assert "lock.skipped_silent_holder" in logged_events(caplog)
 
@@ -366,7 +356,7 @@ def test_the_catch_up_read_does_not_make_a_released_grant_look_held_again() -> N
     catch-up now."""
     clock, store = FakeClock(), LosingStore()
     lock = job_lock(store, clock, at_most=30)
-    grant = lock.try_acquire(_tick(clock))
+    grant = lock.try_acquire(tick_at(clock))
     assert isinstance(grant, Grant)
     stale = copy.deepcopy(store.lease)  # the read's answer, served before the release
     lock.finish(grant, "succeeded")
@@ -377,7 +367,7 @@ def test_the_catch_up_read_does_not_make_a_released_grant_look_held_again() -> N
     assert seen is not None and not seen.record.held, "the stale read was taken as the latest"
     store.get = LosingStore.get.__get__(store)  # type: ignore[method-assign]
     clock.advance(10)
-    assert isinstance(lock.try_acquire(_tick(clock)), Grant)
+    assert isinstance(lock.try_acquire(tick_at(clock)), Grant)
 
 
 def test_a_run_recorded_lost_by_a_takeover_is_corrected_at_the_next_look_without_a_claim(
@@ -390,11 +380,11 @@ def test_a_run_recorded_lost_by_a_takeover_is_corrected_at_the_next_look_without
     scenario, make test of 2026-12-03)."""
     clock, store = FakeClock(), LosingStore()
     r0, r1 = job_lock(store, clock, at_most=30), job_lock(store, clock, "r1", at_most=30)
-    _succeeded_while_cut_off(store, clock, r0)
-    assert r1.try_acquire(_tick(clock, 1)) is Verdict.HELD  # r1 starts seeing it unchanged
+    succeeded_while_cut_off(store, clock, r0)
+    assert r1.try_acquire(tick_at(clock, 1)) is Verdict.HELD  # r1 starts seeing it unchanged
     clock.advance(31)
     for _ in range(2):
-        taken = r1.try_acquire(_tick(clock))
+        taken = r1.try_acquire(tick_at(clock))
         assert isinstance(taken, Grant), f"r1 skipped with {taken}"
         r1.finish(taken, "succeeded")
         clock.advance(2)
@@ -422,13 +412,13 @@ def test_a_kept_run_record_rides_on_the_create_of_a_lease_deleted_meanwhile() ->
     applies, seeds 1 and 6)."""
     clock, store = FakeClock(), LosingStore()
     lock = job_lock(store, clock, at_most=30)
-    t1 = _succeeded_while_cut_off(store, clock, lock)
+    t1 = succeeded_while_cut_off(store, clock, lock)
     store.lease = None  # deleted by hand
     clock.advance(5)
     # the lock it saw held before the deletion is waited out from when it saw it gone
-    assert lock.try_acquire(_tick(clock)) is Verdict.HELD
+    assert lock.try_acquire(tick_at(clock)) is Verdict.HELD
     clock.advance(31)
-    t3 = _tick(clock)
+    t3 = tick_at(clock)
 
     created = lock.try_acquire(t3)
 
@@ -449,25 +439,25 @@ def test_a_kept_run_record_carried_by_a_claim_applied_unanswered_is_not_written_
     T2's lost run into a success (soak of 2026-12-03, seed 30004)."""
     clock, store = FakeClock(), LosingStore()
     r0, r1 = job_lock(store, clock, at_most=30), job_lock(store, clock, "r1", at_most=30)
-    _succeeded_while_cut_off(store, clock, r0)
-    assert r1.try_acquire(_tick(clock, 1)) is Verdict.HELD  # r1 starts seeing it unchanged
+    succeeded_while_cut_off(store, clock, r0)
+    assert r1.try_acquire(tick_at(clock, 1)) is Verdict.HELD  # r1 starts seeing it unchanged
     clock.advance(31)
-    taken = r1.try_acquire(_tick(clock))  # T2: r1 takes over, records T1 lost, then dies
+    taken = r1.try_acquire(tick_at(clock))  # T2: r1 takes over, records T1 lost, then dies
     assert isinstance(taken, Grant), f"r1 skipped with {taken}"
     assert store.view().job.count("lost") == 1
-    assert r0.try_acquire(_tick(clock, 1)) is Verdict.HELD  # r0 sees r1's Lease, unchanged
+    assert r0.try_acquire(tick_at(clock, 1)) is Verdict.HELD  # r0 sees r1's Lease, unchanged
     clock.advance(31)
     store.lose = ["applied"]
     with pytest.raises(Unavailable):
-        r0.try_acquire(_tick(clock))  # T3: carries T1's record, records T2 lost
+        r0.try_acquire(tick_at(clock))  # T3: carries T1's record, records T2 lost
     job = store.view().job
     assert (job.count("succeeded"), job.count("lost")) == (1, 1), "T1 corrected, T2 lost"
 
-    adopted = r0.try_acquire(_tick(clock, 5))  # settles T3's claim: applied, run in its grace
+    adopted = r0.try_acquire(tick_at(clock, 5))  # settles T3's claim: applied, run in its grace
     assert isinstance(adopted, Grant)
     r0.finish(adopted, "succeeded")
     clock.advance(5)
-    r0.try_acquire(_tick(clock, 5))  # the next look: nothing kept to write again
+    r0.try_acquire(tick_at(clock, 5))  # the next look: nothing kept to write again
 
     job = store.view().job
     assert (job.count("succeeded"), job.count("lost")) == (2, 1), "T2 is still lost"

@@ -9,13 +9,14 @@ from k8slease.jobs.unsettled import (
     PendingClaim,
     Settled,
     adopt_or_release,
-    merge_run,
     settle_claim,
     silent_holder,
 )
-from k8slease.lease.jobrecord import JobState, RunRecord, lease_with_job_state
+from k8slease.lease.jobrecord import JobState, Outcome, RunRecord, lease_with_job_state
+from k8slease.lease.keptruns import merge_run
 from k8slease.lease.record import LeaseRecord, new_lease
 from k8slease.lease.view import LeaseView
+from tests.support.factories import make_run
 
 T0 = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 
@@ -40,15 +41,8 @@ def _pending(rv: str = "7", token: int = 4) -> PendingClaim:
     )
 
 
-def _run(tick: datetime, outcome: str = "succeeded", token: int = 4) -> RunRecord:
-    return RunRecord(
-        holder="r0",
-        tick=tick,
-        started=tick,
-        finished=tick + timedelta(seconds=1),
-        outcome=outcome,  # type: ignore[arg-type]
-        fencing_token=token,
-    )
+def _run(tick: datetime, outcome: Outcome = "succeeded", token: int = 4) -> RunRecord:
+    return make_run(tick, outcome, token=token)
 
 
 def test_a_claim_is_applied_when_the_lease_names_its_holder_token_and_tick() -> None:
