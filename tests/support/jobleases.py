@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import copy
 import logging
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -135,6 +138,23 @@ def succeeded_while_cut_off(store: LosingStore, clock: FakeClock, lock: JobLock)
     lock.finish(grant, "succeeded")  # kept: the release could not be written
     store.down = False
     return tick
+
+
+@contextmanager
+def clock_ending_retries() -> Iterator[FakeClock]:
+    """A fake clock for a test whose lock keeps a run record: afterwards the clock is moved
+    past every retry window, and the retry threads the test started are joined, so that none
+    outlives its test (a later test in the same worker would meet it)."""
+    before = set(threading.enumerate())
+    clock = FakeClock()
+    try:
+        yield clock
+    finally:
+        clock.advance(3600)
+        for thread in set(threading.enumerate()) - before:
+            if thread.name.startswith("k8slease-release-"):
+                thread.join(5)
+                assert not thread.is_alive(), f"{thread.name} outlived its test"
 
 
 def logged_events(caplog: pytest.LogCaptureFixture, level: int = logging.WARNING) -> list[str]:

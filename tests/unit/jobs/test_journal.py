@@ -4,6 +4,7 @@ when the replica dies before it can write a run's record itself (issue 26)."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,16 +18,30 @@ from k8slease.jobs.lockrules import Verdict
 from k8slease.lease.keptruns import Journal, decode_journal
 from tests.support.factories import make_lock
 from tests.support.fakeclock import FakeClock
-from tests.support.jobleases import LosingStore, logged_events, succeeded_while_cut_off, tick_at
+from tests.support.jobleases import (
+    LosingStore,
+    clock_ending_retries,
+    logged_events,
+    succeeded_while_cut_off,
+    tick_at,
+)
+
+
+@pytest.fixture
+def clock() -> Iterator[FakeClock]:
+    with clock_ending_retries() as fake:
+        yield fake
 
 
 def _read(path: Path) -> Journal | None:
     return decode_journal(path.read_text())
 
 
-def test_a_kept_record_is_in_the_journal_until_the_lock_writes_it(tmp_path: Path) -> None:
+def test_a_kept_record_is_in_the_journal_until_the_lock_writes_it(
+    clock: FakeClock, tmp_path: Path
+) -> None:
     path = tmp_path / "termination-log"
-    clock, store = FakeClock(), LosingStore()
+    store = LosingStore()
     journal = RunJournal(str(path))
     lock = make_lock(store, identity="r0", lock_at_most_for=30, clock=clock, journal=journal)
 
@@ -45,9 +60,10 @@ def test_a_kept_record_is_in_the_journal_until_the_lock_writes_it(tmp_path: Path
     assert journal.kept() == ()
 
 
-def test_the_locks_of_one_process_share_the_journal_of_one_path(tmp_path: Path) -> None:
+def test_the_locks_of_one_process_share_the_journal_of_one_path(
+    clock: FakeClock, tmp_path: Path
+) -> None:
     path = str(tmp_path / "journal")
-    clock = FakeClock()
     first, second = LosingStore(), LosingStore()
     r0 = make_lock(
         first, identity="r0", lock_at_most_for=30, clock=clock, journal=RunJournal.at(path)
@@ -67,10 +83,10 @@ def test_the_locks_of_one_process_share_the_journal_of_one_path(tmp_path: Path) 
 
 
 def test_a_journal_that_cannot_be_written_is_said_once_and_never_fails_the_lock(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    clock: FakeClock, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     journal = RunJournal(str(tmp_path / "missing-dir" / "journal"))
-    clock, store = FakeClock(), LosingStore()
+    store = LosingStore()
     lock = make_lock(store, identity="r0", lock_at_most_for=30, clock=clock, journal=journal)
     with caplog.at_level(logging.WARNING, logger="k8slease"):
         succeeded_while_cut_off(store, clock, lock)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -21,9 +22,20 @@ from k8slease.operator.podjournals import JournalMerger, judge_merge, own_record
 from k8slease.operator.settings import OperatorConfig
 from tests.support.factories import make_lock
 from tests.support.fakeclock import FakeClock
-from tests.support.jobleases import LosingStore, succeeded_while_cut_off, tick_at
+from tests.support.jobleases import (
+    LosingStore,
+    clock_ending_retries,
+    succeeded_while_cut_off,
+    tick_at,
+)
 
 CONTAINER = "containerd://0123abcd"
+
+
+@pytest.fixture
+def clock() -> Iterator[FakeClock]:
+    with clock_ending_retries() as fake:
+        yield fake
 
 
 def _pod(
@@ -77,9 +89,10 @@ def _merge(merger: JournalMerger, pod: dict[str, Any]) -> list[list[str]]:
 
 
 def test_a_run_recorded_lost_by_a_takeover_gets_its_real_outcome_from_the_journal(
+    clock: FakeClock,
     tmp_path: Path,
 ) -> None:
-    clock, store = FakeClock(), LosingStore()
+    store = LosingStore()
     path, _ = _cut_off_replica(tmp_path, store, clock)
     _taken_over(store, clock)
     job = store.view().job
@@ -106,9 +119,10 @@ def test_a_run_recorded_lost_by_a_takeover_gets_its_real_outcome_from_the_journa
 
 
 def test_a_lock_still_held_by_the_dead_replicas_grant_is_released_with_its_record(
+    clock: FakeClock,
     tmp_path: Path,
 ) -> None:
-    clock, store = FakeClock(), LosingStore()
+    store = LosingStore()
     path, tick = _cut_off_replica(tmp_path, store, clock)
     assert store.view().record.holder == "r0"
 
@@ -123,8 +137,10 @@ def test_a_lock_still_held_by_the_dead_replicas_grant_is_released_with_its_recor
     assert isinstance(r1.try_acquire(tick_at(clock)), Grant), "the next tick at once, no expiry"
 
 
-def test_a_journal_whose_record_the_lease_holds_already_writes_nothing(tmp_path: Path) -> None:
-    clock, store = FakeClock(), LosingStore()
+def test_a_journal_whose_record_the_lease_holds_already_writes_nothing(
+    clock: FakeClock, tmp_path: Path
+) -> None:
+    store = LosingStore()
     path, _ = _cut_off_replica(tmp_path, store, clock)
     message = path.read_text()
     r0 = make_lock(store, identity="r0", lock_at_most_for=30, clock=clock)
@@ -136,8 +152,8 @@ def test_a_journal_whose_record_the_lease_holds_already_writes_nothing(tmp_path:
     assert store.writes == writes
 
 
-def test_only_job_leases_that_read_well_are_merged_into(tmp_path: Path) -> None:
-    clock, store = FakeClock(), LosingStore()
+def test_only_job_leases_that_read_well_are_merged_into(clock: FakeClock, tmp_path: Path) -> None:
+    store = LosingStore()
     path, _ = _cut_off_replica(tmp_path, store, clock)
     (found,) = pod_journals(_pod(path.read_text()))
     run = found.journal.runs[0].run
@@ -185,8 +201,10 @@ class _AwayThenBack(LosingStore):
         return super().get(name)
 
 
-def test_a_journal_is_merged_once_the_api_server_answers_again(tmp_path: Path) -> None:
-    clock, store = FakeClock(), _AwayThenBack(away=0)
+def test_a_journal_is_merged_once_the_api_server_answers_again(
+    clock: FakeClock, tmp_path: Path
+) -> None:
+    store = _AwayThenBack(away=0)
     path, _ = _cut_off_replica(tmp_path, store, clock)
     _taken_over(store, clock)
     store.away = 2
@@ -206,9 +224,9 @@ def test_a_journal_is_merged_once_the_api_server_answers_again(tmp_path: Path) -
 
 @pytest.mark.parametrize("tries", [1, 3])
 def test_a_journal_not_merged_after_its_tries_is_said_at_error(
-    tmp_path: Path, tries: int, caplog: pytest.LogCaptureFixture
+    clock: FakeClock, tmp_path: Path, tries: int, caplog: pytest.LogCaptureFixture
 ) -> None:
-    clock, store = FakeClock(), _AwayThenBack(away=0)
+    store = _AwayThenBack(away=0)
     path, _ = _cut_off_replica(tmp_path, store, clock)
     store.away = 100
     merger = _merger(store, clock, tries)
@@ -225,10 +243,10 @@ def test_a_journal_not_merged_after_its_tries_is_said_at_error(
     assert store.away == 100 - tries
 
 
-def test_a_pod_speaks_only_for_its_own_records(tmp_path: Path) -> None:
+def test_a_pod_speaks_only_for_its_own_records(clock: FakeClock, tmp_path: Path) -> None:
     """A journal is a Pod's word: a record held by another identity (another replica's tick it
     would like to see recorded succeeded) is skipped, said at WARNING, and nothing is written."""
-    clock, store = FakeClock(), LosingStore()
+    store = LosingStore()
     path, _ = _cut_off_replica(tmp_path, store, clock)
     _taken_over(store, clock)
     writes = store.writes
