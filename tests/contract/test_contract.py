@@ -248,6 +248,28 @@ class Child:
         self.err_thread.join(5)
 
 
+def _collected(children: list[Child]) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+    """The children's results and each case's log, by case id."""
+    results: dict[str, dict[str, Any]] = {}
+    logs: dict[str, str] = {}
+    for child in children:
+        results.update(child.results)
+        for part in child.stderr.split("=== CASE ")[1:]:
+            case_id, _, log = part.partition("\n")
+            logs[case_id] = log
+        if len(child.by_id) == 1:
+            [only] = child.by_id
+            logs.setdefault(only, child.stderr)
+    return results, logs
+
+
+def _starved(case: Case, log: str) -> bool:
+    """Whether the case's replica stepped down at its renew deadline though the case cut
+    nothing off: the server did not answer its renewals in time, and the case's own ending
+    was never what it met."""
+    return case.ending != "unreachable" and "reason='renew deadline passed'" in log
+
+
 @contextlib.contextmanager
 def _server_of_its_own(server: Any, tmp: Path) -> Iterator[tuple[Any, Path]]:
     """The API client and kubeconfig of the matrix's server: the real tier as it is; for the
@@ -304,16 +326,30 @@ def _outcomes(server: Any, api_client: Any, kubeconfig: Path, tmp: Path) -> Iter
             )
     for child in children:
         child.wait(timeout=600)
-    results: dict[str, dict[str, Any]] = {}
-    logs: dict[str, str] = {}
-    for child in children:
-        results.update(child.results)
-        for part in child.stderr.split("=== CASE ")[1:]:
-            case_id, _, log = part.partition("\n")
-            logs[case_id] = log[-3000:]
-        if len(child.by_id) == 1:
-            [only] = child.by_id
-            logs.setdefault(only, child.stderr[-3000:])
+    results, logs = _collected(children)
+    # A case whose replica missed its renew deadline with no fault of the case's making did not
+    # test its ending: the server answered too late (all children start at once, with `make
+    # test`, `make e2e` and the floor tests starting beside them). Such a case runs once more,
+    # alone; its second result stands, and it says that it is a second run.
+    starved = [case for case in batched if _starved(case, logs.get(case.id, ""))]
+    if starved:
+        proxy = CuttableProxy(server_port(kubeconfig))
+        proxies.append(proxy)
+        through = proxy.kubeconfig_through(kubeconfig, tmp / "kubeconfig-rerun")
+        again = Child(
+            [(case, f"{leases[case.id]}-r") for case in starved], through, api_client, proxy
+        )
+        again.wait(timeout=600)
+        rerun_results, rerun_logs = _collected([again])
+        for case in starved:
+            first = logs.get(case.id, "")
+            results[case.id] = {**rerun_results.get(case.id, {}), "second_run": True}
+            logs[case.id] = (
+                f"--- the first run's, ending ---\n{first[-1000:]}\n--- the second run's ---\n"
+                + rerun_logs.get(case.id, "")
+            )
+        ids = [case.id for case in starved]
+        print(f"contract matrix: ran again (a renew deadline missed unprovoked): {ids}")
     for proxy in proxies:
         proxy.close()
     elapsed = time.monotonic() - started
@@ -335,10 +371,11 @@ def test_contract(case: Case, outcomes: Any) -> None:
     results, logs = outcomes
     result = results.get(case.id)
     assert result is not None and "holder_after" in result, (
-        f"no result for {case.id}\n{logs.get(case.id, '')}"
+        f"no result for {case.id}\n{logs.get(case.id, '')[-3000:]}"
     )
-    context = f"{case.id}: {json.dumps(result, default=str)}\n--- child's stderr ---\n" + logs.get(
-        case.id, ""
+    context = (
+        f"{case.id}: {json.dumps(result, default=str)}\n--- child's stderr ---\n"
+        + logs.get(case.id, "")[-3000:]
     )
     if case.default_signals:
         assert result["returncode"] == -signal.SIGTERM, context
@@ -399,3 +436,14 @@ def test_the_counts_in_docs_testing_md_are_current() -> None:
         f"{len(ENDINGS)} endings, {excluded_count} excluded"
     )
     assert line in text, f"docs/testing.md should say: {line}"
+
+
+def test_only_a_case_starved_of_answers_runs_again() -> None:
+    """The second run is for a case the server failed, never for one that met its ending."""
+    missed = "leader.stopped lease=c9 term=1 reason='renew deadline passed'\n"
+    taken = "leader.stopped lease=c10 term=1 reason='lease edited by someone else: held by u'\n"
+    assert _starved(Case("with", "returns", "exception"), missed)
+    assert _starved(Case("with", "returns", "lost"), missed)
+    assert not _starved(Case("with", "returns", "unreachable"), missed)
+    assert not _starved(Case("with", "returns", "lost"), taken)
+    assert not _starved(Case("run", "blocks", "stop"), "")
