@@ -24,7 +24,7 @@ import json
 import subprocess
 import sys
 import time
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,9 @@ import pytest
 
 from tests.e2e.app_pods import (
     NAMESPACE,
+    NodeLeader,
     between_ticks,
+    leader_pod,
     node_leader,
     pods,
     record,
@@ -76,29 +78,67 @@ def restarts(cluster: Any, pod: str) -> int:
     return int(statuses[0].get("restartCount", 0)) if statuses else -1
 
 
+def wedge_the_leader(
+    cluster: Any, history: LeaseHistory, logs: PodLogs, start: datetime, tries: int = 3
+) -> tuple[NodeLeader, subprocess.Popen[str], dict[str, Any], float]:
+    """The leader wedged (:mod:`freeze`) between two ticks: the leader, its freezer, the
+    freezer's first line and when. The scenario is a wedged *leader*: when leadership moved
+    before the freeze took hold (once frozen, the Lease names another pod, or the pod has
+    logged ``leader.stopped`` since: the freezer's earlier attempts, each letting the threads go
+    after 3 s, outlast the renew deadline), the threads are let go and the leader of then is
+    wedged instead, up to ``tries`` times."""
+    moved: list[str] = []
+    for _ in range(tries):
+        leader = node_leader(
+            cluster, history, start, why="wedges a container's process with ptrace on the node"
+        )
+        pid = cluster.container_pid(leader.container)
+        between_ticks(TICK_SECONDS)
+        wedged = time.monotonic()
+        since = datetime.now(UTC)
+        freezer = subprocess.Popen(
+            [sys.executable, str(FREEZE), str(pid)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=child_env(),
+        )
+        assert freezer.stdout is not None
+        frozen = json.loads(freezer.stdout.readline() or "null")
+        assert frozen, f"the freezer failed (exit status {freezer.wait(10)})"
+        now = leader_pod(cluster)
+        holder = now["metadata"]["name"] if now is not None else None
+        stopped = [
+            at for at, event, _ in leader_lines(logs, leader.pod)
+            if event == "leader.stopped" and datetime.fromisoformat(at) >= since
+        ]  # fmt: skip
+        if holder == leader.pod and not stopped:
+            return leader, freezer, frozen, wedged
+        moved.append(f"{leader.pod} (frozen in {frozen['attempts']}): led by {holder}, {stopped}")
+        freezer.kill()  # the tracer's end lets every stopped thread go
+        freezer.wait(timeout=30)
+    raise AssertionError(f"leadership moved before each of {tries} wedges took hold: {moved}")
+
+
+def leader_lines(logs: PodLogs, pod: str) -> list[tuple[str, str, str]]:
+    """The pod's last election lines (when, event, reason): what a failure needs to show."""
+    lines = [
+        (e["at"], str(e.get("event")), str(e.get("reason", "")))
+        for e in logs.events()
+        if e["pod"] == pod and str(e.get("event", "")).startswith(("leader.", "elector."))
+    ]
+    return lines[-8:]
+
+
 def test_wedged_leader_is_restarted_by_its_liveness_probe(
     e2e_cluster: Any, history: LeaseHistory, logs: PodLogs, start: datetime
 ) -> None:
-    leader = node_leader(
-        e2e_cluster, history, start, why="wedges a container's process with ptrace on the node"
-    )
+    leader, freezer, frozen, wedged = wedge_the_leader(e2e_cluster, history, logs, start)
     name, before = leader.pod, leader.restarts
-    pid = e2e_cluster.container_pid(leader.container)
-    between_ticks(TICK_SECONDS)
-    wedged = time.monotonic()
-    freezer = subprocess.Popen(
-        [sys.executable, str(FREEZE), str(pid)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        env=child_env(),
-    )
     assert freezer.stdin is not None and freezer.stdout is not None
     try:
-        frozen = json.loads(freezer.stdout.readline() or "null")
-        assert frozen, f"the freezer failed (exit status {freezer.wait(10)})"
         verdict = json.loads(freezer.stdout.readline() or "null")
-        assert verdict and verdict["healthz"] == 503, verdict
+        assert verdict and verdict["healthz"] == 503, (verdict, frozen, leader_lines(logs, name))
         assert verdict["after"] < UNHEALTHY_WITHIN, verdict
         handover = unreleased_handover(history, name, "wedged")
 
