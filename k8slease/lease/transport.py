@@ -192,20 +192,36 @@ class LeaseTransport:
 
 def _watch_lines(response: Any) -> Iterator[WatchEvent]:
     buffer = b""
-    try:
-        for chunk in response.stream(4096, decode_content=False):
-            buffer += chunk
-            while b"\n" in buffer:
-                line, buffer = buffer.split(b"\n", 1)
-                event = _parse_watch_line(line)
-                if event is not None:
-                    yield event
-    except (urllib3.exceptions.HTTPError, OSError) as exc:
-        raise Unavailable(f"watch: stream broke: {type(exc).__name__}: {exc}") from None
+    for chunk in _stream_chunks(response):
+        buffer += chunk
+        while b"\n" in buffer:
+            line, buffer = buffer.split(b"\n", 1)
+            event = _parse_watch_line(line)
+            if event is not None:
+                yield event
     if buffer.strip():
         event = _parse_watch_line(buffer)
         if event is not None:
             yield event
+
+
+def _stream_chunks(response: Any) -> Iterator[bytes]:
+    """The stream's bytes as they arrive; a broken stream raises ``Unavailable``.
+
+    Besides urllib3's and the socket's errors, a read on a stream that
+    :meth:`LeaseTransport.close_watches` shut down from another thread raises ``ValueError``
+    (ssl: "Read on closed or unwrapped SSL socket") or ``AttributeError`` (urllib3 let go of
+    the socket): the end that close promises, not a crash of the reader.
+    """
+    chunks = response.stream(4096, decode_content=False)
+    while True:
+        try:
+            chunk = next(chunks)
+        except StopIteration:
+            return
+        except (urllib3.exceptions.HTTPError, OSError, ValueError, AttributeError) as exc:
+            raise Unavailable(f"watch: stream broke: {type(exc).__name__}: {exc}") from None
+        yield chunk
 
 
 def _parse_watch_line(line: bytes) -> WatchEvent | None:
