@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Generic, TypeVar
 
+from k8slease.lease.observe import Observation
 from k8slease.lease.record import LeaseRecord
-from k8slease.lease.rules import takeover_at
 
 A = TypeVar("A", bound=Enum)
 
@@ -67,36 +67,27 @@ class CandidateAction(Enum):
 
 
 def decide_candidate(
+    seen: Observation | None,
     *,
-    record: LeaseRecord | None,
-    exists: bool,
-    first_seen_at: float | None,
     identity: str,
     fallback_duration: float,
     now: float,
-    held_before_absence: LeaseRecord | None = None,
     poll_at: float | None = None,
     last_held: LeaseRecord | None = None,
-    deleted: tuple[LeaseRecord, float] | None = None,
 ) -> Decision[CandidateAction]:
-    """Read, create, take or wait, given the latest observation (``first_seen_at`` ``None``: none).
+    """Read, create, take or wait, given the latest observation ``seen`` (``None``: none) and
+    ``last_held``, the last held record seen.
 
     ``poll_at`` is when to read again regardless (set it when no watch delivers changes); a wait
     ends at the earlier of that and the moment the observed record may be taken over.
     """
-    if first_seen_at is None:
+    if seen is None:
         return Decision(CandidateAction.READ)
-    at = takeover_at(
-        record if exists else None,
-        first_seen_at,
-        identity=identity,
-        fallback_duration=fallback_duration,
-        held_before_absence=held_before_absence,
-        last_held=last_held,
-        deleted=deleted,
+    at = seen.takeover_at(
+        identity=identity, fallback_duration=fallback_duration, last_held=last_held
     )
     if now >= at:
-        return Decision(CandidateAction.TAKE if exists else CandidateAction.CREATE)
+        return Decision(CandidateAction.TAKE if seen.exists else CandidateAction.CREATE)
     if poll_at is not None and now >= poll_at:
         return Decision(CandidateAction.READ)
     until = at if poll_at is None else min(at, poll_at)

@@ -367,16 +367,12 @@ class ElectionMachine(Releasing):
         if self._need_read or current is None:
             return self._issue(Read(Purpose.OBSERVE))
         decision = decide_candidate(
-            record=current.record,
-            exists=current.exists,
-            first_seen_at=current.first_seen_at,
+            current,
             identity=self.identity,
             fallback_duration=self.timing.lease_duration,
             now=now,
-            held_before_absence=current.held_before_absence,
             poll_at=None if self.watching else self._poll_at,
             last_held=self.observer.last_held,
-            deleted=current.deleted,
         )
         if decision.action is CandidateAction.READ:
             return self._issue(Read(Purpose.OBSERVE))

@@ -28,7 +28,6 @@ from datetime import datetime
 from k8slease.clock import Clock
 from k8slease.election.machine import ElectionMachine
 from k8slease.lease.record import LeaseRecord
-from k8slease.lease.rules import takeover_at
 from k8slease.logs import Logger
 from k8slease.metrics import JobMetrics
 
@@ -136,14 +135,10 @@ def nobody_leads(machine: ElectionMachine, *, now: float) -> bool:
         return True
     if _names_us(machine, seen.record):
         return True
-    free_at = takeover_at(
-        seen.record,
-        seen.first_seen_at,
+    free_at = seen.takeover_at(
         identity=machine.identity,
         fallback_duration=machine.timing.lease_duration,
-        held_before_absence=seen.held_before_absence,
         last_held=machine.observer.last_held,
-        deleted=seen.deleted,
     )
     return now >= free_at
 

@@ -26,6 +26,7 @@ from typing import Any
 from k8slease.clock import Clock
 from k8slease.lease.meta import annotations_of, version_number
 from k8slease.lease.record import LeaseRecord
+from k8slease.lease.rules import takeover_at
 from k8slease.lease.view import LeaseView
 from k8slease.names import ANN_FENCING_TOKEN
 
@@ -70,6 +71,22 @@ class Observation:
     @property
     def resource_version(self) -> str:
         return "" if self.view is None else self.view.resource_version
+
+    def takeover_at(
+        self, *, identity: str, fallback_duration: float, last_held: LeaseRecord | None
+    ) -> float:
+        """The monotonic time from which ``identity`` may take the Lease as seen here
+        (:func:`~k8slease.lease.rules.takeover_at`, given this observation's memory of a
+        deletion and ``last_held``, the last held record seen)."""
+        return takeover_at(
+            self.record,
+            self.first_seen_at,
+            identity=identity,
+            fallback_duration=fallback_duration,
+            held_before_absence=self.held_before_absence,
+            last_held=last_held,
+            deleted=self.deleted,
+        )
 
 
 def content_key(lease: Mapping[str, Any] | None) -> str:
