@@ -245,10 +245,18 @@ def test_malformed_leases_and_specs_get_a_message_not_a_crash(
     body = lease_with_job_state(body, JobState())
     body["metadata"]["annotations"][ANN_FENCING_TOKEN] = "minus one"
     body["metadata"]["annotations"][ANN_LAST_RUN] = "{not json"
-    transport.create(body)
     spec = {"jobs": [{"name": "sync", "schedule": "61 * * * *"}]}  # passes the schema pattern
+    # The group first: on seeing the Lease, the operator would create it (every group declared)
     create_group(api, NS, "bad-grp", spec)
-    status = wait_condition(api, NS, "bad-grp", "Degraded", status="True")
+    transport.create(body)
+    status = wait_status(
+        api,
+        NS,
+        "bad-grp",
+        lambda s: "last-run is not JSON" in s.get("message", ""),
+        "the Lease's problems in the group's message",
+    )
+    assert condition(status, "Degraded")["status"] == "True"
     message = status["message"]
     assert "bad schedule '61 * * * *'" in message
     assert "k8slease.io/fencing-token is not a non-negative integer" in message

@@ -3,7 +3,7 @@ of the object and of ``/status``, finalizers on deletion, and core Events."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import kopf
@@ -61,6 +61,18 @@ def build_operator(server: APIServer) -> kopf.OperatorRegistry:
     return registry
 
 
+@pytest.fixture
+def kopf_default_registry() -> Iterator[None]:
+    """Put kopf's default registry back afterwards. kopf's ``run`` command, which
+    ``KopfRunner`` runs in this process, makes the runner's registry the default: without this,
+    the handlers that modules register at import (``k8slease.operator.handlers``) vanish from
+    it for every test that runs later in the same process."""
+    previous = kopf.get_default_registry()
+    yield
+    kopf.set_default_registry(previous)
+
+
+@pytest.mark.usefixtures("kopf_default_registry")
 def test_kopf_operator_runs_against_the_server(
     k8s_fresh_apiserver: APIServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
