@@ -7,8 +7,10 @@ rather than documented and hoped for:
   before it gives up, and it gives up (``renew_deadline`` after the last successful renew was
   *sent*) strictly before any candidate may take over (``lease_duration`` after it first saw that
   renew's record). The difference is the margin that absorbs scheduling delays.
-* ``lease_duration`` is written as ``leaseDurationSeconds``, an integer, so it must be a whole
-  number of seconds, at least 1.
+* ``lease_duration`` is written as ``leaseDurationSeconds``, an int32, so it must be a whole
+  number of seconds, at least 1 and at most 2147483647
+  (:data:`k8slease.kube.options.MAX_SECONDS`, the limit of every duration option, given or
+  derived).
 * ``request_timeout`` is shorter than the renew deadline; it bounds every connect and the
   release, while a renew may take the time left before its deadline
   (:mod:`k8slease.election.budgets`). A hung API server cannot keep a leader believing past the
@@ -22,7 +24,7 @@ import threading
 from dataclasses import dataclass
 
 from k8slease.errors import ConfigError
-from k8slease.kube.options import seconds
+from k8slease.kube.options import check_at_most, seconds
 from k8slease.logs import get_logger
 
 _log = get_logger("k8slease.timing")
@@ -86,7 +88,9 @@ class ElectionTiming:
     of it and, when unset, ``lease_duration`` to 1.5 times it (whole seconds, at least 1 s
     more); a given ``renew_interval`` alone sets the lease to 3 times it; ``retry_interval`` is
     ``min(5, lease_duration / 12)``. client-go's ``15/10/2`` (lease, deadline, retry) is
-    accepted as is. An error names the options the user wrote and how the others were derived.
+    accepted as is. Every duration, given or derived, is at most 2147483647 s
+    (``leaseDurationSeconds`` is an int32). An error names the options the user wrote and how the
+    others were derived.
     """
 
     lease_duration: float
@@ -155,6 +159,8 @@ class ElectionTiming:
         retry = (
             given_retry if given_retry is not None else min(DEFAULT_RETRY_INTERVAL, duration / 12)
         )
+        # a derived lease may overshoot where the option given did not: it is written too
+        check_at_most("lease_duration", duration, given=said["lease_duration"])
         if duration < 1:
             raise ConfigError(
                 f"lease_duration must be a whole number of seconds >= 1 (it is written as"

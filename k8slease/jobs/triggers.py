@@ -17,7 +17,7 @@ from k8slease.errors import ConfigError
 from k8slease.jobs.apscompat import check_timezone, translate
 from k8slease.jobs.misfire import MisfirePolicy
 from k8slease.jobs.spec import JobSpec, Mode, job_name_from
-from k8slease.kube.options import member
+from k8slease.kube.options import check_at_most, member
 from k8slease.kube.options import seconds as check_seconds
 
 #: Interval ticks are counted from this instant, so that every replica computes the same ticks.
@@ -26,6 +26,10 @@ INTERVAL_ANCHOR = datetime(2000, 1, 1, tzinfo=UTC)
 
 def cron_trigger(expression: str, *, timezone: str | tzinfo) -> CronTrigger:
     """A five-field cron ``expression`` in ``timezone``; ``ConfigError`` names what is wrong."""
+    if not isinstance(expression, str):
+        raise ConfigError(
+            f"the cron expression must be a string of five fields, got {expression!r}"
+        )
     zone = check_timezone(timezone)
     try:
         return CronTrigger.from_crontab(expression, timezone=zone)
@@ -55,6 +59,7 @@ def interval_trigger(
         raise ConfigError(
             "an interval must be longer than 0 seconds (seconds/minutes/hours/days/weeks)"
         )
+    check_at_most("the interval (seconds/minutes/hours/days/weeks added up)", total, given=total)
     if not isinstance(anchor, datetime) or anchor.tzinfo is None:
         raise ConfigError("anchor must be timezone-aware")
     return IntervalTrigger(seconds=total, start_date=anchor, timezone=UTC)
@@ -69,7 +74,7 @@ def job_spec(
     options: dict[str, Any],
 ) -> JobSpec:
     """The spec of ``func`` registered with ``options`` (APScheduler's names translated)."""
-    spec_name = name or job_name_from(func)
+    spec_name = job_name_from(func) if name is None else name
     given: dict[str, Any] = translate(dict(options), job=spec_name)
     if "misfire" in given:  # a MisfirePolicy, or its value or name ("skip", "RUN_ALL")
         prefix = f"job {spec_name!r}: "

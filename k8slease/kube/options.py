@@ -15,6 +15,13 @@ from k8slease.errors import ConfigError
 
 E = TypeVar("E", bound=Enum)
 
+#: The longest duration k8slease takes, in seconds (about 68 years): a Lease's
+#: ``leaseDurationSeconds`` is an int32, and every duration option either ends up there (a lease
+#: duration, a lock time) or bounds a wait or a socket timeout, where a larger number overflows.
+MAX_SECONDS = 2_147_483_647
+#: Why :data:`MAX_SECONDS`, said in the errors.
+MAX_SECONDS_WHY = "k8slease's limit for every duration: a Lease's leaseDurationSeconds is an int32"
+
 
 def seconds(
     name: str,
@@ -22,24 +29,39 @@ def seconds(
     *,
     minimum: float = 0.0,
     above: bool = False,
-    maximum: float | None = None,
+    maximum: float = MAX_SECONDS,
     prefix: str = "",
 ) -> float:
     """``value`` as float seconds: a finite number (not a bool) ``>= minimum`` (``> minimum``
-    when ``above``) and ``<= maximum`` when given."""
+    when ``above``) and ``<= maximum`` (by default :data:`MAX_SECONDS`, the limit of every
+    duration)."""
     low = f"> {minimum:g}" if above else f">= {minimum:g}"
-    wanted = f"a finite number of seconds {low}" + (
-        f" and <= {maximum:g}" if maximum is not None else ""
-    )
+    wanted = f"a finite number of seconds {low}"
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ConfigError(f"{prefix}{name} must be {wanted}, got {value!r}")
-    number = float(value)
-    if not math.isfinite(number):
+    if isinstance(value, float) and not math.isfinite(value):
         raise ConfigError(f"{prefix}{name} must be {wanted}, got {value!r}")
-    too_low = number <= minimum if above else number < minimum
-    if too_low or (maximum is not None and number > maximum):
+    try:
+        number = float(value)
+    except OverflowError:  # an int beyond any float: far above the limit
+        number = math.inf
+    if number <= minimum if above else number < minimum:
         raise ConfigError(f"{prefix}{name} must be {wanted}, got {value!r}")
+    check_at_most(name, number, maximum, given=value, prefix=prefix)
     return number
+
+
+def check_at_most(
+    name: str, number: float, maximum: float = MAX_SECONDS, *, given: object, prefix: str = ""
+) -> None:
+    """Raise ``ConfigError`` naming ``name`` and the limit when ``number`` (seconds) is above
+    ``maximum``; ``given`` is what the user wrote, or how the value came about."""
+    if number > maximum:
+        why = f" ({MAX_SECONDS_WHY})" if maximum == MAX_SECONDS else ""
+        shown = given if isinstance(given, str) else repr(given)
+        raise ConfigError(
+            f"{prefix}{name} must be at most {maximum:.10g} seconds{why}, got {shown}"
+        )
 
 
 def flag(name: str, value: object, *, prefix: str = "") -> bool:
