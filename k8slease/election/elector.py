@@ -37,7 +37,12 @@ from k8slease.kube.apiclient import api_client_if_configured, check_api_client
 from k8slease.kube.identity import default_namespace, identity_or_default
 from k8slease.kube.options import flag
 from k8slease.kube.signals import GracefulSignals
-from k8slease.kube.validate import validate_label_value, validate_lease_name, validate_namespace
+from k8slease.kube.validate import (
+    election_group,
+    optional_namespace,
+    validate_lease_name,
+    validate_namespace,
+)
 from k8slease.logs import get_logger
 from k8slease.metrics import ElectorMetrics, default_metrics
 
@@ -119,9 +124,9 @@ class LeaderElector:
         if not isinstance(seams, Seams):
             raise ConfigError(f"seams must be a Seams, got {seams!r}")
         self.name = validate_lease_name(name)
-        self.namespace = validate_namespace(namespace or default_namespace())
+        self.namespace = optional_namespace(namespace) or validate_namespace(default_namespace())
         self.identity = identity_or_default(identity)
-        self.group = validate_label_value(group or self.name, what="group")
+        self.group = election_group(self.name, group)
         self.timing = one_timing(
             timing,
             lease_duration=lease_duration,

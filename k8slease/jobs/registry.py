@@ -63,6 +63,7 @@ from k8slease.kube.apiclient import api_client_if_configured, check_api_client, 
 from k8slease.kube.options import flag
 from k8slease.kube.options import seconds as check_seconds
 from k8slease.kube.signals import SIGNAL_POLL, GracefulSignals, LoopWaker
+from k8slease.kube.validate import optional_namespace
 from k8slease.lease.informer import LeaseInformer
 from k8slease.logs import get_logger
 from k8slease.metrics import JobMetrics, default_job_metrics
@@ -125,7 +126,10 @@ class Jobs:
         claim_spread: int = DEFAULT_CLAIM_SPREAD,
         journal: str | os.PathLike[str] | None = AUTO,
     ) -> None:
-        self.group, self.namespace, self.identity = site_names(group, namespace, identity)
+        # a namespace given explicitly ("" too) is checked; only None means the default
+        self.group, self.namespace, self.identity = site_names(
+            group, optional_namespace(namespace), identity
+        )
         if scheduler is not None and not isinstance(scheduler, BaseScheduler):
             raise ConfigError(f"scheduler must be an APScheduler 3 scheduler, got {scheduler!r}")
         self._scheduler = scheduler

@@ -40,8 +40,12 @@ DEFAULT_GRACE = 300.0
 
 
 def job_name_from(func: Callable[..., Any]) -> str:
-    """A Lease-safe job name derived from a function name: lowercase, ``_`` turned into ``-``."""
-    return func.__name__.lower().replace("_", "-").strip("-")
+    """A Lease-safe job name derived from a function name: lowercase, ``_`` turned into ``-``
+    (``ConfigError`` for an object without a name, such as a ``functools.partial``)."""
+    name = getattr(func, "__name__", None)
+    if not isinstance(name, str):
+        raise ConfigError(f"{func!r} has no __name__ to name its job after: pass name=...")
+    return name.lower().replace("_", "-").strip("-")
 
 
 class JobOptions(TypedDict, total=False):
@@ -88,7 +92,8 @@ class JobSpec:
 
     def validate(self) -> JobSpec:
         """Return self, or raise ``ConfigError`` saying exactly which option is wrong."""
-        if not is_dns_label(self.name):  # part of a Lease name and a label value
+        if not isinstance(self.name, str) or not is_dns_label(self.name):
+            # part of a Lease name and a label value
             raise ConfigError(
                 f"job name {self.name!r} must be a DNS label: lowercase alphanumerics and '-', "
                 "at most 63 characters (pass name=... to choose one)"
@@ -99,6 +104,11 @@ class JobSpec:
         object.__setattr__(
             self, "misfire", member("misfire", self.misfire, MisfirePolicy, prefix=prefix)
         )
+        if self.trigger is not None and not isinstance(self.trigger, BaseTrigger):
+            raise ConfigError(
+                f"job {self.name!r}: trigger must be an APScheduler trigger (a BaseTrigger such as"
+                f" CronTrigger or IntervalTrigger) or None for a singleton, got {self.trigger!r}"
+            )
         if not callable(self.func):
             raise ConfigError(f"job {self.name!r}: {self.func!r} is not callable")
         _check_job_signature(self.name, self.func)

@@ -55,7 +55,7 @@ from k8slease.jobs.triggers import INTERVAL_ANCHOR
 from k8slease.jobs.wiring import JobWiring, connect_jobs, site_names
 from k8slease.kube.apiclient import api_client_if_configured, check_api_client, default_api_client
 from k8slease.kube.options import flag, seconds
-from k8slease.kube.validate import is_dns_label
+from k8slease.kube.validate import is_dns_label, optional_namespace
 from k8slease.lease.informer import LeaseInformer
 from k8slease.metrics import JobMetrics, default_job_metrics
 
@@ -122,7 +122,10 @@ class TickLock:
         watch: bool = False,
         journal: str | os.PathLike[str] | None = AUTO,
     ) -> None:
-        self.group, self.namespace, self.identity = site_names(group, namespace, identity)
+        # a namespace given explicitly ("" too) is checked; only None means the default
+        self.group, self.namespace, self.identity = site_names(
+            group, optional_namespace(namespace), identity
+        )
         self._api_client = (
             api_client_if_configured() if api_client is None else check_api_client(api_client)
         )

@@ -36,13 +36,31 @@ def validate_lease_name(name: object) -> str:
     return name
 
 
+#: The longest job group name: it is written as a label value (``k8slease.io/group``).
+MAX_GROUP_LENGTH = 63
+
+
 def validate_job_group(group: object) -> str:
-    """Return ``group`` when it can name a job group (a Lease name without '.', since each job's
-    lock Lease is ``<group>.<job>``), else raise ``ConfigError``."""
-    name = validate_lease_name(group)
-    if "." in name:
-        raise ConfigError(f"group {name!r} must not contain '.' (job Leases are <group>.<job>)")
-    return name
+    """Return ``group`` when it can name a job group, else raise ``ConfigError``: a Lease name
+    without '.' (each job's lock Lease is ``<group>.<job>``) that is also a label value (the
+    ``k8slease.io/group`` label of every Lease and Event of the group), so at most 63 characters.
+    With a job name (a DNS label) the lock Lease's name is then always valid (at most 127)."""
+    if not isinstance(group, str) or not group:
+        raise ConfigError(f"group must be a non-empty string, got {group!r}")
+    if len(group) > MAX_GROUP_LENGTH:
+        raise ConfigError(
+            f"group {group!r} is {len(group)} characters long; at most {MAX_GROUP_LENGTH}: it is"
+            " written as the label value k8slease.io/group and starts each job's Lease name"
+            " <group>.<job>"
+        )
+    if "." in group:
+        raise ConfigError(f"group {group!r} must not contain '.' (job Leases are <group>.<job>)")
+    if not is_dns_label(group):
+        raise ConfigError(
+            f"group {group!r} is not a DNS label (lowercase alphanumerics and '-', starting and"
+            " ending with an alphanumeric): it names the group's Leases"
+        )
+    return group
 
 
 def validate_namespace(namespace: object) -> str:
@@ -52,8 +70,36 @@ def validate_namespace(namespace: object) -> str:
     return namespace
 
 
+def optional_namespace(namespace: object) -> str | None:
+    """``None`` (the caller applies the default namespace) or ``namespace`` validated: a
+    namespace given explicitly must be one (``""`` or ``0`` is an error, not the default)."""
+    if namespace is None:
+        return None
+    if not isinstance(namespace, str) or not is_dns_label(namespace):
+        raise ConfigError(
+            f"namespace {namespace!r} is not a DNS label (lowercase alphanumerics and '-', at most"
+            " 63 characters); pass None (the default) for the default namespace"
+        )
+    return namespace
+
+
 def validate_label_value(value: object, *, what: str) -> str:
     """Return ``value`` when it can be a Kubernetes label value, else raise ``ConfigError``."""
     if not isinstance(value, str) or len(value) > 63 or not _LABEL_VALUE.match(value):
         raise ConfigError(f"{what} {value!r} cannot be a label value (<= 63 characters)")
     return value
+
+
+def election_group(name: str, group: object) -> str:
+    """The ``k8slease.io/group`` label value of an election's Lease: ``group``, or the Lease
+    ``name`` when ``group`` is ``None``; ``ConfigError`` naming what was given otherwise."""
+    if group is None:
+        if len(name) > 63:
+            raise ConfigError(
+                f"Lease name {name!r} is {len(name)} characters long: without group= it is also"
+                " the k8slease.io/group label value (at most 63 characters); pass group=..."
+            )
+        return name
+    if group == "":
+        raise ConfigError("group must not be empty; pass None (the default) for the Lease name")
+    return validate_label_value(group, what="group")

@@ -52,7 +52,7 @@ def test_names_come_from_functions_and_must_be_unique(jobs: Jobs) -> None:
 
 
 def test_group_names_must_make_valid_lease_names() -> None:
-    with pytest.raises(ConfigError, match="not a DNS subdomain"):
+    with pytest.raises(ConfigError, match="group 'Billing Team' is not a DNS label"):
         Jobs("Billing Team")
     with pytest.raises(ConfigError, match=r"must not contain '\.'"):
         Jobs("billing.eu")
