@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import tempfile
@@ -52,13 +53,33 @@ def write_kubeconfig(
         if path is not None
         else Path(tempfile.mkdtemp(prefix="k8slease-")) / "kubeconfig"
     )
+    if target.is_dir():  # the rename below would fail only after the token was written
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(target))
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.tmp{os.getpid()}")
     tmp.unlink(missing_ok=True)
     # created 0600, never readable by others, not even between the write and a chmod
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as out:
-        document = kubeconfig_document(url, token=token, ca_data=ca_data)
-        out.write(json.dumps(document, indent=2) + "\n")
-    tmp.replace(target)
+    try:
+        with os.fdopen(fd, "w") as out:
+            document = kubeconfig_document(url, token=token, ca_data=ca_data)
+            out.write(json.dumps(document, indent=2) + "\n")
+        tmp.replace(target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # it holds the token: never left behind
+        raise
     return target
+
+
+def kubeconfig_target_problem(path: str | os.PathLike[str]) -> str | None:
+    """Why a kubeconfig cannot be written at ``path`` (checked before a server starts, so that
+    a usage error is reported as one), or ``None`` when nothing is known to stop it."""
+    target = Path(path)
+    if target.is_dir():
+        return f"--kubeconfig {str(path)!r} is a directory; pass the path of a file"
+    parent = next((p for p in (target.parent, *target.parent.parents) if p.exists()), None)
+    if parent is not None and not parent.is_dir():
+        return f"--kubeconfig {str(path)!r}: {str(parent)!r} is not a directory"
+    if parent is not None and not os.access(parent, os.W_OK | os.X_OK):
+        return f"--kubeconfig {str(path)!r}: {str(parent)!r} is not writable"
+    return None

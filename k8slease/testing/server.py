@@ -202,9 +202,13 @@ class APIServer(StartStop):
                 f"the API server failed to start: {self._failure}"
             ) from self._failure
         ca_data = base64.b64encode(self.pki.ca_cert.read_bytes()).decode() if self.pki else None
-        self._kubeconfig = write_kubeconfig(
-            self.url, self._kubeconfig_path, token=self.token, ca_data=ca_data
-        )
+        try:
+            self._kubeconfig = write_kubeconfig(
+                self.url, self._kubeconfig_path, token=self.token, ca_data=ca_data
+            )
+        except BaseException:
+            self.stop()  # no server left serving without its kubeconfig
+            raise
         return self
 
     def _remove_kubeconfig(self) -> None:
