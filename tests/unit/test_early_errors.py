@@ -68,7 +68,7 @@ def test_help_of_a_command_whose_extra_is_missing(
             raise ModuleNotFoundError("No module named 'aiohttp'", name="aiohttp")
         return real(name, *args)
 
-    monkeypatch.setattr(cli_main.importlib, "import_module", core_install)
+    monkeypatch.setattr(importlib, "import_module", core_install)  # the module cli_main uses
     assert cli_main.main(["apiserver", "--help"]) == 0
     out = capsys.readouterr().out
     assert "usage: k8slease apiserver" in out
@@ -84,3 +84,76 @@ def test_the_operator_takes_log_level() -> None:
     assert settings_from_args(["-q"]).log_level == "WARNING"
     with pytest.raises(SystemExit):
         settings_from_args(["--log-level", "loud"])
+
+
+def token_files(directory: Path) -> list[Path]:
+    """Every file under ``directory`` (a kubeconfig and its temporary file hold the token)."""
+    return sorted(p for p in directory.rglob("*") if p.is_file())
+
+
+def test_apiserver_refuses_a_kubeconfig_that_is_a_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: the server started, the write crashed with IsADirectoryError and left a 0600
+    temporary file holding the bearer token next to the directory."""
+    directory = tmp_path / "kcdir"
+    directory.mkdir()
+    assert cli_main.main(["apiserver", "--kubeconfig", str(directory)]) == 2
+    captured = capsys.readouterr()
+    assert captured.err == (
+        f"k8slease apiserver: --kubeconfig {str(directory)!r} is a directory;"
+        " pass the path of a file\n"
+    )
+    assert captured.out == ""
+    assert token_files(tmp_path) == []
+
+
+def test_apiserver_kubeconfig_under_a_file_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "file").write_text("")
+    assert cli_main.main(["apiserver", "--kubeconfig", str(tmp_path / "file" / "kc")]) == 2
+    assert "is not a directory" in capsys.readouterr().err
+
+
+def test_a_failed_kubeconfig_write_stops_the_server_and_leaves_no_token(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Any failure of the write (here the rename) removes the temporary file; the server that
+    was already answering is stopped, and the command says so in one line, exit status 2."""
+    from k8slease.testing.server import APIServer
+
+    def refuse(self: Path, target: Path) -> Path:
+        raise PermissionError(13, "Permission denied", str(target))
+
+    monkeypatch.setattr(Path, "replace", refuse)
+    target = tmp_path / "kubeconfig"
+    server = APIServer(kubeconfig=target)
+    with pytest.raises(PermissionError):
+        server.start()
+    assert server._thread is None  # stopped, not left serving without its kubeconfig
+    assert token_files(tmp_path) == []
+    assert cli_main.main(["apiserver", "--kubeconfig", str(target)]) == 2
+    [line] = capsys.readouterr().out.splitlines()
+    assert line.startswith("k8slease apiserver: cannot write the kubeconfig: [Errno 13]")
+    assert token_files(tmp_path) == []
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--history-size", "-5"], "argument --history-size: must be an integer >= 1, got -5"),
+        (["--history-size", "0"], "argument --history-size: must be an integer >= 1, got 0"),
+        (["--history-size", "x"], "argument --history-size: must be an integer >= 1, got 'x'"),
+        (["--port", "70000"], "argument --port: must be an integer from 0 to 65535, got 70000"),
+    ],
+)
+def test_apiserver_refuses_bad_numbers(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from k8slease.testing.serve import build_parser
+
+    with pytest.raises(SystemExit) as exited:
+        build_parser().parse_args(argv)
+    assert exited.value.code == 2
+    assert f"k8slease apiserver: error: {message}\n" in capsys.readouterr().err
