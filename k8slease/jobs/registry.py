@@ -42,6 +42,7 @@ from k8slease.election.seams import Seams
 from k8slease.election.timing import ElectionTiming, with_request_timeout
 from k8slease.errors import ConfigError
 from k8slease.jobs.dropped import DroppedTicks
+from k8slease.jobs.inprogress import wait_for_runs
 from k8slease.jobs.journal import AUTO, RunJournal, journal_path
 from k8slease.jobs.leaderruns import LeaderSingletons
 from k8slease.jobs.lockcache import DEFAULT_CLAIM_SPREAD, DEFAULT_CLAIM_STEP, check_claim_spacing
@@ -373,6 +374,8 @@ class Jobs:
                 dropped=self._dropped,
                 runners=self.runners,
             )
+            if self._owns_scheduler and self._loop is not None:  # its runs cancelled on the loop
+                wait_for_runs(self._loop, [r.runs for r in self.runners.values()], log=self._log)
 
     def run(self, *, handle_signals: bool | None = None) -> None:
         """Start and block until :meth:`stop` has finished (or a handled signal stopped it).
