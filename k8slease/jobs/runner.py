@@ -394,7 +394,9 @@ class TickRunner:
     async def _finished(self, attempt: _Attempt, outcome: Outcome, error: str | None) -> str:
         """:meth:`_finish` in a thread, to its end even if the run is cancelled meanwhile (the
         cancellation is raised after the release)."""
-        final, cancelled = await in_thread_to_the_end(partial(self._finish, attempt, outcome, error))
+        final, cancelled = await in_thread_to_the_end(
+            partial(self._finish, attempt, outcome, error)
+        )
         if cancelled:
             raise asyncio.CancelledError
         return final
