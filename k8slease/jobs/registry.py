@@ -42,7 +42,9 @@ from k8slease.election.seams import Seams
 from k8slease.election.timing import ElectionTiming, with_request_timeout
 from k8slease.errors import ConfigError
 from k8slease.jobs.dropped import DroppedTicks
+from k8slease.jobs.inprogress import wait_for_runs
 from k8slease.jobs.journal import AUTO, RunJournal, journal_path
+from k8slease.jobs.leaderruns import LeaderSingletons
 from k8slease.jobs.lockcache import DEFAULT_CLAIM_SPREAD, DEFAULT_CLAIM_STEP, check_claim_spacing
 from k8slease.jobs.runner import TickRunner
 from k8slease.jobs.singletons import SingletonRun
@@ -155,7 +157,9 @@ class Jobs:
         self._elector: LeaderElector | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._informer: LeaseInformer | None = None
+        #: EVERY_REPLICA singletons (until stop); LEADER ones are each term's work
         self._singletons: list[SingletonRun] = []
+        self._leader_runs = LeaderSingletons()
         self._leading: threading.Event | None = None
         self._stopped = threading.Event()
         self._stop_finished = threading.Event()
@@ -336,7 +340,9 @@ class Jobs:
             self._start_election(api_client)
 
     def stop(self) -> None:
-        """Stop: step down (releasing the group Lease), stop singletons and the scheduler."""
+        """Stop: step down (releasing the group Lease once the LEADER singletons have ended),
+        stop singletons and the scheduler."""
+        self._leader_runs.let_go_of_current()  # a LEADER singleton stopping the jobs
         with self._lock:
             if not self._started or self._stopped.is_set():
                 if not self._started:
@@ -360,6 +366,7 @@ class Jobs:
             runner.losses.ended()  # an outage still going on is reported with its count
         if self._informer is not None:
             self._informer.stop()
+        self._leader_runs.stop()  # the elector waited for them (up to the end of the term)
         for run in list(self._singletons):
             run.stop(timeout=self.request_timeout)
         if self._scheduler is not None:
@@ -371,6 +378,8 @@ class Jobs:
                 dropped=self._dropped,
                 runners=self.runners,
             )
+            if self._owns_scheduler and self._loop is not None:  # its runs cancelled on the loop
+                wait_for_runs(self._loop, [r.runs for r in self.runners.values()], log=self._log)
 
     def run(self, *, handle_signals: bool | None = None) -> None:
         """Start and block until :meth:`stop` has finished (or a handled signal stopped it).
@@ -424,6 +433,7 @@ class Jobs:
     def _start_singleton(
         self, spec: JobSpec, lost: threading.Event, fencing_token: int | None
     ) -> None:
+        leader = spec.mode is Mode.LEADER
         run = SingletonRun(
             spec,
             group=self.group,
@@ -432,8 +442,12 @@ class Jobs:
             fencing_token=fencing_token,
             restart_delay=self.restart_delay,
             loop=self._loop,
+            on_end=self._leader_runs.ended if leader else None,
         )
-        self._singletons.append(run)
+        if leader:
+            self._leader_runs.add(run)
+        else:
+            self._singletons.append(run)
         run.start()
 
     def _start_election(self, api_client: client.ApiClient) -> None:
@@ -453,17 +467,23 @@ class Jobs:
         self._elector.start()
 
     def _on_started_leading(self, ctx: LeadershipContext) -> None:
-        """Leadership began: resume LEADER jobs, catch up, start singletons; block until lost."""
+        """Leadership began: resume LEADER jobs, catch up, start singletons; block until lost,
+        then until the singletons have ended: they are the term's work, so the elector does not
+        release the Lease while one still runs (:mod:`~k8slease.jobs.leaderruns`)."""
         scheduler = self._scheduler
         assert scheduler is not None
         leader_specs = [s for s in self._specs.values() if s.mode is Mode.LEADER]
         set_leader_jobs(scheduler, leader_specs, group=self.group, running=True)
         scheduled = [self.runners[s.name] for s in leader_specs if s.trigger is not None]
         catch_up(scheduler, scheduled, now=self._clock.now())
-        for spec in leader_specs:
-            if spec.trigger is None:
+        singletons = [spec for spec in leader_specs if spec.trigger is None]
+        # an earlier term's singleton still finishing (that term lost its renewals): not twice
+        if singletons and self._leader_runs.wait_for_earlier(ctx.lost):
+            for spec in singletons:
                 self._start_singleton(spec, ctx.lost, ctx.fencing_token)
         ctx.lost.wait()
+        self._leader_runs.stop()  # also one started as _on_stopped_leading told the others
+        self._leader_runs.wait_all()
 
     def _on_stopped_leading(self, ctx: LeadershipContext) -> None:
         """Leadership ended: stop firing LEADER jobs at once and stop the leader's singletons."""
@@ -473,6 +493,6 @@ class Jobs:
             set_leader_jobs(scheduler, leader_specs, group=self.group, running=False)
         for runner in self.runners.values():
             runner.leadership_ended()  # a LEADER run in progress reads ctx.lost at once
-        for run in [r for r in self._singletons if r.spec.mode is Mode.LEADER]:
-            run.stop(timeout=0)
-            self._singletons.remove(run)
+        # told, not waited for: the term's work thread waits for them before the release
+        self._leader_runs.stop()
+        self._leader_runs.wake()

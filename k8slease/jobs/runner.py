@@ -21,6 +21,7 @@ from k8slease.clock import Clock, SystemClock
 from k8slease.errors import NotFound, TransportError
 from k8slease.jobs.context import JobContext
 from k8slease.jobs.dropped import NotRun
+from k8slease.jobs.inprogress import RunsInProgress, in_thread_to_the_end
 from k8slease.jobs.leadergate import bind_to_leadership
 from k8slease.jobs.lock import Grant, JobLock
 from k8slease.jobs.lockrules import Verdict
@@ -103,6 +104,8 @@ class TickRunner:
         #: the last claim was refused because the namespace does not exist (Jobs is not ready)
         self.namespace_missing = False
         self._log = log.bind(job=spec.name, group=group, identity=identity)
+        #: the runs in progress (``Jobs.stop()`` waits for those a scheduler shutdown cancelled)
+        self.runs = RunsInProgress()
         #: ticks lost in the current outage (API unreachable, or no leader), reported once
         self.losses = LostTicks(group=group, job=spec.name, log=self._log)
 
@@ -322,10 +325,11 @@ class TickRunner:
         return None
 
     def _tick(self, tick: datetime, *, catch_up: bool = False) -> str | NotRun | None:
-        attempt = self._claim_or_drop(tick, catch_up=catch_up)
-        if not isinstance(attempt, _Attempt):
-            return attempt
-        outcome = self._run(attempt)
+        with self.runs.counted():
+            attempt = self._claim_or_drop(tick, catch_up=catch_up)
+            if not isinstance(attempt, _Attempt):
+                return attempt
+            outcome = self._run(attempt)
         if attempt.tick != tick:
             # this replica's earlier claim, applied after its write timed out, ran first
             return self._tick(tick, catch_up=True)
@@ -349,10 +353,16 @@ class TickRunner:
         return self._said(await self._tick_async(tick, catch_up=catch_up))
 
     async def _tick_async(self, tick: datetime, *, catch_up: bool = False) -> str | NotRun | None:
-        attempt = await asyncio.to_thread(partial(self._claim_or_drop, tick, catch_up=catch_up))
-        if not isinstance(attempt, _Attempt):
-            return attempt
-        outcome = await self._run_async(attempt)
+        with self.runs.counted():
+            claim = partial(self._claim_or_drop, tick, catch_up=catch_up)
+            attempt, cancelled = await in_thread_to_the_end(claim)
+            if cancelled:  # (a shutdown) during the claim: a grant is released, never run
+                if isinstance(attempt, _Attempt) and attempt.grant is not None:
+                    await self._finished(attempt, "failed", "cancelled before it started")
+                raise asyncio.CancelledError
+            if not isinstance(attempt, _Attempt):
+                return attempt
+            outcome = await self._run_async(attempt)
         if attempt.tick != tick:
             # this replica's earlier claim, applied after its write timed out, ran first
             return await self._tick_async(tick, catch_up=True)
@@ -363,7 +373,8 @@ class TickRunner:
         # the hop back to the loop is a slow step too: check again right before the start
         # (no await between this check and the call)
         if grant is not None and grant.lost.is_set():
-            await asyncio.to_thread(self._startable, grant)
+            if (await in_thread_to_the_end(partial(self._startable, grant)))[1]:
+                raise asyncio.CancelledError
             return None
         tick = attempt.tick
         try:
@@ -371,16 +382,24 @@ class TickRunner:
             await cancellable(job, None if grant is None else grant.lost_hooks)
         except asyncio.CancelledError:
             if grant is not None and grant.lost.is_set():
-                return await asyncio.to_thread(self._finish, attempt, "lost", "cancelled")
+                return await self._finished(attempt, "lost", "cancelled")
             if grant is not None:  # cancelled from outside (shutdown): release, then go on
                 self._finish(attempt, "failed", "cancelled")
             raise
         except Exception as exc:
             self._log.exception("job.raised", tick=tick.isoformat())
-            return await asyncio.to_thread(
-                self._finish, attempt, "failed", f"{type(exc).__name__}: {exc}"
-            )
-        return await asyncio.to_thread(self._finish, attempt, "succeeded", None)
+            return await self._finished(attempt, "failed", f"{type(exc).__name__}: {exc}")
+        return await self._finished(attempt, "succeeded", None)
+
+    async def _finished(self, attempt: _Attempt, outcome: Outcome, error: str | None) -> str:
+        """:meth:`_finish` in a thread, to its end even if the run is cancelled meanwhile (the
+        cancellation is raised after the release)."""
+        final, cancelled = await in_thread_to_the_end(
+            partial(self._finish, attempt, outcome, error)
+        )
+        if cancelled:
+            raise asyncio.CancelledError
+        return final
 
     def _untold_tick(self) -> datetime:
         """The tick for a call that did not come through a k8slease executor: now, to the second."""

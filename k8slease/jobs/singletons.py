@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
+from collections.abc import Callable
 
 from k8slease.callbacks import CancelHooks, run_cancellable
 from k8slease.jobs.context import JobContext
@@ -33,11 +34,14 @@ class SingletonRun:
         fencing_token: int | None,
         restart_delay: float = 5.0,
         loop: asyncio.AbstractEventLoop | None = None,
+        on_end: Callable[[SingletonRun], None] | None = None,
     ) -> None:
         self.spec = spec
         self.lost = lost
         self.restart_delay = restart_delay
         self._loop = loop
+        #: called (in the singleton's thread) once it has ended for good
+        self._on_end = on_end
         self._log = log.bind(job=spec.name, group=group, identity=identity)
         self.ctx = JobContext(
             job=spec.name,
@@ -57,6 +61,11 @@ class SingletonRun:
         self._log.info("singleton.started", fencing_token=self.ctx.fencing_token)
         self._thread.start()
 
+    @property
+    def thread(self) -> threading.Thread:
+        """The thread the singleton runs in."""
+        return self._thread
+
     def stop(self, timeout: float | None = None) -> None:
         """Set ``lost``, cancel a coroutine singleton, and wait up to ``timeout`` for it to end."""
         self.lost.set()
@@ -65,6 +74,14 @@ class SingletonRun:
             self._thread.join(timeout)
 
     def _supervise(self) -> None:
+        try:
+            self._run_until_lost()
+        finally:
+            self._log.info("singleton.stopped")
+            if self._on_end is not None:
+                self._on_end(self)
+
+    def _run_until_lost(self) -> None:
         while not self.lost.is_set():
             try:
                 if self.spec.is_coroutine:
@@ -79,7 +96,6 @@ class SingletonRun:
                 break
             self._log.warning("singleton.ended_early", restart_in=self.restart_delay)
             self.lost.wait(self.restart_delay)
-        self._log.info("singleton.stopped")
 
     def _run_coroutine(self) -> None:
         run_cancellable(self.spec.call(self.ctx), loop=self._loop, hooks=self._cancel)
