@@ -100,20 +100,29 @@ def run_cancellable(
     loop: asyncio.AbstractEventLoop | None,
     hooks: CancelHooks | None,
 ) -> T:
-    """Run ``coro`` from this thread until it ends; ``hooks`` cancel it.
+    """Run ``coro`` from this thread until it has ended; ``hooks`` cancel it.
 
     On ``loop`` when it is running (an integration's loop, see :mod:`k8slease.election.aio`),
     else on a private loop in this thread. A cancelled coroutine raises
-    ``concurrent.futures.CancelledError`` (on ``loop``) or ``asyncio.CancelledError``.
+    ``concurrent.futures.CancelledError`` (on ``loop``) or ``asyncio.CancelledError``, and only
+    once it has ended: its ``except CancelledError`` and ``finally`` code has run by then. A
+    term's work, or a leader singleton, is over when its clean-up is, so nothing that waits for
+    it (the release of the Lease) goes ahead while the clean-up still acts as the leader. Should
+    ``loop`` stop running before the cancelled coroutine ends, nothing will end it: this returns
+    at the cancellation (raising ``concurrent.futures.CancelledError``).
     """
     if loop is None or not loop.is_running():
         return asyncio.run(cancellable(coro, hooks))
-    future = asyncio.run_coroutine_threadsafe(coro, loop)
+    future = asyncio.run_coroutine_threadsafe(cancellable(coro, hooks), loop)
     if hooks is None:
         return future.result()
-    cancel = future.cancel
-    hooks.add(cancel)
+
+    def stranded() -> None:
+        if not loop.is_running():
+            future.cancel()
+
+    hooks.add(stranded)
     try:
         return future.result()
     finally:
-        hooks.remove(cancel)
+        hooks.remove(stranded)

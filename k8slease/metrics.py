@@ -19,7 +19,8 @@ Job metrics (labelled ``group`` and ``job``):
 * ``k8slease_job_runs_total`` (counter): runs on this replica, labelled ``outcome`` (succeeded,
   failed, lost);
 * ``k8slease_job_skips_total`` (counter): ticks this replica skipped, labelled ``reason``
-  (locked, not-leader, api-unreachable); a skip is normal, this is how you see how often;
+  (locked, not-leader, api-unreachable, api-refused); a skip is normal, this is how you see
+  how often;
 * ``k8slease_job_run_seconds`` (histogram): how long runs took.
 
 Each collector is created once per registry and shared by every elector and job in the process.

@@ -296,7 +296,10 @@ class LeaderElector:
         """Stop: a leader steps down (``on_stopped_leading``) and, by default, releases the Lease.
 
         Blocks until the election has ended (at most ``timeout`` seconds) unless called from one
-        of the elector's own threads or callbacks, where it only asks.
+        of the elector's own threads or callbacks, where it only asks. A release that fails is
+        tried again until one lease duration after the term's last renew, so while the API
+        server cannot be reached this may block up to ``lease_duration`` (the release is only
+        sent once the leader's work has ended).
         """
         self.request_stop()
         if threading.get_ident() in self._runner.own_threads:

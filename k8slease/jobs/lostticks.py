@@ -3,7 +3,8 @@
 Three kinds of outage lose ticks without anyone running them:
 
 * the API server cannot be asked: a job that does not fail open skips its tick
-  (``api-unreachable``);
+  (``api-unreachable``); or it refuses the claim (403, 422: ``api-refused``, ``fail_open`` or
+  not);
 * no replica leads: a LEADER-class job's tick fires on no replica at all (only the leader fires
   them; the others keep them paused). Each replica therefore also watches the LEADER jobs'
   triggers and, at each tick, judges from what it has seen of the group Lease whether anyone

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 from k8slease.callbacks import cancellable
 from k8slease.clock import Clock, SystemClock
-from k8slease.errors import NotFound, TransportError
+from k8slease.errors import NotFound, TransportError, Unavailable
 from k8slease.jobs.context import JobContext
 from k8slease.jobs.dropped import NotRun
 from k8slease.jobs.inprogress import RunsInProgress, in_thread_to_the_end
@@ -103,6 +103,8 @@ class TickRunner:
         self.last_skip: Verdict | None = None
         #: the last claim was refused because the namespace does not exist (Jobs is not ready)
         self.namespace_missing = False
+        #: the last claim was answered with a refusal (403, 422, ...): ``api-refused`` skips
+        self.refused = False
         self._log = log.bind(job=spec.name, group=group, identity=identity)
         #: the runs in progress (``Jobs.stop()`` waits for those a scheduler shutdown cancelled)
         self.runs = RunsInProgress()
@@ -139,30 +141,11 @@ class TickRunner:
         except TransportError as exc:
             if self._leadership_ended():
                 self._settle_after_term()  # its claim may land: nobody else would settle it
-            missing = isinstance(exc, NotFound)
-            if not self._degraded or missing != self.namespace_missing:
-                self._degraded = True
-                self.namespace_missing = missing
-                todo = hint("create", exc, namespace=self.lock.transport.namespace)
-                self._log.warning(
-                    "job.namespace_missing" if missing else "job.api_unreachable",
-                    error=str(exc),
-                    fail_open=self.spec.fail_open,
-                    consequence="running without a lock on every replica"
-                    if self.spec.fail_open and not missing
-                    else "skipping ticks until the API server answers",
-                    **({"hint": todo} if todo else {}),
-                )
-            # fail_open is for an unreachable API server, not for a namespace that is not there
-            if self.spec.fail_open and not missing:
-                return self._begin(tick, None)
-            self._unreachable.append(tick)
-            self._skip(tick, "api-unreachable")
-            self.losses.lost(tick, "api-unreachable")
-            return None
+            return self._claim_failed(tick, exc, self.lock.transport.namespace)
         if self._degraded:
             self._degraded = False
             self.namespace_missing = False
+            self.refused = False
             skipped, self._unreachable = self._unreachable, []
             if skipped:
                 # each tick skipped in the outage, named at WARNING once the server is back
@@ -334,6 +317,46 @@ class TickRunner:
             # this replica's earlier claim, applied after its write timed out, ran first
             return self._tick(tick, catch_up=True)
         return outcome
+
+    def _claim_failed(self, tick: datetime, exc: TransportError, namespace: str) -> _Attempt | None:
+        """The claim of ``tick`` failed with ``exc``: skip it, warning once per kind of outage.
+
+        Only an API server that could not be asked (:class:`~k8slease.errors.Unavailable`:
+        no connection, a timeout, 5xx, 429, an answer that is not JSON) lets a ``fail_open``
+        job run without a lock. One that answered with a refusal (a namespace that does not
+        exist, 403, 422) refuses every replica alike: run there, the job would run on all of
+        them at once."""
+        missing = isinstance(exc, NotFound)
+        refused = not missing and not isinstance(exc, Unavailable)
+        runs_open = self.spec.fail_open and not (missing or refused)
+        if not self._degraded or (missing, refused) != (self.namespace_missing, self.refused):
+            self._degraded = True
+            self.namespace_missing, self.refused = missing, refused
+            if runs_open:
+                event, consequence = (
+                    "job.api_unreachable",
+                    "running without a lock on every replica",
+                )
+            elif refused:
+                event, consequence = "job.claim_refused", "skipping ticks until a claim is allowed"
+            else:
+                event = "job.namespace_missing" if missing else "job.api_unreachable"
+                consequence = "skipping ticks until the API server answers"
+            todo = hint("create", exc, namespace=namespace)
+            self._log.warning(
+                event,
+                error=str(exc),
+                fail_open=self.spec.fail_open,
+                consequence=consequence,
+                **({"hint": todo} if todo else {}),
+            )
+        if runs_open:
+            return self._begin(tick, None)
+        reason = "api-refused" if refused else "api-unreachable"
+        self._unreachable.append(tick)
+        self._skip(tick, reason)
+        self.losses.lost(tick, reason)
+        return None
 
     def _run(self, attempt: _Attempt) -> str | None:
         if attempt.grant is not None and not self._startable(attempt.grant):

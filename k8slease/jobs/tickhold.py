@@ -32,7 +32,9 @@ class TickSkipped(Exception):
     ``held`` (another replica holds the job's lock and has not been seen unchanged for
     ``lock_at_most_for``), ``lost-race`` (another replica's write won), ``running`` (this replica
     runs an earlier tick of the job), ``api-unreachable`` and ``namespace-missing`` (the API
-    server could not be asked: every replica skips, with one warning per outage), and
+    server could not be asked: every replica skips, with one warning per outage),
+    ``api-refused`` (it answered the claim with a refusal, 403 or 422: every replica skips, with
+    one warning, ``fail_open`` or not), and
     ``not-started`` (the claim was granted so late that its lock budget was spent; recorded as a
     ``lost`` run, at WARNING). Deliberately not a :class:`~k8slease.errors.K8sLeaseError`: a skip
     is the normal answer on every replica but one, not an error to alert on.
@@ -49,7 +51,9 @@ def _skip_reason(runner: TickRunner) -> str:
     """Why ``runner``'s last claim produced no attempt."""
     if runner.last_skip is not None:
         return runner.last_skip.value
-    return "namespace-missing" if runner.namespace_missing else "api-unreachable"
+    if runner.namespace_missing:
+        return "namespace-missing"
+    return "api-refused" if runner.refused else "api-unreachable"
 
 
 def claim(

@@ -103,3 +103,79 @@ def test_cancellable_returns_the_result_and_leaves_no_hook_behind() -> None:
 
     assert asyncio.run(scenario()) == 42
     hooks.fire()  # nothing registered any more: nothing to cancel, nothing raised
+
+
+def test_a_cancelled_coroutine_on_a_running_loop_has_ended_when_the_call_returns() -> None:
+    """Its clean-up still runs as the leader: the caller (a term's work thread, whose end lets
+    the release go out) must not return before it is over."""
+
+    async def scenario() -> None:
+        loop = asyncio.get_running_loop()
+        hooks = CancelHooks()
+        started = asyncio.Event()
+        cleaning = threading.Event()
+        finish = asyncio.Event()
+        returned = threading.Event()
+        steps: list[str] = []
+
+        async def work() -> None:
+            started.set()
+            try:
+                await asyncio.Event().wait()
+            finally:
+                cleaning.set()
+                await finish.wait()
+                steps.append("clean-up done")
+
+        def run() -> BaseException | None:
+            try:
+                run_cancellable(work(), loop=loop, hooks=hooks)
+            except BaseException as exc:
+                return exc
+            finally:
+                steps.append("returned")
+                returned.set()
+            return None
+
+        waiter = loop.run_in_executor(None, run)
+        await started.wait()
+        hooks.fire()
+        assert await asyncio.to_thread(cleaning.wait, 5)
+        assert not await asyncio.to_thread(returned.wait, 0.3), "returned during the clean-up"
+        finish.set()
+        assert isinstance(await waiter, concurrent.futures.CancelledError)
+        assert steps == ["clean-up done", "returned"]
+
+    asyncio.run(scenario())
+
+
+def test_a_call_waiting_on_a_loop_that_stopped_returns_at_the_cancellation() -> None:
+    loop = asyncio.new_event_loop()
+    started = threading.Event()
+    loop_thread = threading.Thread(target=loop.run_forever)
+    loop_thread.start()
+    hooks = CancelHooks()
+
+    async def work() -> None:
+        started.set()
+        await asyncio.Event().wait()
+
+    outcome: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            run_cancellable(work(), loop=loop, hooks=hooks)
+        except BaseException as exc:
+            outcome.append(exc)
+
+    caller = threading.Thread(target=run)
+    caller.start()
+    assert started.wait(5)
+    loop.call_soon_threadsafe(loop.stop)
+    loop_thread.join(5)
+    hooks.fire()
+    caller.join(5)
+    assert not caller.is_alive() and isinstance(outcome[0], concurrent.futures.CancelledError)
+    pending = asyncio.all_tasks(loop)  # the cancellation asked for above, run to its end
+    loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+    loop.close()

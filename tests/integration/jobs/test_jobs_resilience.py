@@ -16,7 +16,7 @@ import pytest
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from kubernetes import client
 
-from k8slease import JobContext, Jobs, MisfirePolicy
+from k8slease import JobContext, Jobs, MisfirePolicy, TickLock, TickSkipped
 from k8slease.clock import SystemClock
 from k8slease.lease.jobrecord import job_state_from_lease
 from k8slease.lease.record import record_from_lease
@@ -146,16 +146,47 @@ def test_an_unreachable_api_server_skips_coordinated_jobs_and_warns_once(
     assert any(event_of(r) == "job.api_recovered" for r in caplog.records)
 
 
-def test_a_forbidden_answer_also_skips_rather_than_running_everywhere(
-    k8s_embedded_apiserver: APIServer, stop_after: list[Jobs]
+@pytest.mark.parametrize("fail_open", [False, True], ids=["locked", "fail-open"])
+@pytest.mark.parametrize("status", [403, 422])
+def test_a_refused_claim_skips_on_every_replica_even_failing_open(
+    k8s_embedded_apiserver: APIServer,
+    stop_after: list[Jobs],
+    caplog: pytest.LogCaptureFixture,
+    status: int,
+    fail_open: bool,
 ) -> None:
+    """The server answered: it refuses every replica alike, so a job that failed open here
+    would run on all of them at once (fail_open is for a server that cannot be asked)."""
     server = k8s_embedded_apiserver
-    jobs = make_jobs("billing", server.api_client(), identity="solo")
-    jobs.cron(NEVER, name="invoices")(lambda ctx: pytest.fail("must not run"))
-    stop_after.append(jobs)
-    jobs.start()
-    server.faults.add(("get", "create", "update"), "leases", status=403)
-    assert jobs.fire("invoices", T0) is None
+    ran: list[str] = []
+    replicas = []
+    for name in ("r1", "r2"):
+        jobs = make_jobs("billing", server.api_client(), identity=name)
+        jobs.cron(NEVER, name="invoices", fail_open=fail_open)(
+            lambda ctx, name=name: ran.append(name)
+        )
+        stop_after.append(jobs)
+        jobs.start()
+        replicas.append(jobs)
+    server.faults.add(("get", "create", "update"), "leases", status=status)
+    with caplog.at_level(logging.DEBUG, logger="k8slease"):
+        for minute in range(2):
+            for jobs in replicas:
+                assert jobs.fire("invoices", T0 + timedelta(minutes=minute)) is None
+        ticks = TickLock(
+            "billing", namespace="default", identity="r3", api_client=server.api_client()
+        )
+        with pytest.raises(TickSkipped) as skipped, ticks.hold("reports", tick=T0):
+            ran.append("r3")
+        ticks.close()
+    assert ran == [] and skipped.value.reason == "api-refused"
+    warnings = [r for r in caplog.records if event_of(r) == "job.claim_refused"]
+    assert len(warnings) == 3 and all(w.levelno == logging.WARNING for w in warnings)
+    assert not [r for r in caplog.records if event_of(r) == "job.api_unreachable"]
+    assert all(j.runners["invoices"].stats.skips == {"api-refused": 2} for j in replicas)
+    server.faults.clear()
+    assert replicas[0].fire("invoices", T0 + timedelta(hours=1)) == "succeeded"
+    assert ran == ["r1"]
 
 
 @pytest.mark.parametrize(
