@@ -186,11 +186,6 @@ def test_a_term_that_lost_its_renewals_keeps_its_singleton_as_its_work(
         second.stop()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="run_cancellable on a running loop returns as soon as it asks the task to cancel, "
-    "before the coroutine's cleanup has run (fixed on another branch: drop this mark then)",
-)
 def test_leaving_async_with_waits_for_a_coroutine_leader_singleton_on_the_loop(
     new_jobs: JobsFactory,
     k8s_api_client: client.ApiClient,
