@@ -26,13 +26,9 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
-import types
-from collections.abc import Callable, Mapping
-from datetime import datetime, tzinfo
-from typing import Any, TypeVar, Unpack
+from datetime import datetime
 
 from apscheduler.schedulers.base import STATE_STOPPED, BaseScheduler
-from apscheduler.triggers.base import BaseTrigger
 from kubernetes import client
 
 from k8slease.clock import Clock, SystemClock
@@ -46,10 +42,10 @@ from k8slease.jobs.inprogress import wait_for_runs
 from k8slease.jobs.journal import AUTO, RunJournal, journal_path
 from k8slease.jobs.leaderruns import LeaderSingletons
 from k8slease.jobs.lockcache import DEFAULT_CLAIM_SPREAD, DEFAULT_CLAIM_STEP, check_claim_spacing
+from k8slease.jobs.registration import JobRegistrations
 from k8slease.jobs.runner import TickRunner
 from k8slease.jobs.singletons import SingletonRun
-from k8slease.jobs.spec import JobOptions, JobSpec, Mode
-from k8slease.jobs.triggers import INTERVAL_ANCHOR, cron_trigger, interval_trigger, job_spec
+from k8slease.jobs.spec import JobSpec, Mode
 from k8slease.jobs.wiring import (
     catch_up,
     connect_jobs,
@@ -72,10 +68,8 @@ from k8slease.metrics import JobMetrics, default_job_metrics
 
 log = get_logger("k8slease.jobs")
 
-F = TypeVar("F", bound=Callable[..., Any])
 
-
-class Jobs:
+class Jobs(JobRegistrations):
     """Scheduled jobs of one group of replicas, on an APScheduler 3 scheduler.
 
     ``group`` names the group's leader Lease and prefixes each job's lock Lease. ``namespace``
@@ -164,100 +158,15 @@ class Jobs:
         self._stopped = threading.Event()
         self._stop_finished = threading.Event()
         self.handle_signals = flag("handle_signals", handle_signals)
-        self._signals = GracefulSignals(self.stop, what=f"jobs {group}")
+        self._signals = GracefulSignals(self._stop_on_signal, what=f"jobs {group}")
+        #: how long a stop waits for the election (a signal's: ``renew_deadline``, as an elector)
+        self._election_wait: float | None = None
         self._waker: LoopWaker | None = None
         self._started = False
         self._lock = threading.RLock()
         self._log = log.bind(group=group, identity=self.identity)
 
-    # -- registration -------------------------------------------------------------------------
-
-    def add(self, spec: JobSpec) -> JobSpec:
-        """Register a job; raises ``ConfigError`` for a bad option or a duplicate name."""
-        spec.validate()
-        with self._lock:
-            if self._started:
-                raise ConfigError("register jobs before start()")
-            if spec.name in self._specs:
-                raise ConfigError(f"a job named {spec.name!r} is already registered")
-            self._specs[spec.name] = spec
-        return spec
-
-    def cron(
-        self,
-        expression: str,
-        *,
-        mode: Mode = Mode.ONCE_PER_TICK,
-        name: str | None = None,
-        timezone: str | tzinfo = "UTC",
-        **options: Unpack[JobOptions],
-    ) -> Callable[[F], F]:
-        """Register the decorated function on a five-field cron ``expression`` (in ``timezone``).
-
-        ``lock_at_most_for`` (default 600 s) bounds how long a crashed holder blocks the job;
-        ``lock_at_least_for`` (default 0) keeps the lock after a fast run. ``misfire`` (default
-        COALESCE) and ``grace`` (default 300 s) decide what happens to ticks missed while every
-        replica was down. ``fail_open`` runs the job everywhere when the API server is unreachable
-        (default: skip).
-        """
-        trigger = cron_trigger(expression, timezone=timezone)
-        return self._registrar(trigger, mode=mode, name=name, **options)
-
-    def interval(
-        self,
-        *,
-        seconds: float = 0,
-        minutes: float = 0,
-        hours: float = 0,
-        days: float = 0,
-        weeks: float = 0,
-        mode: Mode = Mode.ONCE_PER_TICK,
-        name: str | None = None,
-        anchor: datetime = INTERVAL_ANCHOR,
-        **options: Unpack[JobOptions],
-    ) -> Callable[[F], F]:
-        """Register the decorated function every ``weeks``/``days``/``hours``/``minutes``/
-        ``seconds`` (added up).
-
-        Ticks are counted from ``anchor`` (default 2000-01-01 UTC) so that all replicas agree on
-        them. Other options as for :meth:`cron`.
-        """
-        trigger = interval_trigger(
-            seconds=seconds, minutes=minutes, hours=hours, days=days, weeks=weeks, anchor=anchor
-        )
-        return self._registrar(trigger, mode=mode, name=name, **options)
-
-    def _registrar(
-        self,
-        trigger: BaseTrigger | None,
-        *,
-        mode: Mode,
-        name: str | None,
-        **options: Unpack[JobOptions],
-    ) -> Callable[[F], F]:
-        """A decorator that registers its function as a job on ``trigger``."""
-
-        def register(func: F) -> F:
-            self.add(job_spec(func, trigger=trigger, mode=mode, name=name, options=dict(options)))
-            return func
-
-        return register
-
-    def singleton(self, *, mode: Mode = Mode.LEADER, name: str | None = None) -> Callable[[F], F]:
-        """Register a long-lived job: LEADER runs it on the leader only, EVERY_REPLICA everywhere.
-
-        The function gets a context whose ``lost`` event is set when it must stop; it is restarted
-        if it returns or raises while it should still run.
-        """
-
-        return self._registrar(None, mode=mode, name=name)
-
     # -- introspection ------------------------------------------------------------------------
-
-    @property
-    def specs(self) -> Mapping[str, JobSpec]:
-        """The registered jobs by name."""
-        return types.MappingProxyType(self._specs)
 
     @property
     def elector(self) -> LeaderElector | None:
@@ -359,9 +268,15 @@ class Jobs:
             self._stop_finished.set()
         self._log.info("jobs.stopped")
 
+    def _stop_on_signal(self) -> None:
+        """A signal's stop: the election is waited for at most ``renew_deadline``, as the
+        elector's own handler does; the process ends then, the Lease left to expire."""
+        self._election_wait = self.election.renew_deadline
+        self.stop()
+
     def _stop_parts(self) -> None:
         if self._elector is not None:
-            self._elector.stop()
+            self._elector.stop(timeout=self._election_wait)
         for runner in self.runners.values():
             runner.losses.ended()  # an outage still going on is reported with its count
         if self._informer is not None:

@@ -30,8 +30,9 @@ CHILD = textwrap.dedent(
     # background job): an ignored SIGINT would stay ignored after the release, as documented
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
-    kubeconfig, form, name = sys.argv[1:]
-    timing = dict(lease_duration=4, renew_interval=1, renew_deadline=3, retry_interval=1)
+    kubeconfig, form, name, *lease = sys.argv[1:]
+    timing = dict(lease_duration=float(lease[0]) if lease else 4, renew_interval=1,
+                  renew_deadline=3, retry_interval=1)
     client = default_api_client(kubeconfig=kubeconfig)
     options = dict(namespace="default", identity="child", api_client=client)
     if form == "with":
@@ -97,6 +98,37 @@ def test_a_signal_releases_the_lease_then_ends_the_process_as_it_would_have(
         else:
             assert "KeyboardInterrupt" in stderr  # Python's own SIGINT handler ran
     finally:
+        watch.close()
+
+
+@pytest.mark.parametrize("form", ["run", "jobs"])
+def test_a_signal_ends_the_process_at_the_renew_deadline_when_the_release_fails(
+    k8s_embedded_apiserver: APIServer, children: list[subprocess.Popen[str]], form: str
+) -> None:
+    """A release that cannot be written is retried until one lease duration after the last
+    renew (12 s here); a signal's stop waits for it at most ``renew_deadline``, in every form,
+    and the Lease is left to expire."""
+    server = k8s_embedded_apiserver
+    name = f"sig-cut-{form}"
+    watch = LeaseWatcher(server.api_client(), "default", name)
+    try:
+        child = subprocess.Popen(
+            [sys.executable, "-c", CHILD, str(server.kubeconfig), form, name, "12"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        children.append(child)
+        watch.wait_for(lambda r: r.holder == "child", 30)
+        server.faults.add("update", "leases", status=503)  # no renew, no release
+        sent = time.monotonic()
+        child.send_signal(signal.SIGTERM)
+        _, stderr = child.communicate(timeout=20)
+        ended = time.monotonic() - sent
+        assert child.returncode == -signal.SIGTERM, stderr
+        assert ended < RENEW_DEADLINE + 2, f"the process ended {ended:.1f}s after the signal"
+        current = watch.current
+        assert current is not None and current.holder == "child", "released despite the fault"
+    finally:
+        server.faults.clear()
         watch.close()
 
 

@@ -8,7 +8,7 @@ from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
 from k8slease.jobs.misfire import MisfirePolicy, missed_ticks
-from k8slease.jobs.registry import INTERVAL_ANCHOR
+from k8slease.jobs.triggers import INTERVAL_ANCHOR
 
 HOURLY = CronTrigger.from_crontab("0 * * * *", timezone=UTC)
 NOW = datetime(2026, 11, 30, 5, 30, tzinfo=UTC)
