@@ -13,6 +13,7 @@ took its own Lease back does not run a singleton twice at once.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 from k8slease.jobs.singletons import SingletonRun
 
@@ -23,6 +24,8 @@ class LeaderSingletons:
     def __init__(self) -> None:
         self._cond = threading.Condition()
         self._runs: list[SingletonRun] = []
+        #: runs let go of (not waited for) that a stop must still tell, until they end
+        self._unwaited: list[SingletonRun] = []
 
     def add(self, run: SingletonRun) -> None:
         """Count ``run`` from now until :meth:`ended` (pass that as its ``on_end``)."""
@@ -32,8 +35,9 @@ class LeaderSingletons:
     def ended(self, run: SingletonRun) -> None:
         """``run`` has ended (its thread is returning)."""
         with self._cond:
-            if run in self._runs:
-                self._runs.remove(run)
+            for runs in (self._runs, self._unwaited):
+                if run in runs:
+                    runs.remove(run)
             self._cond.notify_all()
 
     def wake(self) -> None:
@@ -56,7 +60,9 @@ class LeaderSingletons:
 
     def stop(self) -> None:
         """Tell every run to stop (``lost`` set, a coroutine cancelled); waits for none."""
-        for run in self.running():
+        with self._cond:
+            told = self._runs + self._unwaited
+        for run in told:
             run.stop(timeout=0)
 
     def running(self) -> list[SingletonRun]:
@@ -67,7 +73,18 @@ class LeaderSingletons:
         """The calling thread is a LEADER singleton that is stopping the jobs: count it as
         ended, or the release would wait for the very thread waiting for it."""
         current = threading.current_thread()
+        self._let_go(lambda run: run.thread is current)
+
+    def let_go_of_coroutines(self) -> None:
+        """The stop blocks the event loop the coroutine singletons run on: count them as ended,
+        or the release would wait (until the Lease's expiry) for what cannot end before the
+        stop returns."""
+        self._let_go(lambda run: run.spec.is_coroutine)
+
+    def _let_go(self, which: Callable[[SingletonRun], bool]) -> None:
+        """Stop waiting for the runs ``which`` picks; :meth:`stop` still tells them."""
         with self._cond:
-            for run in [r for r in self._runs if r.thread is current]:
+            for run in [r for r in self._runs if which(r)]:
                 self._runs.remove(run)
+                self._unwaited.append(run)
             self._cond.notify_all()

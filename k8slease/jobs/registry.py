@@ -259,6 +259,13 @@ class Jobs(JobRegistrations):
                 self._stopped.set()
                 return
             self._stopped.set()
+        if self._loop is not None and running_loop() is self._loop:
+            self._log.warning(
+                "jobs.stop_on_loop",
+                consequence="the release does not wait for coroutine singletons or runs",
+                hint="await asyncio.to_thread(jobs.stop), or async with jobs, waits for them",
+            )
+            self._leader_runs.let_go_of_coroutines()
         try:
             self._stop_parts()
         finally:

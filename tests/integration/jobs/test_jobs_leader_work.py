@@ -5,6 +5,7 @@ starts the same singleton meanwhile (audit s1: two replicas ran it at once for ~
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -226,3 +227,35 @@ def test_leaving_async_with_waits_for_a_coroutine_leader_singleton_on_the_loop(
         finish.set()
         app.join(10)
         second.stop()
+
+
+def test_a_stop_called_on_the_loop_itself_warns_and_does_not_wait_for_the_loop(
+    new_jobs: JobsFactory,
+    k8s_api_client: client.ApiClient,
+    k8s_namespace: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """``jobs.stop()`` called from a coroutine blocks the loop a coroutine singleton needs in
+    order to end: waiting for it would hold the release back until the Lease's expiry, for
+    nothing. That stop warns (pointing to ``await asyncio.to_thread(jobs.stop)``) and releases
+    at once; the singleton's clean-up runs when the loop goes on."""
+    journal = Journal()
+    finish = threading.Event()
+    finish.set()  # the clean-up needs nothing but the loop
+    jobs = new_jobs(GROUP, identity="r0", election=ElectionTiming(**HELD), handle_signals=False)
+    jobs.singleton(mode=Mode.LEADER, name="poller")(coroutine_poller(journal, finish))
+    after_stop: list[str | None] = []
+
+    async def main() -> None:
+        jobs.start()
+        assert await asyncio.to_thread(journal.within, lambda e: ("start", "r0") in e, 10)
+        jobs.stop()  # on the loop's own thread
+        after_stop.append(holder(k8s_api_client, k8s_namespace))
+        ended = await asyncio.to_thread(journal.within, lambda e: ("end", "r0") in e, 10)
+        assert ended, journal.entries
+
+    with caplog.at_level(logging.WARNING, logger="k8slease"):
+        asyncio.run(main())
+    assert after_stop == [None], "the release waited for the blocked loop, then was left out"
+    warned = [r for r in caplog.records if getattr(r, "k8slease_event", "") == "jobs.stop_on_loop"]
+    assert len(warned) == 1 and warned[0].levelno == logging.WARNING
