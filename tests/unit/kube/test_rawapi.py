@@ -193,7 +193,7 @@ def test_a_deletes_status_answer_is_decoded_and_garbage_is_not() -> None:
 )
 def test_an_error_answer_with_a_garbage_body_maps_by_its_status_code(body: bytes) -> None:
     error = ApiException(status=503, reason="Service Unavailable")
-    error.body = body
+    error.body = body  # type: ignore[assignment]  # send() stores the answer's bytes
     mapped = map_api_exception(error, verb="get")
     assert isinstance(mapped, Unavailable)
     assert str(mapped) == "get: HTTP 503 Service Unavailable: Service Unavailable"

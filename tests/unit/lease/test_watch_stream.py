@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
+from typing import cast
 
 import pytest
 import urllib3
 
 from k8slease.errors import Unavailable
-from k8slease.lease.transport import _watch_lines
+from k8slease.lease.transport import WatchEvent, _watch_lines
 
 EVENT = json.dumps(
     {"type": "MODIFIED", "object": {"metadata": {"name": "g", "resourceVersion": "7"}}}
@@ -54,7 +55,7 @@ def test_a_stream_that_ends_yields_its_last_line_and_stops() -> None:
 
 
 def test_an_error_of_the_readers_own_code_is_not_taken_for_a_broken_stream() -> None:
-    events = _watch_lines(Stream([EVENT + b"\n"], None))
+    events = cast(Generator[WatchEvent], _watch_lines(Stream([EVENT + b"\n"], None)))
     next(events)
     with pytest.raises(KeyError):
         events.throw(KeyError("the consumer's bug"))
