@@ -7,6 +7,11 @@ rejects. :func:`send` keeps the client's configuration (server, credentials, TLS
 pool but sends the body as the JSON it is. Every outcome maps to ``NotFound``, ``AlreadyExists``,
 ``Conflict``, ``Forbidden``, ``Invalid`` or ``Unavailable`` (5xx, 429, timeouts, dropped
 connections, answers that are not the expected object).
+
+An answer is not trusted for its status code alone: :func:`loads_answer` turns bytes that do not
+parse (nested deeper than the interpreter's recursion limit included) into ``Unavailable``, and
+:func:`object_problem` names what a 2xx object answer lacks that the API server always sends
+(``metadata.name`` and ``metadata.resourceVersion``), so nothing is concluded from garbage.
 """
 
 from __future__ import annotations
@@ -31,6 +36,62 @@ from k8slease.errors import (
     Unavailable,
 )
 
+#: how parsing hostile bytes fails: malformed JSON, bytes that are no Unicode, an integer of more
+#: digits than Python converts (all ValueError), nesting deeper than the recursion limit
+_NOT_JSON = (TypeError, ValueError, RecursionError)
+
+
+def loads_answer(raw: Any, *, failure: str) -> Any:
+    """``raw`` parsed as JSON; ``Unavailable(failure)`` when it is not JSON (however it fails)."""
+    try:
+        return json.loads(raw)
+    except _NOT_JSON:
+        raise Unavailable(failure) from None
+
+
+def object_problem(body: Any, *, kind: str = "Lease") -> str | None:
+    """What keeps ``body`` from being a ``kind`` object as the API server returns one, or
+    ``None``. The API server always sends a mapping ``metadata`` with a non-empty string
+    ``name`` and ``resourceVersion``, and ``kind`` (except on a list's items) and ``spec`` (when
+    present) as the kind's; the content of ``spec`` is the reader's to judge (a hand edit can
+    put anything the schema accepts there)."""
+    if not isinstance(body, dict):
+        return f"something that is not a {kind}"
+    if body.get("kind") not in (kind, None):
+        return f"an object whose kind is {_shown(body.get('kind'))}, not {kind}"
+    metadata = body.get("metadata")
+    if not isinstance(metadata, Mapping):
+        return (
+            f"a {kind} without metadata"
+            if metadata is None
+            else f"a {kind} whose metadata is {_shown(metadata)}, not a mapping"
+        )
+    for field in ("resourceVersion", "name"):
+        value = metadata.get(field)
+        if not isinstance(value, str) or not value:
+            return f"a {kind} without metadata.{field}"
+    if not isinstance(body.get("spec", {}), Mapping):
+        return f"a {kind} whose spec is {_shown(body.get('spec'))}, not a mapping"
+    return None
+
+
+def _shown(value: Any) -> str:
+    """A string cut short, anything else by its JSON type (never the repr of a deep nesting)."""
+    if isinstance(value, str):
+        return repr(value if len(value) <= 40 else value[:37] + "...")
+    return _JSON_TYPES.get(type(value), type(value).__name__)
+
+
+_JSON_TYPES = {
+    list: "an array",
+    dict: "an object",
+    str: "a string",
+    int: "a number",
+    float: "a number",
+    bool: "a boolean",
+    type(None): "null",
+}
+
 
 def _status_reason(exc: ApiException) -> tuple[str, str]:
     body = exc.body
@@ -38,11 +99,15 @@ def _status_reason(exc: ApiException) -> tuple[str, str]:
         body = body.decode("utf-8", "replace")
     try:
         status = json.loads(body) if body else {}
-    except (TypeError, ValueError):
+    except _NOT_JSON:
         status = {}
     if not isinstance(status, dict):
         status = {}
-    return str(status.get("reason") or ""), str(status.get("message") or exc.reason or "")
+    reason, message = status.get("reason"), status.get("message")
+    return (
+        reason if isinstance(reason, str) else "",
+        message if isinstance(message, str) and message else str(exc.reason or ""),
+    )
 
 
 def map_api_exception(exc: ApiException, *, verb: str) -> TransportError:
@@ -64,13 +129,47 @@ def map_api_exception(exc: ApiException, *, verb: str) -> TransportError:
 
 
 def _decode(raw: Any, *, verb: str, kind: str = "Lease") -> dict[str, Any]:
-    try:
-        body = json.loads(raw)
-    except (TypeError, ValueError):
-        raise Unavailable(f"{verb}: the API server answered something that is not JSON") from None
-    if not isinstance(body, dict) or body.get("kind") not in (kind, None) or "metadata" not in body:
-        raise Unavailable(f"{verb}: the API server answered something that is not a {kind}")
-    return body
+    """A 2xx answer's body as a ``kind`` object, a list (``...List``: its ``metadata`` and every
+    item checked) or a ``Status``; ``Unavailable`` naming what is wrong with anything else."""
+    body = loads_answer(raw, failure=f"{verb}: the API server answered something that is not JSON")
+    if kind == "Status":
+        problem = _status_problem(body)
+    elif kind.endswith("List"):
+        problem = _list_problem(body, kind)
+    else:
+        problem = object_problem(body, kind=kind)
+    if problem is not None:
+        raise Unavailable(f"{verb}: the API server answered {problem}")
+    return dict(body)
+
+
+def _status_problem(body: Any) -> str | None:
+    if not isinstance(body, dict) or body.get("kind") not in ("Status", None):
+        return "something that is not a Status"
+    if not isinstance(body.get("metadata"), Mapping):
+        return "a Status without metadata"
+    return None
+
+
+def _list_problem(body: Any, kind: str) -> str | None:
+    if not isinstance(body, dict) or body.get("kind") not in (kind, None):
+        return f"something that is not a {kind}"
+    metadata = body.get("metadata")
+    if not isinstance(metadata, Mapping):
+        return f"a {kind} without metadata"
+    version = metadata.get("resourceVersion")
+    if not isinstance(version, str) or not version:
+        return f"a {kind} without metadata.resourceVersion"
+    items = body.get("items")
+    if items is None:  # an empty list, as Go renders a nil slice
+        return None
+    if not isinstance(items, list):
+        return f"a {kind} whose items are not a list"
+    for index, item in enumerate(items):
+        problem = object_problem(item, kind=kind.removesuffix("List"))
+        if problem is not None:
+            return f"a {kind} whose item {index} is {problem}"
+    return None
 
 
 def send(

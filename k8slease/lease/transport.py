@@ -11,7 +11,6 @@ left before its deadline) or, outside one, ``request_timeout``.
 from __future__ import annotations
 
 import contextlib
-import json
 import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -22,7 +21,7 @@ import urllib3
 from kubernetes import client
 
 from k8slease.errors import NotFound, TransportError, Unavailable
-from k8slease.kube.rawapi import send, send_json
+from k8slease.kube.rawapi import loads_answer, object_problem, send, send_json
 from k8slease.lease.budget import current_budget
 
 
@@ -122,12 +121,9 @@ class LeaseTransport:
     def list(self, *, label_selector: str | None = None) -> tuple[list[dict[str, Any]], str]:
         """List Leases; returns the items and the list's resourceVersion (to start a watch from)."""
         query = [("labelSelector", label_selector)] if label_selector else []
+        # checked by the decoder: items a list (or null) of Leases, metadata.resourceVersion set
         body = self._json("list", "GET", self._path(), kind="LeaseList", query=query)
-        items = body.get("items") or []
-        if not isinstance(items, list):
-            raise Unavailable("list: items is not a list")
-        rv = body.get("metadata", {}).get("resourceVersion", "")
-        return [item for item in items if isinstance(item, dict)], str(rv or "")
+        return list(body.get("items") or []), str(body["metadata"]["resourceVersion"])
 
     def watch(
         self,
@@ -191,16 +187,22 @@ class LeaseTransport:
 
 
 def _watch_lines(response: Any) -> Iterator[WatchEvent]:
-    buffer = b""
+    """The stream's events, one a line. A line's chunks are joined once, when it ends: a line of
+    many megabytes (an object edited large, or garbage) costs time in proportion to its size."""
+    pending: list[bytes] = []
     for chunk in _stream_chunks(response):
-        buffer += chunk
-        while b"\n" in buffer:
-            line, buffer = buffer.split(b"\n", 1)
+        if b"\n" not in chunk:
+            pending.append(chunk)
+            continue
+        *lines, rest = b"".join([*pending, chunk]).split(b"\n")
+        pending = [rest]
+        for line in lines:
             event = _parse_watch_line(line)
             if event is not None:
                 yield event
-    if buffer.strip():
-        event = _parse_watch_line(buffer)
+    tail = b"".join(pending)
+    if tail.strip():
+        event = _parse_watch_line(tail)
         if event is not None:
             yield event
 
@@ -225,21 +227,35 @@ def _stream_chunks(response: Any) -> Iterator[bytes]:
 
 
 def _parse_watch_line(line: bytes) -> WatchEvent | None:
+    """One line of a watch stream as its event; ``Unavailable`` naming what is wrong with a line
+    that is not one: an ADDED, MODIFIED or DELETED object must be a Lease as the API server
+    sends it (``object_problem``), a BOOKMARK must carry a resourceVersion."""
     if not line.strip():
         return None
-    try:
-        data = json.loads(line)
-    except ValueError:
-        raise Unavailable("watch: the API server sent a line that is not JSON") from None
+    data = loads_answer(line, failure="watch: the API server sent a line that is not JSON")
     if not isinstance(data, dict) or not isinstance(data.get("object"), dict):
         raise Unavailable("watch: the API server sent an event without an object")
     kind = str(data.get("type") or "")
     obj = data["object"]
     if kind == "ERROR":
         code = obj.get("code")
-        reason = str(obj.get("reason") or "")
-        message = f"watch: {reason or 'error'}: {obj.get('message', '')}"
+        reason = obj.get("reason")
+        reason = reason if isinstance(reason, str) else ""
+        text = obj.get("message")
+        message = f"watch: {reason or 'error'}: {text if isinstance(text, str) else ''}"
         if code == 410:
             raise TransportError(message, status=410, reason=reason or "Expired")
         raise Unavailable(message, status=code if isinstance(code, int) else None, reason=reason)
+    problem = _bookmark_problem(obj) if kind == "BOOKMARK" else object_problem(obj)
+    if problem is not None:
+        raise Unavailable(f"watch: the API server sent an event of type {kind!r} with {problem}")
     return WatchEvent(type=kind, lease=obj)
+
+
+def _bookmark_problem(obj: Mapping[str, Any]) -> str | None:
+    """A BOOKMARK's object is a Lease with only ``metadata.resourceVersion`` (and annotations)."""
+    metadata = obj.get("metadata")
+    version = metadata.get("resourceVersion") if isinstance(metadata, Mapping) else None
+    if not isinstance(version, str) or not version:
+        return "a Lease without metadata.resourceVersion"
+    return None

@@ -5,13 +5,15 @@ socket layer raised: a reader (the elector's watch thread, the informer) must se
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import time
+from collections.abc import Generator, Iterator
+from typing import cast
 
 import pytest
 import urllib3
 
 from k8slease.errors import Unavailable
-from k8slease.lease.transport import _watch_lines
+from k8slease.lease.transport import WatchEvent, _watch_lines
 
 EVENT = json.dumps(
     {"type": "MODIFIED", "object": {"metadata": {"name": "g", "resourceVersion": "7"}}}
@@ -53,7 +55,81 @@ def test_a_stream_that_ends_yields_its_last_line_and_stops() -> None:
 
 
 def test_an_error_of_the_readers_own_code_is_not_taken_for_a_broken_stream() -> None:
-    events = _watch_lines(Stream([EVENT + b"\n"], None))
+    events = cast(Generator[WatchEvent], _watch_lines(Stream([EVENT + b"\n"], None)))
     next(events)
     with pytest.raises(KeyError):
         events.throw(KeyError("the consumer's bug"))
+
+
+def _line(event: object) -> bytes:
+    return json.dumps(event).encode() + b"\n"
+
+
+SENT = "watch: the API server sent an event of type "
+
+#: watch lines that are not an event the API server sends, and what the error names
+NOT_AN_EVENT = {
+    "deep-array": (b"[" * 100_000 + b"\n", "watch: the API server sent a line that is not JSON"),
+    "deep-object": (
+        b'{"type": "ADDED", "object": ' * 100_000 + b"\n",
+        "watch: the API server sent a line that is not JSON",
+    ),
+    "metadata-a-string": (
+        _line({"type": "MODIFIED", "object": {"kind": "Lease", "metadata": "x", "spec": {}}}),
+        SENT + "'MODIFIED' with a Lease whose metadata is 'x', not a mapping",
+    ),
+    "no-resource-version": (
+        _line({"type": "ADDED", "object": {"metadata": {"name": "g"}}}),
+        SENT + "'ADDED' with a Lease without metadata.resourceVersion",
+    ),
+    "deleted-without-name": (
+        _line({"type": "DELETED", "object": {"metadata": {"resourceVersion": "8"}}}),
+        SENT + "'DELETED' with a Lease without metadata.name",
+    ),
+    "another-kind": (
+        _line({"type": "ADDED", "object": {"kind": "Pod", "metadata": {"name": "g"}}}),
+        SENT + "'ADDED' with an object whose kind is 'Pod', not Lease",
+    ),
+    "bookmark-without-resource-version": (
+        _line({"type": "BOOKMARK", "object": {"kind": "Lease", "metadata": {}}}),
+        SENT + "'BOOKMARK' with a Lease without metadata.resourceVersion",
+    ),
+}
+
+
+@pytest.mark.parametrize(("line", "problem"), NOT_AN_EVENT.values(), ids=NOT_AN_EVENT.keys())
+def test_a_line_that_is_not_an_event_ends_the_stream_as_unavailable(
+    line: bytes, problem: str
+) -> None:
+    events = _watch_lines(Stream([EVENT + b"\n", line, EVENT + b"\n"], None))
+    assert next(events).type == "MODIFIED"
+    with pytest.raises(Unavailable) as caught:
+        next(events)
+    assert str(caught.value) == problem
+
+
+def test_a_bookmark_needs_only_its_resource_version() -> None:
+    bookmark = {
+        "type": "BOOKMARK",
+        "object": {
+            "kind": "Lease",
+            "apiVersion": "coordination.k8s.io/v1",
+            "metadata": {
+                "resourceVersion": "9",
+                "annotations": {"k8s.io/initial-events-end": "true"},
+            },
+        },
+    }
+    (event,) = _watch_lines(Stream([_line(bookmark)], None))
+    assert (event.type, event.lease["metadata"]["resourceVersion"]) == ("BOOKMARK", "9")
+
+
+def test_a_line_of_many_chunks_costs_time_in_proportion_to_its_size() -> None:
+    # 16 MiB of one line in 4 KiB chunks: joined once (milliseconds), not re-copied and
+    # re-scanned for its end at every chunk (about 15 s here before)
+    chunk = b" " * 4096
+    chunks = [EVENT[:1], *([chunk] * 4096), EVENT[1:] + b"\n"]
+    started = time.monotonic()
+    (event,) = _watch_lines(Stream(chunks, None))
+    assert time.monotonic() - started < 2.0
+    assert event.lease["metadata"]["resourceVersion"] == "7"

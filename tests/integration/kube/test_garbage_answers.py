@@ -1,0 +1,140 @@
+"""A 200 whose body is not the Lease asked for (JSON nested past the recursion limit, a Lease
+without usable metadata) is an unavailable API server: the elector warns naming what was wrong
+(``request.failed``, not ``elector.request_crashed`` with a traceback) and never leads on such an
+answer to its create; ``Jobs`` starts and skips the tick as api-unreachable instead of raising.
+
+The answers come from a proxy in front of the embedded server (tests/support/garbage_proxy.py):
+the Lease's writes (and for Jobs its reads) are answered with garbage and never reach the
+server, everything else (the informer's list and watch) is forwarded."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from k8slease import Jobs, LeaderElector, Mode
+from k8slease.testing.server import APIServer
+from tests.support.garbage_proxy import GarbageProxy
+
+#: garbage 200 bodies and what the warning names
+GARBAGE = {
+    "deep": (b"[" * 100_000, "the API server answered something that is not JSON"),
+    "metadata-a-string": (
+        json.dumps({"kind": "Lease", "metadata": "x", "spec": {}}).encode(),
+        "the API server answered a Lease whose metadata is 'x', not a mapping",
+    ),
+    "empty-metadata": (
+        json.dumps({"kind": "Lease", "metadata": {}}).encode(),
+        "the API server answered a Lease without metadata.resourceVersion",
+    ),
+    "no-kind": (
+        json.dumps({"metadata": {"name": "demo"}}).encode(),
+        "the API server answered a Lease without metadata.resourceVersion",
+    ),
+}
+
+
+@pytest.fixture
+def proxy() -> Iterator[GarbageProxy]:
+    with APIServer(tls=False, auth=False) as server:
+        garbage = GarbageProxy(server.url)
+        try:
+            yield garbage
+        finally:
+            garbage.close()
+
+
+def _answer_with(
+    proxy: GarbageProxy, body: bytes, lease: str, methods: tuple[str, ...] = ("POST", "PUT")
+) -> None:
+    """Answer ``methods`` on the Lease ``lease`` (a POST: on the collection) with ``body``."""
+
+    def rule(method: str, path: str) -> tuple[int, bytes] | None:
+        if "watch=true" in path or method not in methods:
+            return None
+        if path.endswith("/leases") or f"/leases/{lease}" in path:
+            return 200, body
+        return None
+
+    proxy.rule = rule
+
+
+def _events(caplog: pytest.LogCaptureFixture) -> list[tuple[int, str, dict[str, Any]]]:
+    return [
+        (r.levelno, getattr(r, "k8slease_event", ""), getattr(r, "k8slease_fields", {}))
+        for r in caplog.records
+    ]
+
+
+@pytest.mark.parametrize(("body", "named"), GARBAGE.values(), ids=GARBAGE.keys())
+def test_an_elector_answered_garbage_warns_and_does_not_lead(
+    proxy: GarbageProxy, caplog: pytest.LogCaptureFixture, body: bytes, named: str
+) -> None:
+    _answer_with(proxy, body, "demo")
+    led = threading.Event()
+    elector = LeaderElector(
+        "demo",
+        namespace="default",
+        identity="a",
+        api_client=proxy.api_client(),
+        lease_duration=2,
+        renew_interval=0.5,
+        renew_deadline=1.5,
+        retry_interval=0.2,
+        handle_signals=False,
+        on_started_leading=lambda: led.set(),
+    )
+    with caplog.at_level(logging.INFO, logger="k8slease"):
+        elector.start()
+        try:
+            # two creates answered: the first answer was judged before the second was sent
+            assert proxy.wait_answered(2, 30)
+            assert not elector.is_leader
+        finally:
+            elector.stop(timeout=5)
+    assert not led.is_set()
+    events = _events(caplog)
+    assert not [e for e in events if "crashed" in e[1]]
+    failed = [f for level, event, f in events if event == "request.failed"]
+    assert failed, events
+    assert failed[0]["error"] == f"create: {named}"
+    assert failed[0]["reason"] == "unavailable"
+
+
+@pytest.mark.parametrize(("body", "named"), GARBAGE.values(), ids=GARBAGE.keys())
+def test_jobs_answered_garbage_start_and_skip_the_tick_as_api_unreachable(
+    proxy: GarbageProxy, caplog: pytest.LogCaptureFixture, body: bytes, named: str
+) -> None:
+    # its read too: the catch-up read of Jobs.start
+    _answer_with(proxy, body, "billing.invoices", ("GET", "POST", "PUT"))
+    ran = threading.Event()
+    jobs = Jobs(
+        "billing",
+        namespace="default",
+        identity="r1",
+        api_client=proxy.api_client(),
+        handle_signals=False,
+        journal=None,
+    )
+    jobs.cron("0 0 1 1 *", name="invoices", mode=Mode.ONCE_PER_TICK)(lambda ctx: ran.set())
+    with caplog.at_level(logging.INFO, logger="k8slease"):
+        jobs.start()
+        try:
+            assert jobs.fire("invoices", datetime(2026, 1, 1, tzinfo=UTC)) is None
+        finally:
+            jobs.stop()
+    assert not ran.is_set()
+    assert proxy.answered, "the claim never reached the proxy"
+    events = _events(caplog)
+    assert not [e for e in events if "crashed" in e[1]]
+    catch_up = [f["error"] for _, event, f in events if event == "jobs.catch_up_unavailable"]
+    assert catch_up == [f"get: {named}"]
+    unreachable = [f["error"] for _, event, f in events if event == "job.api_unreachable"]
+    # the claim reads first (get) when the informer has not synced yet, else it creates
+    assert unreachable in ([f"get: {named}"], [f"create: {named}"])
