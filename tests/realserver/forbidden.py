@@ -7,7 +7,6 @@ watch was refused" instead of guessing from timing.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -16,32 +15,23 @@ import pytest
 import k8slease.kube.rawapi
 import k8slease.lease.transport
 from k8slease.errors import Forbidden
+from tests.support.recorders import Journal
 
 
-class ForbiddenCalls:
-    """(verb, path) of every request answered 403, with a way to wait for one."""
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self.calls: list[tuple[str, str]] = []
-
-    def add(self, verb: str, path: str) -> None:
-        with self._cond:
-            self.calls.append((verb, path))
-            self._cond.notify_all()
+class ForbiddenCalls(Journal[tuple[str, str]]):
+    """(verb, path) of every request answered 403 (``entries``), with a way to wait for one."""
 
     def wait(self, verb: str, path_part: str, timeout: float = 15.0) -> tuple[str, str]:
         """The first refused ``verb`` (any verb when empty) whose path contains ``path_part``;
         fails after timeout."""
 
         def found() -> tuple[str, str] | None:
-            matching = (c for c in self.calls if (not verb or c[0] == verb) and path_part in c[1])
+            matching = (c for c in self.entries if (not verb or c[0] == verb) and path_part in c[1])
             return next(matching, None)
 
-        with self._cond:
-            self._cond.wait_for(lambda: found() is not None, timeout)
-            call = found()
-        assert call is not None, f"no {verb} of {path_part} was refused; refused: {self.calls}"
+        self.within(lambda _: found() is not None, timeout)
+        call = found()
+        assert call is not None, f"no {verb} of {path_part} was refused; refused: {self.entries}"
         return call
 
 
@@ -54,7 +44,7 @@ def record_forbidden(monkeypatch: pytest.MonkeyPatch) -> ForbiddenCalls:
         try:
             return original(api_client, verb, method, path, **kwargs)
         except Forbidden:
-            calls.add(verb, path)
+            calls.add((verb, path))
             raise
 
     monkeypatch.setattr(k8slease.kube.rawapi, "send", send)

@@ -1,16 +1,18 @@
 """Test doubles that record what the code under test reports (``tests.support.recorders``):
 the Events it posts, the skips it counts and the ticks a job ran for, with a way to wait for
-them."""
+them; and a :class:`Journal` of anything, in order, to wait on."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from k8slease import JobContext
+
+T = TypeVar("T")
 
 
 class PostedEvents:
@@ -81,3 +83,25 @@ class SeenTicks:
     async def job(self, ctx: JobContext) -> None:
         self.ticks.append(ctx.tick)
         self.ran.set()
+
+
+class Journal(Generic[T]):
+    """An ordered, thread-safe record of what happened (``entries``), that a test waits on."""
+
+    def __init__(self) -> None:
+        self.cond = threading.Condition()
+        self.entries: list[T] = []
+
+    def add(self, entry: T) -> None:
+        with self.cond:
+            self.entries.append(entry)
+            self.cond.notify_all()
+
+    def within(self, predicate: Callable[[list[T]], bool], timeout: float) -> bool:
+        """Whether ``predicate(entries)`` holds within ``timeout`` seconds."""
+        with self.cond:
+            return self.cond.wait_for(lambda: predicate(self.entries), timeout)
+
+    def count(self, entry: T) -> int:
+        with self.cond:
+            return self.entries.count(entry)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
+from collections.abc import Coroutine
 from typing import Any
 
 from k8slease.callbacks import (
@@ -14,6 +15,27 @@ from k8slease.callbacks import (
     cancellable,
     run_cancellable,
 )
+
+
+def cancellable_in_thread(
+    coro: Coroutine[Any, Any, object],
+    *,
+    loop: asyncio.AbstractEventLoop | None,
+    hooks: CancelHooks,
+) -> tuple[threading.Thread, list[BaseException]]:
+    """``run_cancellable(coro)`` in a thread of its own (started); what it raises is appended to
+    the list."""
+    outcome: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            run_cancellable(coro, loop=loop, hooks=hooks)
+        except BaseException as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread, outcome
 
 
 def test_callbacks_get_their_argument_only_when_they_take_one() -> None:
@@ -51,16 +73,7 @@ def test_a_coroutine_on_a_private_loop_is_cancelled_when_the_hooks_fire() -> Non
         started.set()
         await asyncio.Event().wait()
 
-    outcome: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            run_cancellable(forever(), loop=None, hooks=hooks)
-        except BaseException as exc:
-            outcome.append(exc)
-
-    thread = threading.Thread(target=run)
-    thread.start()
+    thread, outcome = cancellable_in_thread(forever(), loop=None, hooks=hooks)
     assert started.wait(5)
     hooks.fire()
     thread.join(5)
@@ -160,16 +173,7 @@ def test_a_call_waiting_on_a_loop_that_stopped_returns_at_the_cancellation() -> 
         started.set()
         await asyncio.Event().wait()
 
-    outcome: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            run_cancellable(work(), loop=loop, hooks=hooks)
-        except BaseException as exc:
-            outcome.append(exc)
-
-    caller = threading.Thread(target=run)
-    caller.start()
+    caller, outcome = cancellable_in_thread(work(), loop=loop, hooks=hooks)
     assert started.wait(5)
     loop.call_soon_threadsafe(loop.stop)
     loop_thread.join(5)

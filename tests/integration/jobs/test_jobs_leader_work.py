@@ -16,6 +16,7 @@ from kubernetes import client
 from k8slease import ElectionTiming, JobContext, Jobs, Mode
 from k8slease.lease.transport import LeaseTransport
 from k8slease.testing.server import APIServer
+from tests.support import recorders
 from tests.support.factories import JobsFactory, make_jobs
 
 #: a lease long enough that it cannot expire while a test watches the release held back (the
@@ -26,36 +27,18 @@ WATCH = 1.5
 GROUP = "workers"
 
 
-class Journal:
-    """An ordered, thread-safe record of what the singletons did, with waiting on it."""
-
-    def __init__(self) -> None:
-        self.cond = threading.Condition()
-        self.entries: list[tuple[str, str]] = []
-
-    def add(self, what: str, identity: str) -> None:
-        with self.cond:
-            self.entries.append((what, identity))
-            self.cond.notify_all()
-
-    def within(self, predicate: Callable[[list[tuple[str, str]]], bool], timeout: float) -> bool:
-        with self.cond:
-            return self.cond.wait_for(lambda: predicate(self.entries), timeout)
-
-    def count(self, what: str, identity: str) -> int:
-        with self.cond:
-            return self.entries.count((what, identity))
+Journal = recorders.Journal[tuple[str, str]]
 
 
 def plain_poller(journal: Journal, finish: threading.Event) -> Callable[[JobContext], None]:
     """A LEADER singleton that, once told, still finishes its iteration (until ``finish``)."""
 
     def poller(ctx: JobContext) -> None:
-        journal.add("start", ctx.identity)
+        journal.add(("start", ctx.identity))
         ctx.lost.wait()
-        journal.add("lost", ctx.identity)
+        journal.add(("lost", ctx.identity))
         finish.wait(30)
-        journal.add("end", ctx.identity)
+        journal.add(("end", ctx.identity))
 
     return poller
 
@@ -64,13 +47,13 @@ def coroutine_poller(journal: Journal, finish: threading.Event) -> Callable[[Job
     """The coroutine form: cancelled when told, it still finishes its cleanup (until ``finish``)."""
 
     async def poller(ctx: JobContext) -> None:
-        journal.add("start", ctx.identity)
+        journal.add(("start", ctx.identity))
         try:
             await asyncio.Event().wait()
         except asyncio.CancelledError:
-            journal.add("lost", ctx.identity)
+            journal.add(("lost", ctx.identity))
             await asyncio.to_thread(finish.wait, 30)
-            journal.add("end", ctx.identity)
+            journal.add(("end", ctx.identity))
             raise
 
     return poller
@@ -79,6 +62,28 @@ def coroutine_poller(journal: Journal, finish: threading.Event) -> Callable[[Job
 def holder(api_client: client.ApiClient, namespace: str) -> str | None:
     lease: dict[str, Any] = LeaseTransport(api_client, namespace).get(GROUP)
     return lease["spec"].get("holderIdentity") or None
+
+
+def handed_over_only_after_r0_ended(
+    journal: Journal,
+    stopping: threading.Thread,
+    finish: threading.Event,
+    api_client: client.ApiClient,
+    namespace: str,
+) -> None:
+    """While r0's LEADER singleton, told to stop, still finishes: no release (the Lease names
+    r0), r1 has not started it and ``stopping`` (the thread stopping r0) goes on. Once it ends
+    (``finish``): released, not left to expire, and r1 starts it only after r0's copy ended."""
+    assert journal.within(lambda e: ("lost", "r0") in e, 10), journal.entries
+    assert not journal.within(lambda e: ("start", "r1") in e, WATCH), journal.entries
+    assert holder(api_client, namespace) == "r0"
+    assert stopping.is_alive(), "the stop ended while the leader singleton still ran"
+    finish.set()
+    stopping.join(10)
+    assert not stopping.is_alive()
+    assert holder(api_client, namespace) != "r0", "released, not left to expire"
+    assert journal.within(lambda e: ("start", "r1") in e, 10), journal.entries
+    assert journal.entries.index(("end", "r0")) < journal.entries.index(("start", "r1"))
 
 
 @pytest.fixture
@@ -101,7 +106,7 @@ def replicas(
 
         def everywhere(ctx: JobContext) -> None:
             ctx.lost.wait()
-            journal.add("everywhere-end", ctx.identity)
+            journal.add(("everywhere-end", ctx.identity))
 
         jobs.singleton(mode=Mode.EVERY_REPLICA, name="everywhere")(everywhere)
         made.append(jobs)
@@ -128,18 +133,8 @@ def test_stop_releases_the_group_lease_only_once_the_leader_singleton_has_ended(
     try:
         stopper = threading.Thread(target=first.stop)
         stopper.start()
-        assert journal.within(lambda e: ("lost", "r0") in e, 10), journal.entries
-        # still finishing: no release, so the other replica does not start it
-        assert not journal.within(lambda e: ("start", "r1") in e, WATCH), journal.entries
-        assert holder(k8s_api_client, k8s_namespace) == "r0"
-        assert stopper.is_alive(), "stop() returned while the leader singleton still ran"
-        finish.set()
-        stopper.join(10)
-        assert not stopper.is_alive()
-        assert holder(k8s_api_client, k8s_namespace) != "r0", "released, not left to expire"
-        assert journal.within(lambda e: ("start", "r1") in e, 10), journal.entries
+        handed_over_only_after_r0_ended(journal, stopper, finish, k8s_api_client, k8s_namespace)
         entries = journal.entries
-        assert entries.index(("end", "r0")) < entries.index(("start", "r1"))
         assert ("everywhere-end", "r0") in entries  # stop() still stops every singleton
         assert ("everywhere-end", "r1") not in entries
     finally:
@@ -179,7 +174,7 @@ def test_a_term_that_lost_its_renewals_keeps_its_singleton_as_its_work(
         assert not stopper.is_alive()
         assert holder(server.api_client(), "default") != "r0", "released, not left to expire"
         assert journal.within(lambda e: ("start", "r1") in e, 10), journal.entries
-        assert journal.count("start", "r0") == 1
+        assert journal.count(("start", "r0")) == 1
         assert journal.entries.index(("end", "r0")) < journal.entries.index(("start", "r1"))
     finally:
         finish.set()
@@ -211,17 +206,8 @@ def test_leaving_async_with_waits_for_a_coroutine_leader_singleton_on_the_loop(
     try:
         assert journal.within(lambda e: ("start", "r0") in e, 10), journal.entries
         second.start()
-        leave.set()
-        assert journal.within(lambda e: ("lost", "r0") in e, 10), journal.entries
-        assert not journal.within(lambda e: ("start", "r1") in e, WATCH), journal.entries
-        assert holder(k8s_api_client, k8s_namespace) == "r0"
-        assert app.is_alive(), "async with was left while the singleton's cleanup still ran"
-        finish.set()
-        app.join(10)
-        assert not app.is_alive()
-        assert holder(k8s_api_client, k8s_namespace) != "r0", "released, not left to expire"
-        assert journal.within(lambda e: ("start", "r1") in e, 10), journal.entries
-        assert journal.entries.index(("end", "r0")) < journal.entries.index(("start", "r1"))
+        leave.set()  # async with is left: the app thread stops r0
+        handed_over_only_after_r0_ended(journal, app, finish, k8s_api_client, k8s_namespace)
     finally:
         leave.set()
         finish.set()

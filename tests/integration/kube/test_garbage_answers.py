@@ -18,9 +18,12 @@ from typing import Any
 
 import pytest
 
-from k8slease import Jobs, LeaderElector, Mode
+from k8slease import Mode
 from k8slease.testing.server import APIServer
+from tests.integration.election.elector_helpers import stop_and_close, tracked_elector
+from tests.support.factories import make_jobs
 from tests.support.garbage_proxy import GarbageProxy
+from tests.support.timing import OPERATOR_FAST
 
 #: garbage 200 bodies and what the warning names
 GARBAGE = {
@@ -78,17 +81,15 @@ def test_an_elector_answered_garbage_warns_and_does_not_lead(
 ) -> None:
     _answer_with(proxy, body, "demo")
     led = threading.Event()
-    elector = LeaderElector(
+    things: list[Any] = []
+    elector = tracked_elector(
+        proxy,
+        things,
         "demo",
-        namespace="default",
-        identity="a",
-        api_client=proxy.api_client(),
-        lease_duration=2,
-        renew_interval=0.5,
-        renew_deadline=1.5,
-        retry_interval=0.2,
+        "a",
+        timing=OPERATOR_FAST,
         handle_signals=False,
-        on_started_leading=lambda: led.set(),
+        on_started_leading=led.set,
     )
     with caplog.at_level(logging.INFO, logger="k8slease"):
         elector.start()
@@ -97,7 +98,7 @@ def test_an_elector_answered_garbage_warns_and_does_not_lead(
             assert proxy.wait_answered(2, 30)
             assert not elector.is_leader
         finally:
-            elector.stop(timeout=5)
+            stop_and_close(things, stop_timeout=5)
     assert not led.is_set()
     events = _events(caplog)
     assert not [e for e in events if "crashed" in e[1]]
@@ -114,13 +115,8 @@ def test_jobs_answered_garbage_start_and_skip_the_tick_as_api_unreachable(
     # its read too: the catch-up read of Jobs.start
     _answer_with(proxy, body, "billing.invoices", ("GET", "POST", "PUT"))
     ran = threading.Event()
-    jobs = Jobs(
-        "billing",
-        namespace="default",
-        identity="r1",
-        api_client=proxy.api_client(),
-        handle_signals=False,
-        journal=None,
+    jobs = make_jobs(
+        "billing", proxy.api_client(), identity="r1", handle_signals=False, journal=None
     )
     jobs.cron("0 0 1 1 *", name="invoices", mode=Mode.ONCE_PER_TICK)(lambda ctx: ran.set())
     with caplog.at_level(logging.INFO, logger="k8slease"):

@@ -169,6 +169,20 @@ class MemoryTransport:
         raise Unavailable("watch: closed")
 
 
+def memory_options(
+    store: MemoryLeaseStore, *, defaults: Mapping[str, Any], **kwargs: Any
+) -> dict[str, Any]:
+    """The options of an elector (or an ``AsyncLeaderElector``) on ``store`` (or on
+    ``transport=``), with ``NoopMetrics`` unless ``metrics=`` is given: ``defaults``, then
+    ``kwargs``; ``clock=`` and ``transport=`` go into its ``Seams``."""
+    options: dict[str, Any] = {"metrics": NoopMetrics(), **defaults, **kwargs}
+    options["seams"] = Seams(
+        clock=options.pop("clock", None),
+        transport=options.pop("transport", None) or MemoryTransport(store),
+    )
+    return options
+
+
 def make_elector(
     store: MemoryLeaseStore,
     made: list[LeaderElector],
@@ -177,15 +191,10 @@ def make_elector(
     defaults: Mapping[str, Any],
     **kwargs: Any,
 ) -> LeaderElector:
-    """A LeaderElector of the Lease "demo" on ``store`` (or on ``transport=``), with
-    ``NoopMetrics`` unless ``metrics=`` is given: ``defaults``, then ``kwargs``; ``clock=`` and
-    ``transport=`` go into its ``Seams``. Appended to ``made`` (the ``electors`` fixture), which
-    stops it after the test."""
-    options: dict[str, Any] = {"metrics": NoopMetrics(), **defaults, **kwargs}
-    seams = Seams(
-        clock=options.pop("clock", None),
-        transport=options.pop("transport", None) or MemoryTransport(store),
+    """A LeaderElector of the Lease "demo" on ``store`` with :func:`memory_options`, appended to
+    ``made`` (the ``electors`` fixture), which stops it after the test."""
+    elector = LeaderElector(
+        "demo", identity=identity, **memory_options(store, defaults=defaults, **kwargs)
     )
-    elector = LeaderElector("demo", identity=identity, seams=seams, **options)
     made.append(elector)
     return elector

@@ -26,7 +26,12 @@ from k8slease.lease.view import LeaseView
 from k8slease.metrics import NoopMetrics, PrometheusMetrics
 from tests.support.fakeclock import FakeClock, JumpingClock
 from tests.support.timing import MEMORY_FAST as FAST
-from tests.unit.election.elector_memstore import MemoryLeaseStore, MemoryTransport, make_elector
+from tests.unit.election.elector_memstore import (
+    MemoryLeaseStore,
+    MemoryTransport,
+    make_elector,
+    memory_options,
+)
 
 make = partial(make_elector, defaults=FAST)
 
@@ -398,15 +403,10 @@ def test_asyncio_integration_runs_coroutines_on_the_loop_and_cancels_them(
         async def stopped(ctx: LeadershipContext) -> None:
             seen["stopped_on_loop"] = asyncio.get_running_loop() is loop
 
-        async with AsyncLeaderElector(
-            "demo",
-            identity="a",
-            seams=Seams(transport=MemoryTransport(store)),
-            metrics=NoopMetrics(),
-            on_started_leading=lead,
-            on_stopped_leading=stopped,
-            **FAST,
-        ) as elector:
+        options = memory_options(
+            store, defaults=FAST, on_started_leading=lead, on_stopped_leading=stopped
+        )
+        async with AsyncLeaderElector("demo", identity="a", **options) as elector:
             await asyncio.wait_for(elector.wait_until_leading(), 5)
             assert elector.is_leader and elector.fencing_token == 1 and elector.healthy()
         assert not elector.is_leader

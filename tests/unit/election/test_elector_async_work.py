@@ -12,11 +12,9 @@ import asyncio
 import threading
 
 from k8slease import AsyncLeaderElector, LeaderElector, LeadershipContext
-from k8slease.election.seams import Seams
 from k8slease.lease.record import record_from_lease
-from k8slease.metrics import NoopMetrics
 from tests.support.timing import MEMORY_FAST as FAST
-from tests.unit.election.elector_memstore import MemoryLeaseStore, MemoryTransport
+from tests.unit.election.elector_memstore import MemoryLeaseStore, memory_options
 
 
 def holder(store: MemoryLeaseStore) -> str:
@@ -54,15 +52,8 @@ def test_no_release_is_sent_while_a_cancelled_async_term_still_cleans_up(
                 steps.append(f"clean-up done, holder {holder(store)!r}")
                 raise
 
-        elector = AsyncLeaderElector(
-            "demo",
-            identity="a",
-            seams=Seams(transport=MemoryTransport(store)),
-            metrics=NoopMetrics(),
-            on_started_leading=lead,
-            handle_signals=False,
-            **FAST,
-        ).start()
+        options = memory_options(store, defaults=FAST, on_started_leading=lead)
+        elector = AsyncLeaderElector("demo", identity="a", handle_signals=False, **options).start()
         assert await elector.wait_until_leading(5)
         held_back = _count_postponed_releases(elector.elector)
         stopping = asyncio.create_task(elector.stop())
