@@ -242,24 +242,14 @@ class ElectionMachine(Releasing):
             self._stop_if_stopping_candidate()
             return
         self._observe(view, now)
-        record = None if view is None else view.record
         if purpose is Purpose.OBSERVE:
             self._need_read = False
             if not self.watching:
                 self._poll_at = now + self._jitter(self.timing.retry_interval)
             self._stop_if_stopping_candidate()
         elif purpose is Purpose.REREAD:
-            lead = self._lead_of(pending.term)
-            if lead is None:
-                return
-            if view is not None and record is not None and record in lead.written:
-                lead.lease = dict(view.body)
-                lead.needs_reread = False
-                lead.next_attempt_at = now if not lead.retried else now + self._renew_retry()
-                lead.retried = True
-            else:
-                reason = "lease deleted" if record is None else edited_reason(record)
-                self._step_down(reason, now, release=False, after=Phase.CANDIDATE)
+            if (lead := self._lead_of(pending.term)) is not None:
+                self._reread_done(lead, view, now)
         elif purpose is Purpose.RELEASE_READ:
             self._release_read(view, now)
 
@@ -272,8 +262,8 @@ class ElectionMachine(Releasing):
             self._not_before = now + self._jitter(self.timing.retry_interval)
             self._stop_if_stopping_candidate()
         elif purpose is Purpose.REREAD:
-            if self._lead is not None and self._lead.term == pending.term:
-                self._lead.next_attempt_at = now + self._renew_retry()
+            if (lead := self._lead_of(pending.term)) is not None:
+                lead.next_attempt_at = now + self._renew_retry()
         elif purpose is Purpose.RELEASE_READ:
             self._release_failed(now)
 
@@ -288,15 +278,9 @@ class ElectionMachine(Releasing):
         if purpose in (Purpose.CREATE, Purpose.TAKE):
             self._granted(dict(view.body), written, sent_at=sent_at, now=now)
         elif purpose is Purpose.RENEW:
-            lead = self._lead_of(pending.term)
-            if lead is None:
-                return  # stepped down meanwhile; the observer has the record
-            lead.lease = dict(view.body)
-            lead.record = written
-            lead.last_ok_sent = max(lead.last_ok_sent, sent_at)
-            lead.next_attempt_at = sent_at + self.timing.renew_interval
-            lead.needs_reread = False
-            lead.retried = False
+            # (a lead that stepped down meanwhile has nothing to renew; the observer has it)
+            if (lead := self._lead_of(pending.term)) is not None:
+                lead.renewed(view, written, sent_at=sent_at, interval=self.timing.renew_interval)
         elif purpose is Purpose.RELEASE:
             self._events.append(Released(fencing_token=written.fencing_token))
             self._finish_release(now)
@@ -321,21 +305,37 @@ class ElectionMachine(Releasing):
                 self._not_before = now + self._jitter(self.timing.retry_interval)
             self._stop_if_stopping_candidate()
         elif purpose is Purpose.RENEW:
-            lead = self._lead_of(pending.term)
-            if lead is None:
-                return
-            if isinstance(error, NotFound):
-                self._observe(None, now)
-                self._step_down("lease deleted", now, release=False, after=Phase.CANDIDATE)
-            elif isinstance(error, Conflict):
-                lead.needs_reread = True
-                lead.next_attempt_at = now if not lead.retried else now + self._renew_retry()
-            else:
-                lead.next_attempt_at = now + self._renew_retry()
+            if (lead := self._lead_of(pending.term)) is not None:
+                self._renew_failed(lead, error, now)
         elif purpose is Purpose.RELEASE:
             self._release_write_failed(error, now)
 
     # -- internals -----------------------------------------------------------------------------
+
+    def _reread_done(self, lead: LeadState, view: LeaseView | None, now: float) -> None:
+        """The re-read after a renew's Conflict answered ``view``: still the record this term
+        wrote (renew again, once at once, then after a retry interval), or someone else's."""
+        record = None if view is None else view.record
+        if view is not None and record is not None and record in lead.written:
+            lead.lease = dict(view.body)
+            lead.needs_reread = False
+            lead.next_attempt_at = now if not lead.retried else now + self._renew_retry()
+            lead.retried = True
+        else:
+            reason = "lease deleted" if record is None else edited_reason(record)
+            self._step_down(reason, now, release=False, after=Phase.CANDIDATE)
+
+    def _renew_failed(self, lead: LeadState, error: TransportError, now: float) -> None:
+        """A renew of ``lead`` failed: the Lease is gone (step down), someone wrote first
+        (re-read), or the request failed (retry after a retry interval)."""
+        if isinstance(error, NotFound):
+            self._observe(None, now)
+            self._step_down("lease deleted", now, release=False, after=Phase.CANDIDATE)
+        elif isinstance(error, Conflict):
+            lead.needs_reread = True
+            lead.next_attempt_at = now if not lead.retried else now + self._renew_retry()
+        else:
+            lead.next_attempt_at = now + self._renew_retry()
 
     def _leader_command(self, now: float, wall: datetime) -> Command:
         lead = self._lead

@@ -7,6 +7,7 @@ from typing import Any
 
 from k8slease.election.commands import Create, Read, Update
 from k8slease.lease.record import LeaseRecord
+from k8slease.lease.view import LeaseView
 
 
 @dataclass(slots=True)
@@ -26,6 +27,18 @@ class LeadState:
     #: Whether the watch has delivered one of our own writes of this term yet; before that, an
     #: event with an older fencing token is a late event from before our grant.
     synced: bool = False
+
+    def renewed(
+        self, view: LeaseView, record: LeaseRecord, *, sent_at: float, interval: float
+    ) -> None:
+        """A renew writing ``record``, sent at ``sent_at``, was stored as ``view``: the next is
+        due ``interval`` after that send, with no re-read or retry outstanding."""
+        self.lease = dict(view.body)
+        self.record = record
+        self.last_ok_sent = max(self.last_ok_sent, sent_at)
+        self.next_attempt_at = sent_at + interval
+        self.needs_reread = False
+        self.retried = False
 
     def wrote(self, record: LeaseRecord) -> None:
         """Remember ``record`` as written by this term (the last :data:`WRITTEN_KEPT`)."""
