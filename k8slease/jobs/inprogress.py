@@ -11,7 +11,10 @@ thread, ``stop()`` cannot wait: the runs end after it returns, if the loop goes 
 
 A run that is cancelled while its lock I/O runs in a thread (the claim, the release) waits for
 that I/O to return (:func:`in_thread_to_the_end`): a claim granted after the cancellation is
-released at once, never left held until ``lock_at_most_for``.
+released at once, never left held until ``lock_at_most_for``. A run cancelled from outside (a
+shutdown) releases its lock the same way, in a worker thread (:func:`in_thread_then_cancel`):
+the loop's other tasks go on during that HTTP request, and a second cancellation (or
+``asyncio.run`` cancelling what is left, then running it to its end) does not cut it short.
 """
 
 from __future__ import annotations
@@ -75,6 +78,17 @@ async def in_thread_to_the_end(call: Callable[[], T]) -> tuple[T, bool]:
             if future.cancelled():
                 raise
             cancelled = True
+
+
+async def in_thread_then_cancel(call: Callable[[], T]) -> T:
+    """``call()`` in a worker thread, to its end (:func:`in_thread_to_the_end`), the loop free
+    meanwhile; a cancellation that arrived during it is raised once it has returned. For a
+    release: it lands (its run record written) however often the task is cancelled, and no
+    other task of the loop waits for its HTTP request."""
+    result, cancelled = await in_thread_to_the_end(call)
+    if cancelled:
+        raise asyncio.CancelledError
+    return result
 
 
 def _on_loop(loop: asyncio.AbstractEventLoop) -> bool:

@@ -65,10 +65,6 @@ class LeaderSingletons:
         for run in told:
             run.stop(timeout=0)
 
-    def running(self) -> list[SingletonRun]:
-        with self._cond:
-            return list(self._runs)
-
     def let_go_of_current(self) -> None:
         """The calling thread is a LEADER singleton that is stopping the jobs: count it as
         ended, or the release would wait for the very thread waiting for it."""

@@ -190,11 +190,20 @@ class Jobs(JobRegistrations):
 
     def ready(self) -> bool:
         """True once started and, when jobs need the election, while it hears from the API
-        server (``LeaderElector.ready``); false while the namespace is missing: for readiness
-        probes."""
-        if not self._started or self._namespace_missing():
+        server (``LeaderElector.ready``): for readiness probes. False while the last claim of
+        some job was refused, because the namespace is missing or by the API server (403: RBAC
+        does not cover its Lease; 422): this replica cannot run that job. True again once a
+        claim of it is not refused (its next tick). A refusal by the API server leaves
+        :meth:`healthy` true: a restart does not grant RBAC."""
+        if not self._started or self._claims_refused():
             return False
         return bool(self._elector is None or self._elector.ready())
+
+    def _claims_refused(self) -> bool:
+        """Whether the last claim of some job was refused (the namespace missing, 403, 422)."""
+        return any(
+            runner.namespace_missing or runner.refused for runner in list(self.runners.values())
+        )
 
     def _namespace_missing(self) -> bool:
         """Whether the last claim of some job was refused because the namespace is missing."""

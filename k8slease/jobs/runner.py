@@ -21,7 +21,7 @@ from k8slease.clock import Clock, SystemClock
 from k8slease.errors import NotFound, TransportError, Unavailable
 from k8slease.jobs.context import JobContext
 from k8slease.jobs.dropped import NotRun
-from k8slease.jobs.inprogress import RunsInProgress, in_thread_to_the_end
+from k8slease.jobs.inprogress import RunsInProgress, in_thread_then_cancel, in_thread_to_the_end
 from k8slease.jobs.leadergate import bind_to_leadership
 from k8slease.jobs.lock import Grant, JobLock
 from k8slease.jobs.lockrules import Verdict
@@ -103,7 +103,8 @@ class TickRunner:
         self.last_skip: Verdict | None = None
         #: the last claim was refused because the namespace does not exist (Jobs is not ready)
         self.namespace_missing = False
-        #: the last claim was answered with a refusal (403, 422, ...): ``api-refused`` skips
+        #: the last claim was answered with a refusal (403, 422, ...): ``api-refused`` skips, and
+        #: Jobs is not ready
         self.refused = False
         self._log = log.bind(job=spec.name, group=group, identity=identity)
         #: the runs in progress (``Jobs.stop()`` waits for those a scheduler shutdown cancelled)
@@ -407,7 +408,7 @@ class TickRunner:
             if grant is not None and grant.lost.is_set():
                 return await self._finished(attempt, "lost", "cancelled")
             if grant is not None:  # cancelled from outside (shutdown): release, then go on
-                self._finish(attempt, "failed", "cancelled")
+                await self._finished(attempt, "failed", "cancelled")
             raise
         except Exception as exc:
             self._log.exception("job.raised", tick=tick.isoformat())
@@ -416,13 +417,8 @@ class TickRunner:
 
     async def _finished(self, attempt: _Attempt, outcome: Outcome, error: str | None) -> str:
         """:meth:`_finish` in a thread, to its end even if the run is cancelled meanwhile (the
-        cancellation is raised after the release)."""
-        final, cancelled = await in_thread_to_the_end(
-            partial(self._finish, attempt, outcome, error)
-        )
-        if cancelled:
-            raise asyncio.CancelledError
-        return final
+        cancellation is raised after the release); the loop runs its other tasks meanwhile."""
+        return await in_thread_then_cancel(partial(self._finish, attempt, outcome, error))
 
     def _untold_tick(self) -> datetime:
         """The tick for a call that did not come through a k8slease executor: now, to the second."""

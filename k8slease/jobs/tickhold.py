@@ -22,6 +22,7 @@ from functools import partial
 from typing import Literal
 
 from k8slease.jobs.context import JobContext
+from k8slease.jobs.inprogress import in_thread_then_cancel
 from k8slease.jobs.runner import TickRunner, _Attempt
 
 
@@ -150,12 +151,8 @@ class TickHold:
         exc: BaseException | None,
         tb: types.TracebackType | None,
     ) -> Literal[False]:
-        attempt = self._take_attempt()
-        if isinstance(exc, asyncio.CancelledError):
-            # cancelled from outside: release now, without awaiting (the task is going away)
-            finish(self._runner, attempt, exc)
-            return False
-        await asyncio.to_thread(finish, self._runner, attempt, exc)
+        # also when the block was cancelled: released in a thread to its end, the loop free
+        await in_thread_then_cancel(partial(finish, self._runner, self._take_attempt(), exc))
         return False
 
     def _take_attempt(self) -> _Attempt | None:

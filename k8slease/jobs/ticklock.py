@@ -39,6 +39,7 @@ from k8slease.callbacks import call_with_optional, cancellable
 from k8slease.clock import Clock, SystemClock
 from k8slease.errors import ConfigError
 from k8slease.jobs.context import JobContext
+from k8slease.jobs.inprogress import in_thread_then_cancel
 from k8slease.jobs.journal import AUTO, RunJournal, journal_path
 from k8slease.jobs.lockrules import check_lock_times
 from k8slease.jobs.runner import TickRunner, _Attempt
@@ -364,11 +365,13 @@ async def _run_claimed(
     ctx: JobContext,
     attempt: _Attempt,
 ) -> T | None:
-    """Run the claimed ``attempt`` of ``func`` on this loop (see :func:`_run_async`)."""
+    """Run the claimed ``attempt`` of ``func`` on this loop (see :func:`_run_async`). The release
+    runs in a worker thread to its end, also when the run is cancelled (then, or during it): the
+    cancellation is raised once the run record is written."""
     grant = attempt.grant
     # the hop back to the loop is a slow step too (as in Jobs): check again before the start
     if grant is not None and grant.lost.is_set():
-        await asyncio.to_thread(runner._startable, grant)
+        await in_thread_then_cancel(functools.partial(runner._startable, grant))
         return None
     try:
         result = await cancellable(
@@ -376,12 +379,15 @@ async def _run_claimed(
         )
     except asyncio.CancelledError as exc:
         if grant is not None and grant.lost.is_set():
-            await asyncio.to_thread(runner._finish, attempt, "lost", "cancelled")
+            await in_thread_then_cancel(
+                functools.partial(runner._finish, attempt, "lost", "cancelled")
+            )
             return None
-        finish(runner, attempt, exc)  # cancelled from outside: release, then go on
+        # cancelled from outside (a shutdown): release in a thread, the loop free, then go on
+        await in_thread_then_cancel(functools.partial(finish, runner, attempt, exc))
         raise
     except Exception as exc:
-        await asyncio.to_thread(finish, runner, attempt, exc)
+        await in_thread_then_cancel(functools.partial(finish, runner, attempt, exc))
         raise
-    await asyncio.to_thread(finish, runner, attempt, None)
+    await in_thread_then_cancel(functools.partial(finish, runner, attempt, None))
     return result

@@ -18,7 +18,9 @@ from typing import Any
 
 import pytest
 from apscheduler.triggers.interval import IntervalTrigger
+from kubernetes import client
 
+from k8slease import TickLock
 from k8slease.errors import AlreadyExists, Conflict, NotFound, Unavailable
 from k8slease.jobs.lock import Grant, JobLock
 from k8slease.jobs.runner import TickRunner
@@ -28,6 +30,7 @@ from k8slease.lease.keptruns import KeptRun, encode_journal
 from k8slease.lease.record import LeaseRecord, new_lease
 from k8slease.lease.transport import LeaseTransport
 from k8slease.lease.view import LeaseView
+from k8slease.metrics import JobMetrics, NoopJobMetrics
 from k8slease.names import LABEL_GROUP, LABEL_JOB, LABEL_ROLE, ROLE_JOB, job_lease_name
 from tests.support.factories import make_lock
 from tests.support.fakeclock import FakeClock
@@ -164,6 +167,47 @@ def logged_events(caplog: pytest.LogCaptureFixture, level: int = logging.WARNING
         for r in caplog.records
         if r.levelno >= level and r.name.startswith("k8slease")
     ]
+
+
+class GatedStore(LosingStore):
+    """A job Lease whose first ``gated`` write (``"create"``: the first claim; ``"replace"``: a
+    later claim, an extension or a release) sets ``entered`` and then waits for ``go``, at most
+    ``wait`` seconds; ``go_in_time`` says whether ``go`` came within them."""
+
+    def __init__(self, gated: str = "create", *, wait: float = 10.0) -> None:
+        super().__init__()
+        self.gated, self.wait = gated, wait
+        self.entered, self.go = threading.Event(), threading.Event()
+        self.go_in_time: bool | None = None
+
+    def _gate(self, verb: str) -> None:
+        if verb == self.gated and not self.entered.is_set():
+            self.entered.set()
+            self.go_in_time = self.go.wait(self.wait)
+
+    def create(self, body: dict[str, Any]) -> dict[str, Any]:
+        self._gate("create")
+        return super().create(body)
+
+    def replace(self, name: str, body: dict[str, Any]) -> dict[str, Any]:
+        self._gate("replace")
+        return super().replace(name, body)
+
+
+def tick_lock_on(
+    store: LosingStore, clock: FakeClock, me: str, metrics: JobMetrics | None = None
+) -> TickLock:
+    """``me``'s ``TickLock`` of group ``g`` on ``store`` (no API server, no Events)."""
+    ticks = TickLock(
+        "g",
+        namespace="default",
+        identity=me,
+        api_client=client.ApiClient(),
+        clock=clock,
+        metrics=metrics or NoopJobMetrics(),
+    )
+    ticks._wiring = replace(ticks._io(), transport=store, events=None)  # type: ignore[arg-type]
+    return ticks
 
 
 class SlowStore(LosingStore):

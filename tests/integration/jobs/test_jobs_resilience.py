@@ -189,6 +189,33 @@ def test_a_refused_claim_skips_on_every_replica_even_failing_open(
     assert ran == ["r1"]
 
 
+@pytest.mark.parametrize("status", [403, 422])
+def test_a_replica_whose_claims_are_refused_is_not_ready_yet_healthy(
+    k8s_embedded_apiserver: APIServer, stop_after: list[Jobs], status: int
+) -> None:
+    """One job whose claims the server refuses (its Lease not in the RBAC Role: 403; an invalid
+    object: 422) makes the replica not ready, as a missing namespace does: it cannot run that
+    job. It stays healthy (a restart grants no RBAC) and is ready again once a claim works."""
+    server = k8s_embedded_apiserver
+    jobs = make_jobs("billing", server.api_client(), identity="r1")
+    for name in ("invoices", "reports"):
+        jobs.cron(NEVER, name=name)(lambda ctx: None)
+    stop_after.append(jobs)
+    jobs.start()
+    assert jobs.fire("invoices", T0) == "succeeded"  # its Lease exists: its writes are named
+    assert jobs.ready() and jobs.healthy()
+    refusal = server.faults.add(("get", "update"), "leases", name="billing.invoices", status=status)
+    assert jobs.fire("invoices", T0 + timedelta(minutes=1)) is None
+    assert jobs.fire("reports", T0) == "succeeded"  # the other job claims as usual
+    assert jobs.runners["invoices"].refused
+    assert not jobs.ready(), "ready while every claim of a job is refused"
+    assert jobs.healthy()
+    server.faults.remove(refusal)
+    assert jobs.fire("invoices", T0 + timedelta(minutes=2)) == "succeeded"
+    assert not jobs.runners["invoices"].refused
+    assert jobs.ready() and jobs.healthy()
+
+
 @pytest.mark.parametrize(
     "spec",
     [

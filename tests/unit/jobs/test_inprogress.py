@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 from apscheduler.triggers.interval import IntervalTrigger
@@ -19,7 +18,7 @@ from k8slease.jobs.spec import JobSpec, Mode
 from k8slease.lease.jobrecord import job_state_from_lease
 from k8slease.logs import get_logger
 from tests.support.fakeclock import FakeClock
-from tests.support.jobleases import LosingStore, job_lock, tick_at
+from tests.support.jobleases import GatedStore, job_lock, tick_at
 
 log = get_logger("k8slease.jobs")
 
@@ -86,19 +85,6 @@ def test_stop_on_the_loops_own_thread_cannot_wait() -> None:
             return wait_for_runs(asyncio.get_running_loop(), [runs], log=log)
 
     assert asyncio.run(main()) is False
-
-
-class GatedStore(LosingStore):
-    """A job Lease whose first create (the claim) waits for ``go``."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.entered, self.go = threading.Event(), threading.Event()
-
-    def create(self, body: dict[str, Any]) -> dict[str, Any]:
-        self.entered.set()
-        assert self.go.wait(10)
-        return super().create(body)
 
 
 def test_a_run_cancelled_during_its_claim_releases_the_grant_it_brings() -> None:

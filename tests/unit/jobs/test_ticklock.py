@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -17,7 +16,7 @@ from k8slease import ConfigError, JobContext, TickLock, TickSkipped
 from k8slease.jobs.lock import JobLock
 from k8slease.jobs.runner import TickRunner
 from tests.support.fakeclock import FakeClock
-from tests.support.jobleases import LosingStore
+from tests.support.jobleases import LosingStore, tick_lock_on
 
 T0 = datetime(2026, 1, 1, 2, 0, tzinfo=UTC)
 
@@ -39,17 +38,8 @@ class Recorder:
 def _replica(
     store: LosingStore, clock: FakeClock, me: str, metrics: Recorder | None = None
 ) -> TickLock:
-    ticks = TickLock(
-        "g",
-        namespace="default",
-        identity=me,
-        api_client=client.ApiClient(),
-        clock=clock,
-        metrics=metrics or Recorder(),
-    )
     # no API server in unit tests: a fake store, no Events
-    ticks._wiring = replace(ticks._io(), transport=store, events=None)  # type: ignore[arg-type]
-    return ticks
+    return tick_lock_on(store, clock, me, metrics or Recorder())
 
 
 @pytest.fixture

@@ -1,0 +1,160 @@
+"""A coroutine run cancelled from outside (a shutdown: ``async with jobs`` left, SIGTERM, the
+``AsyncIOScheduler`` shutting down, ``asyncio.run`` ending) releases its lock with a ``failed``
+run record (``error=cancelled``) in a worker thread: before, the release ran on the loop's
+thread, and every other task of the loop stood still for its HTTP request (up to the request
+timeout on a slow API server).
+
+The release waits (``GatedStore``) until a coroutine on the same loop lets it go on: the loop
+must run while the release is under way. Each form of a coroutine run is checked: a ``Jobs`` job
+(``TickRunner``), ``TickLock.once_per_tick`` on an ``async def`` and ``async with ticks.hold``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from apscheduler.triggers.interval import IntervalTrigger
+
+from k8slease import JobContext
+from k8slease.jobs.runner import TickRunner
+from k8slease.jobs.spec import JobSpec, Mode
+from k8slease.lease.jobrecord import job_state_from_lease
+from tests.support.fakeclock import FakeClock
+from tests.support.jobleases import GatedStore, job_lock, tick_lock_on
+
+T0 = datetime(2026, 1, 1, 2, 0, tzinfo=UTC)
+
+#: how long the gated release waits for the loop before it gives up (it is let go of at once
+#: when the loop runs; this only bounds a test of the defect)
+WAIT = 3.0
+
+#: a form of a coroutine run: given the store and the event its body sets once it runs, the
+#: awaitable that claims T0, runs the body until cancelled and releases
+Form = Callable[[GatedStore, asyncio.Event], Awaitable[Any]]
+
+
+async def body(started: asyncio.Event) -> None:
+    started.set()
+    await asyncio.Event().wait()  # until cancelled
+
+
+def jobs_run(store: GatedStore, started: asyncio.Event) -> Awaitable[Any]:
+    async def job(ctx: JobContext) -> None:
+        await body(started)
+
+    spec = JobSpec(
+        name="job", func=job, mode=Mode.ONCE_PER_TICK, trigger=IntervalTrigger(seconds=60)
+    )
+    clock = FakeClock(wall=T0)
+    lock = job_lock(store, clock, at_most=60)
+    runner = TickRunner(spec, group="g", identity="r0", lock=lock, clock=clock)
+    return runner.run_tick_async(T0)
+
+
+def once_per_tick_run(store: GatedStore, started: asyncio.Event) -> Awaitable[Any]:
+    ticks = tick_lock_on(store, FakeClock(wall=T0), "r0")
+
+    @ticks.once_per_tick(lock_at_most_for=60)
+    async def job() -> None:
+        await body(started)
+
+    return job(tick=T0)
+
+
+async def hold_run(store: GatedStore, started: asyncio.Event) -> None:
+    ticks = tick_lock_on(store, FakeClock(wall=T0), "r0")
+    async with ticks.hold("job", tick=T0, lock_at_most_for=60):
+        await body(started)
+
+
+FORMS = pytest.mark.parametrize(
+    "form", [jobs_run, once_per_tick_run, hold_run], ids=["jobs", "once-per-tick", "hold"]
+)
+
+
+def released_cancelled(store: GatedStore) -> None:
+    """The release landed: the lock free, its run record ``failed``/``cancelled``; and the loop
+    let it go on (it ran while the release waited)."""
+    assert store.go_in_time, "the release stalled the event loop until it gave up waiting"
+    assert store.lease is not None
+    assert not store.lease["spec"].get("holderIdentity"), "the lock was left held"
+    last = job_state_from_lease(store.lease).last_run
+    assert last is not None and (last.outcome, last.error) == ("failed", "cancelled")
+
+
+async def let_go_once_under_way(store: GatedStore) -> None:
+    """On the loop: wait (in a thread) until the release is under way, then let it go on."""
+    assert await asyncio.to_thread(store.entered.wait, WAIT * 2)
+    store.go.set()
+
+
+def cancel_mid_run(
+    form: Form, during_release: Callable[[GatedStore, asyncio.Future[Any]], Awaitable[None]]
+) -> None:
+    """Run ``form`` on a loop and cancel it once its body runs, as a shutdown does; then run
+    ``during_release(store, task)`` on the same loop (the release waits for the loop to let it
+    go on); the run must end cancelled, its release landed."""
+    store = GatedStore("replace", wait=WAIT)
+
+    async def main() -> None:
+        started = asyncio.Event()
+        task = asyncio.ensure_future(form(store, started))
+        await started.wait()
+        task.cancel()
+        await during_release(store, task)
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    released_cancelled(store)
+
+
+@FORMS
+def test_a_run_cancelled_from_outside_releases_while_the_loop_runs_on(form: Form) -> None:
+    async def let_go(store: GatedStore, task: asyncio.Future[Any]) -> None:
+        await let_go_once_under_way(store)
+
+    cancel_mid_run(form, let_go)
+
+
+@FORMS
+def test_a_second_cancellation_during_the_release_does_not_cut_it_short(form: Form) -> None:
+    async def cancel_again(store: GatedStore, task: asyncio.Future[Any]) -> None:
+        assert await asyncio.to_thread(store.entered.wait, WAIT * 2)
+        task.cancel()  # again, while the release waits
+        for _ in range(5):
+            await asyncio.sleep(0)  # let the task take the second cancellation in
+        assert not task.done(), "the run ended before its release did"
+        store.go.set()
+
+    cancel_mid_run(form, cancel_again)
+
+
+@FORMS
+def test_asyncio_run_ending_mid_run_releases_while_the_other_tasks_clean_up(form: Form) -> None:
+    """``asyncio.run`` returns with the run still going: it cancels what is left (the run, and a
+    task whose own clean-up is what lets the release go on) and runs them to their end. The
+    record is written by the time ``asyncio.run`` returns."""
+    store = GatedStore("replace", wait=WAIT)
+
+    async def other() -> None:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            await let_go_once_under_way(store)
+            raise
+
+    left: list[asyncio.Future[Any]] = []  # kept referenced after main returns
+
+    async def main() -> None:
+        started = asyncio.Event()
+        left.extend([asyncio.ensure_future(other()), asyncio.ensure_future(form(store, started))])
+        await started.wait()  # and return, the run still going
+
+    asyncio.run(main())
+    assert all(task.cancelled() for task in left)
+    released_cancelled(store)
