@@ -38,7 +38,7 @@ from k8slease.jobs.tickhold import TickSkipped
 from k8slease.jobs.ticklock import TickLock
 from k8slease.jobs.tickof import floor_tick
 from k8slease.jobs.triggers import INTERVAL_ANCHOR
-from k8slease.kube.options import seconds
+from k8slease.kube.options import check_at_most, seconds
 from k8slease.kube.validate import is_dns_label
 from k8slease.logs import get_logger
 
@@ -104,6 +104,7 @@ def due_tick(schedule: object, *, last_run_at: datetime, now: datetime) -> datet
         period = schedule.run_every
         if period <= timedelta(0):
             raise ConfigError(f"a beat interval must be positive, got {period}")
+        check_at_most("a beat interval", period.total_seconds(), given=period)
         return floor_tick(now.astimezone(UTC), period, anchor=INTERVAL_ANCHOR)
     raise ConfigError(
         f"k8slease sends only interval and crontab beat entries once per tick; "

@@ -13,17 +13,19 @@ from datetime import datetime, timedelta
 
 from k8slease.errors import ConfigError
 from k8slease.jobs.triggers import INTERVAL_ANCHOR
-from k8slease.kube.options import seconds
+from k8slease.kube.options import check_at_most, seconds
 
 _MICRO = timedelta(microseconds=1)
 
 
 def check_period(period: object, *, prefix: str = "") -> timedelta:
     """``period`` (seconds or a ``timedelta``) as a positive ``timedelta`` of whole microseconds,
-    else a ``ConfigError`` naming it."""
+    at most :data:`~k8slease.kube.options.MAX_SECONDS` either way, else a ``ConfigError`` naming
+    it."""
     if isinstance(period, timedelta):
         if period <= timedelta(0):
             raise ConfigError(f"{prefix}period must be positive, got {period!r}")
+        check_at_most("period", period.total_seconds(), given=period, prefix=prefix)
         return period
     value = seconds("period", period, above=True, prefix=prefix)
     length = timedelta(microseconds=round(value * 1_000_000))

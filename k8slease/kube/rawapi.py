@@ -11,7 +11,11 @@ connections, answers that are not the expected object).
 An answer is not trusted for its status code alone: :func:`loads_answer` turns bytes that do not
 parse (nested deeper than the interpreter's recursion limit included) into ``Unavailable``, and
 :func:`object_problem` names what a 2xx object answer lacks that the API server always sends
-(``metadata.name`` and ``metadata.resourceVersion``), so nothing is concluded from garbage.
+(``metadata.name`` and ``metadata.resourceVersion``), so nothing is concluded from garbage;
+:func:`identity_problem` names an object that is not the one asked for (another name, another
+namespace). A body is read up to a bound (:mod:`k8slease.kube.bodyread`): one object's answer
+at most :data:`~k8slease.kube.bodyread.MAX_OBJECT_BYTES`, a list's
+:data:`~k8slease.kube.bodyread.MAX_LIST_BYTES`.
 """
 
 from __future__ import annotations
@@ -35,6 +39,14 @@ from k8slease.errors import (
     TransportError,
     Unavailable,
 )
+from k8slease.kube.bodyread import (
+    MAX_LIST_BYTES,
+    MAX_OBJECT_BYTES,
+    TooLarge,
+    read_at_most,
+    too_large,
+)
+from k8slease.shown import shown
 
 #: how parsing hostile bytes fails: malformed JSON, bytes that are no Unicode, an integer of more
 #: digits than Python converts (all ValueError), nesting deeper than the recursion limit
@@ -70,9 +82,34 @@ def object_problem(body: Any, *, kind: str = "Lease") -> str | None:
         value = metadata.get(field)
         if not isinstance(value, str) or not value:
             return f"a {kind} without metadata.{field}"
+    if not isinstance(metadata.get("namespace", ""), str):
+        return f"a {kind} whose metadata.namespace is {_shown(metadata['namespace'])}, not a string"
     if not isinstance(body.get("spec", {}), Mapping):
         return f"a {kind} whose spec is {_shown(body.get('spec'))}, not a mapping"
     return None
+
+
+def identity_problem(
+    body: Mapping[str, Any], *, kind: str = "Lease", namespace: str | None, name: str | None = None
+) -> str | None:
+    """What makes ``body`` (an object :func:`object_problem` accepted) another object than the
+    ``kind`` ``name`` in ``namespace`` that was asked for, or ``None``: another
+    ``metadata.name`` (when ``name`` is given: a list or a watch of many objects has none), or
+    another ``metadata.namespace`` when the object names one."""
+    metadata = body["metadata"]
+    answered_name, answered_namespace = metadata["name"], metadata.get("namespace")
+    other_namespace = namespace is not None and answered_namespace not in (None, namespace)
+    if name is not None and (answered_name != name or other_namespace):
+        answered = _ref(answered_namespace, answered_name)
+        return f"the {kind} {answered} instead of {_ref(namespace, name)}"
+    if other_namespace:
+        return f"a {kind} in namespace {_ref(None, answered_namespace)}, not {namespace!r}"
+    return None
+
+
+def _ref(namespace: str | None, name: str) -> str:
+    """``'namespace/name'`` (``'name'`` without a namespace), quoted, escaped and cut short."""
+    return "'" + shown(name if namespace is None else f"{namespace}/{name}") + "'"
 
 
 def _shown(value: Any) -> str:
@@ -128,16 +165,27 @@ def map_api_exception(exc: ApiException, *, verb: str) -> TransportError:
     return Unavailable(text, status=code or None, reason=reason)
 
 
-def _decode(raw: Any, *, verb: str, kind: str = "Lease") -> dict[str, Any]:
+def _decode(
+    raw: Any,
+    *,
+    verb: str,
+    kind: str = "Lease",
+    namespace: str | None = None,
+    name: str | None = None,
+) -> dict[str, Any]:
     """A 2xx answer's body as a ``kind`` object, a list (``...List``: its ``metadata`` and every
-    item checked) or a ``Status``; ``Unavailable`` naming what is wrong with anything else."""
+    item checked) or a ``Status``; ``Unavailable`` naming what is wrong with anything else. Given
+    ``namespace`` (and ``name``), an object (a list's items) must be that one
+    (:func:`identity_problem`)."""
     body = loads_answer(raw, failure=f"{verb}: the API server answered something that is not JSON")
     if kind == "Status":
         problem = _status_problem(body)
     elif kind.endswith("List"):
-        problem = _list_problem(body, kind)
+        problem = _list_problem(body, kind, namespace)
     else:
-        problem = object_problem(body, kind=kind)
+        problem = object_problem(body, kind=kind) or identity_problem(
+            body, kind=kind, namespace=namespace, name=name
+        )
     if problem is not None:
         raise Unavailable(f"{verb}: the API server answered {problem}")
     return dict(body)
@@ -151,7 +199,7 @@ def _status_problem(body: Any) -> str | None:
     return None
 
 
-def _list_problem(body: Any, kind: str) -> str | None:
+def _list_problem(body: Any, kind: str, namespace: str | None) -> str | None:
     if not isinstance(body, dict) or body.get("kind") not in (kind, None):
         return f"something that is not a {kind}"
     metadata = body.get("metadata")
@@ -165,8 +213,11 @@ def _list_problem(body: Any, kind: str) -> str | None:
         return None
     if not isinstance(items, list):
         return f"a {kind} whose items are not a list"
+    item_kind = kind.removesuffix("List")
     for index, item in enumerate(items):
-        problem = object_problem(item, kind=kind.removesuffix("List"))
+        problem = object_problem(item, kind=item_kind) or identity_problem(
+            item, kind=item_kind, namespace=namespace
+        )
         if problem is not None:
             return f"a {kind} whose item {index} is {problem}"
     return None
@@ -204,10 +255,12 @@ def send(
     except (urllib3.exceptions.HTTPError, OSError) as exc:
         raise Unavailable(f"{verb}: {type(exc).__name__}: {exc}") from None
     if not 200 <= response.status <= 299:
-        with contextlib.suppress(urllib3.exceptions.HTTPError, OSError):
-            response.read()
         error = ApiException(status=response.status, reason=response.reason)
-        error.body = response.data
+        # the body (bytes: _status_reason decodes them) names the reason, when it can be read
+        # within the bound; the status code alone maps the error
+        with contextlib.suppress(urllib3.exceptions.HTTPError, OSError, TooLarge):
+            read: Any = read_at_most(response.response, MAX_OBJECT_BYTES)
+            error.body = read
         raise map_api_exception(error, verb=verb)
     return response
 
@@ -247,12 +300,25 @@ def _request_once(
 
 
 def send_json(
-    api_client: client.ApiClient, verb: str, method: str, path: str, *, kind: str, **kwargs: Any
+    api_client: client.ApiClient,
+    verb: str,
+    method: str,
+    path: str,
+    *,
+    kind: str,
+    namespace: str | None = None,
+    name: str | None = None,
+    **kwargs: Any,
 ) -> dict[str, Any]:
-    """:func:`send`, then read the answer as a ``kind`` object (``Unavailable`` if it is not)."""
+    """:func:`send`, then read the answer (up to its bound: a list's or one object's) as a
+    ``kind`` object, and given ``namespace`` (and ``name``) as that one (``Unavailable`` if it is
+    not: :func:`_decode`)."""
     response = send(api_client, verb, method, path, **kwargs)
+    listed = kind.endswith("List")
     try:
-        response.read()
+        raw = read_at_most(response.response, MAX_LIST_BYTES if listed else MAX_OBJECT_BYTES)
+    except TooLarge as exc:
+        raise too_large(verb, exc, what=f"a {kind}" if listed else f"one {kind}") from None
     except (urllib3.exceptions.HTTPError, OSError) as exc:
         raise Unavailable(f"{verb}: {type(exc).__name__}: {exc}") from None
-    return _decode(response.data, verb=verb, kind=kind)
+    return _decode(raw, verb=verb, kind=kind, namespace=namespace, name=name)

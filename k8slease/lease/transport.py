@@ -3,9 +3,10 @@
 :class:`LeaseTransport` speaks plain JSON dicts through :mod:`k8slease.kube.rawapi` (so fields
 k8slease does not know survive a round-trip) and raises the exceptions it maps every HTTP outcome
 to: ``NotFound``, ``AlreadyExists``, ``Conflict``, ``Forbidden``, ``Invalid`` and ``Unavailable``
-(5xx, 429, timeouts, dropped connections, answers that are not a Lease). Every request carries a
-timeout: the caller's request budget (:mod:`k8slease.lease.budget`; a renew may take the time
-left before its deadline) or, outside one, ``request_timeout``.
+(5xx, 429, timeouts, dropped connections, answers that are not a Lease, answers that are another
+Lease than the one asked for, answers larger than the bound of :mod:`k8slease.kube.bodyread`).
+Every request carries a timeout: the caller's request budget (:mod:`k8slease.lease.budget`; a
+renew may take the time left before its deadline) or, outside one, ``request_timeout``.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ import urllib3
 from kubernetes import client
 
 from k8slease.errors import NotFound, TransportError, Unavailable
-from k8slease.kube.rawapi import loads_answer, object_problem, send, send_json
+from k8slease.kube.bodyread import MAX_OBJECT_BYTES, abandon, mib
+from k8slease.kube.rawapi import identity_problem, loads_answer, object_problem, send, send_json
 from k8slease.lease.budget import current_budget
 
 
@@ -93,23 +95,27 @@ class LeaseTransport:
     def _json(
         self, verb: str, method: str, path: str, *, kind: str = "Lease", **kwargs: Any
     ) -> dict[str, Any]:
+        """The answer as a ``kind`` in this namespace (``name``: that one), else ``Unavailable``."""
         kwargs.setdefault("timeout", self._timeout())
-        return send_json(self.api_client, verb, method, path, kind=kind, **kwargs)
+        return send_json(
+            self.api_client, verb, method, path, kind=kind, namespace=self.namespace, **kwargs
+        )
 
     def get(self, name: str) -> dict[str, Any]:
-        """Read one Lease. Raises ``NotFound`` when it does not exist."""
-        return self._json("get", "GET", self._path(name))
+        """Read one Lease. Raises ``NotFound`` when it does not exist, ``Unavailable`` when the
+        answer is another Lease (another name or namespace)."""
+        return self._json("get", "GET", self._path(name), name=name)
 
     def create(self, body: Mapping[str, Any]) -> dict[str, Any]:
         """Create a Lease. Raises ``AlreadyExists`` when someone else created it first."""
-        return self._json("create", "POST", self._path(), body=body)
+        return self._json("create", "POST", self._path(), body=body, name=_name_in(body))
 
     def replace(self, name: str, body: Mapping[str, Any]) -> dict[str, Any]:
         """PUT a Lease, conditional on the ``metadata.resourceVersion`` in ``body``.
 
         Raises ``Conflict`` when that resourceVersion is stale, ``NotFound`` when the Lease is gone.
         """
-        return self._json("update", "PUT", self._path(name), body=body)
+        return self._json("update", "PUT", self._path(name), body=body, name=name)
 
     def delete(self, name: str) -> None:
         """Delete a Lease; a Lease that is already gone is not an error."""
@@ -121,7 +127,8 @@ class LeaseTransport:
     def list(self, *, label_selector: str | None = None) -> tuple[list[dict[str, Any]], str]:
         """List Leases; returns the items and the list's resourceVersion (to start a watch from)."""
         query = [("labelSelector", label_selector)] if label_selector else []
-        # checked by the decoder: items a list (or null) of Leases, metadata.resourceVersion set
+        # checked by the decoder: items a list (or null) of Leases of this namespace,
+        # metadata.resourceVersion set
         body = self._json("list", "GET", self._path(), kind="LeaseList", query=query)
         return list(body.get("items") or []), str(body["metadata"]["resourceVersion"])
 
@@ -135,7 +142,8 @@ class LeaseTransport:
     ) -> Iterator[WatchEvent]:
         """Stream Lease events after ``resource_version`` until the server ends the watch.
 
-        Raises ``Unavailable`` when the stream breaks and ``TransportError`` with status 410 when
+        Raises ``Unavailable`` when the stream breaks or sends what is not an event of this
+        namespace's Leases (of ``name``'s, when given), and ``TransportError`` with status 410 when
         ``resource_version`` is too old (the caller should list again).
         """
         query = [
@@ -163,7 +171,7 @@ class LeaseTransport:
         try:
             if closed:
                 raise Unavailable("watch: this transport's watches were closed")
-            yield from _watch_lines(raw)
+            yield from _watch_lines(raw, namespace=self.namespace, name=name or None)
         finally:
             with self._watches_lock:
                 self._open_watches.discard(raw)
@@ -186,25 +194,44 @@ class LeaseTransport:
                 raw.shutdown()
 
 
-def _watch_lines(response: Any) -> Iterator[WatchEvent]:
-    """The stream's events, one a line. A line's chunks are joined once, when it ends: a line of
-    many megabytes (an object edited large, or garbage) costs time in proportion to its size."""
+def _watch_lines(
+    response: Any, *, namespace: str | None = None, name: str | None = None
+) -> Iterator[WatchEvent]:
+    """The stream's events, one a line, each a Lease in ``namespace`` (named ``name``, when
+    given). A line's chunks are joined once, when it ends: a line of many megabytes (an object
+    edited large, or garbage) costs time in proportion to its size. A line (one event: one
+    object) longer than :data:`~k8slease.kube.bodyread.MAX_OBJECT_BYTES` ends the stream as
+    ``Unavailable``, the rest unread."""
     pending: list[bytes] = []
+    size = 0  # of the pending line
     for chunk in _stream_chunks(response):
         if b"\n" not in chunk:
             pending.append(chunk)
+            size += len(chunk)
+            _check_line_size(response, size)
             continue
         *lines, rest = b"".join([*pending, chunk]).split(b"\n")
-        pending = [rest]
+        pending, size = [rest], len(rest)
         for line in lines:
-            event = _parse_watch_line(line)
+            _check_line_size(response, len(line))
+            event = _parse_watch_line(line, namespace=namespace, name=name)
             if event is not None:
                 yield event
     tail = b"".join(pending)
     if tail.strip():
-        event = _parse_watch_line(tail)
+        event = _parse_watch_line(tail, namespace=namespace, name=name)
         if event is not None:
             yield event
+
+
+def _check_line_size(response: Any, size: int) -> None:
+    """``Unavailable`` (the stream closed) when a line has passed the bound of one object."""
+    if size > MAX_OBJECT_BYTES:
+        abandon(response)
+        raise Unavailable(
+            f"watch: the API server sent a line longer than the {mib(MAX_OBJECT_BYTES)} "
+            "k8slease reads for one event; the rest was not read"
+        )
 
 
 def _stream_chunks(response: Any) -> Iterator[bytes]:
@@ -226,10 +253,13 @@ def _stream_chunks(response: Any) -> Iterator[bytes]:
         yield chunk
 
 
-def _parse_watch_line(line: bytes) -> WatchEvent | None:
+def _parse_watch_line(
+    line: bytes, *, namespace: str | None = None, name: str | None = None
+) -> WatchEvent | None:
     """One line of a watch stream as its event; ``Unavailable`` naming what is wrong with a line
     that is not one: an ADDED, MODIFIED or DELETED object must be a Lease as the API server
-    sends it (``object_problem``), a BOOKMARK must carry a resourceVersion."""
+    sends it (``object_problem``) in ``namespace`` (named ``name``, when given:
+    ``identity_problem``), a BOOKMARK must carry a resourceVersion."""
     if not line.strip():
         return None
     data = loads_answer(line, failure="watch: the API server sent a line that is not JSON")
@@ -246,7 +276,10 @@ def _parse_watch_line(line: bytes) -> WatchEvent | None:
         if code == 410:
             raise TransportError(message, status=410, reason=reason or "Expired")
         raise Unavailable(message, status=code if isinstance(code, int) else None, reason=reason)
-    problem = _bookmark_problem(obj) if kind == "BOOKMARK" else object_problem(obj)
+    if kind == "BOOKMARK":
+        problem = _bookmark_problem(obj)
+    else:
+        problem = object_problem(obj) or identity_problem(obj, namespace=namespace, name=name)
     if problem is not None:
         raise Unavailable(f"watch: the API server sent an event of type {kind!r} with {problem}")
     return WatchEvent(type=kind, lease=obj)
@@ -259,3 +292,10 @@ def _bookmark_problem(obj: Mapping[str, Any]) -> str | None:
     if not isinstance(version, str) or not version:
         return "a Lease without metadata.resourceVersion"
     return None
+
+
+def _name_in(body: Mapping[str, Any]) -> str | None:
+    """The ``metadata.name`` of a body to create (``None``: none to compare the answer with)."""
+    metadata = body.get("metadata")
+    name = metadata.get("name") if isinstance(metadata, Mapping) else None
+    return name if isinstance(name, str) and name else None

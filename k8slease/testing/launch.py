@@ -13,12 +13,15 @@ from __future__ import annotations
 import argparse
 import shutil
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from types import FrameType, TracebackType
 from typing import TYPE_CHECKING, ClassVar, Self
+
+from .kubeconfig import kubeconfig_target_problem
 
 if TYPE_CHECKING:
     from .controlplane.build import Progress
@@ -213,6 +216,17 @@ def tier_parser(
     else:
         parser.add_argument("--build-only", action="store_true", help=build_help)
     return parser
+
+
+def kubeconfig_refused(prog: str, path: str | None) -> bool:
+    """Whether ``--kubeconfig path`` cannot be written (a directory, under a file, not
+    writable): then ``k8slease <prog>: <why>`` is printed on stderr, one line, and the command
+    exits with status 2 before it starts (or builds) anything. A missing parent is no error:
+    it is created."""
+    problem = None if path is None else kubeconfig_target_problem(path)
+    if problem is not None:
+        print(f"k8slease {prog}: {problem}", file=sys.stderr, flush=True)
+    return problem is not None
 
 
 def print_built(

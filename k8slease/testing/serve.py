@@ -8,10 +8,8 @@ the file to appear and then use it. The URL is printed on stdout (one line, flus
 from __future__ import annotations
 
 import argparse
-import sys
 
-from .kubeconfig import kubeconfig_target_problem
-from .launch import serve_until_signalled
+from .launch import kubeconfig_refused, serve_until_signalled
 from .server import APIServer
 
 
@@ -65,9 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the server; returns the exit code (0 after a clean SIGINT/SIGTERM, 2 for a usage
     error such as a ``--kubeconfig`` that is a directory)."""
     args = build_parser().parse_args(argv)
-    problem = None if args.kubeconfig is None else kubeconfig_target_problem(args.kubeconfig)
-    if problem is not None:
-        print(f"k8slease apiserver: {problem}", file=sys.stderr)
+    if kubeconfig_refused("apiserver", args.kubeconfig):
         return 2
     server = APIServer(
         args.port,

@@ -1,20 +1,22 @@
 """A plain-HTTP reverse proxy in front of an embedded API server (``tls=False, auth=False``) that
 answers the requests a rule picks itself (a status and body of the test's choosing: garbage
-behind a 200) and forwards the others as they are, watch streams included."""
+behind a 200, sent with its length, or streamed chunked from an iterable, however long) and
+forwards the others as they are, watch streams included."""
 
 from __future__ import annotations
 
 import http.client
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
 from kubernetes import client
 
-#: (method, path with query) -> the (status, body) to answer instead, or None to forward
-Rule = Callable[[str, str], tuple[int, bytes] | None]
+#: (method, path with query) -> the (status, body) to answer instead, or None to forward; a
+#: body of bytes is sent with its Content-Length, an iterable of chunks chunked as it is iterated
+Rule = Callable[[str, str], tuple[int, bytes | Iterable[bytes]] | None]
 
 
 class GarbageProxy:
@@ -25,6 +27,9 @@ class GarbageProxy:
         self.upstream = (parts.hostname or "127.0.0.1", parts.port or 80)
         self.rule: Rule = lambda method, path: None
         self.answered: list[tuple[str, str]] = []
+        #: bytes of the chunked answers written before they ended or the client closed them (the
+        #: sockets' buffers hold some that the client never read)
+        self.streamed = 0
         self.changed = threading.Condition()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._server.daemon_threads = True
@@ -65,12 +70,29 @@ def _handler(proxy: GarbageProxy) -> type[BaseHTTPRequestHandler]:
             status, data = answer
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            try:
+                if isinstance(data, bytes):
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                else:
+                    self.send_header("Transfer-Encoding", "chunked")
+                    self.end_headers()
+                    self._chunked(data, count=True)
+            except OSError:  # the client closed the connection before the end
+                self.close_connection = True
             with proxy.changed:
                 proxy.answered.append((self.command, self.path))
                 proxy.changed.notify_all()
+
+        def _chunked(self, chunks: Iterable[bytes], *, count: bool = False) -> None:
+            """Write ``chunks`` in chunked encoding, then its end."""
+            for chunk in chunks:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                self.wfile.flush()
+                if count:
+                    proxy.streamed += len(chunk)
+            self.wfile.write(b"0\r\n\r\n")
 
         def _forward(self, body: bytes | None) -> None:
             upstream = http.client.HTTPConnection(*proxy.upstream, timeout=600)
@@ -86,10 +108,7 @@ def _handler(proxy: GarbageProxy) -> type[BaseHTTPRequestHandler]:
                         self.send_header(key, value)
                 self.send_header("Transfer-Encoding", "chunked")
                 self.end_headers()
-                while chunk := response.read1(65536):
-                    self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
-                    self.wfile.flush()
-                self.wfile.write(b"0\r\n\r\n")
+                self._chunked(iter(lambda: response.read1(65536), b""))
             except OSError:
                 self.close_connection = True
             finally:

@@ -108,6 +108,56 @@ def test_apiserver_refuses_a_kubeconfig_that_is_a_directory(
     assert token_files(tmp_path) == []
 
 
+#: what each tier command does first that is slow or needs the host: never reached on a
+#: usage error (each stands in for the real one and fails the test if it is called)
+HEAVY = {
+    "controlplane": ("k8slease.testing.controlplane.serve", ["ControlPlane", "ensure_binaries"]),
+    "cluster": (
+        "k8slease.testing.cluster.serve",
+        ["unavailable", "Cluster", "build_all", "build_binaries", "build_image"],
+    ),
+}
+
+
+@pytest.mark.parametrize("command", HEAVY)
+@pytest.mark.parametrize("build_only", [[], ["--build-only"]], ids=["serve", "build-only"])
+def test_tiers_refuse_a_kubeconfig_that_is_a_directory_before_starting_anything(
+    command: str,
+    build_only: list[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Before: the control plane (or the cluster, after the host's checks) was built and
+    started, minutes of work, and only then failed to write the kubeconfig."""
+    module, names = HEAVY[command]
+    served = importlib.import_module(module)
+    for name in names:
+        monkeypatch.setattr(served, name, _started(command, name))
+    directory = tmp_path / "kcdir"
+    directory.mkdir()
+    assert cli_main.main([command, "--kubeconfig", str(directory), *build_only]) == 2
+    captured = capsys.readouterr()
+    assert captured.err == (
+        f"k8slease {command}: --kubeconfig {str(directory)!r} is a directory;"
+        " pass the path of a file\n"
+    )
+    assert captured.out == ""
+    (tmp_path / "file").write_text("")
+    assert cli_main.main([command, "--kubeconfig", str(tmp_path / "file" / "kc")]) == 2
+    assert capsys.readouterr().err == (
+        f"k8slease {command}: --kubeconfig {str(tmp_path / 'file' / 'kc')!r}: "
+        f"{str(tmp_path / 'file')!r} is not a directory\n"
+    )
+
+
+def _started(command: str, name: str) -> Any:
+    def heavy(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError(f"k8slease {command} called {name} before refusing its kubeconfig")
+
+    return heavy
+
+
 def test_apiserver_kubeconfig_under_a_file_is_a_usage_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

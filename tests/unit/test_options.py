@@ -6,6 +6,7 @@ import functools
 import logging
 import math
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -266,13 +267,29 @@ def test_a_job_duration_beyond_int32_is_refused_at_registration(
             "request_timeout",
         ),
         (lambda: ticks().hold("work", period=1e300), "period"),
+        (lambda: ticks().hold("work", period=timedelta(seconds=2**31)), "period"),
+        (lambda: ticks().once_per_tick(period=timedelta.max)(work), "period"),
     ],
 )
 def test_other_durations_beyond_int32_are_refused(make: Callable[[], object], option: str) -> None:
     """Before: interval(seconds=1e300) raised OverflowError; the others were accepted and would
-    overflow a wait or a socket timeout."""
+    overflow a wait or a socket timeout (a period given as a timedelta: accepted, however long)."""
     with pytest.raises(ConfigError, match=too_long(option)):
         make()
+
+
+def test_a_period_is_bounded_alike_in_seconds_and_as_a_timedelta() -> None:
+    for period in (2**31, timedelta(seconds=2**31)):
+        with pytest.raises(ConfigError) as caught:
+            ticks().hold("work", period=period)
+        assert str(caught.value) == (
+            "job 'work': period must be at most 2147483647 seconds (k8slease's limit for every "
+            f"duration: a Lease's leaseDurationSeconds is an int32), got {period!r}"
+        )
+    ticks().once_per_tick(period=timedelta(seconds=LIMIT))(work)  # the limit itself is taken
+    for short in (timedelta(0), -timedelta(microseconds=1)):
+        with pytest.raises(ConfigError, match=r"^job 'work': period must be positive"):
+            ticks().hold("work", period=short)
 
 
 # -- names: the group is also a label value; a namespace given is one ---------------------------

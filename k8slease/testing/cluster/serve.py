@@ -15,7 +15,12 @@ import threading
 from k8slease.testing.controlplane.build import ensure_binaries
 from k8slease.testing.controlplane.certs import CertificateError
 from k8slease.testing.controlplane.gotool import BuildError
-from k8slease.testing.launch import print_built, serve_until_signalled, tier_parser
+from k8slease.testing.launch import (
+    kubeconfig_refused,
+    print_built,
+    serve_until_signalled,
+    tier_parser,
+)
 
 from .build import ensure_node_binaries
 from .host import ensure_packages, unavailable
@@ -86,8 +91,12 @@ def build_all() -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the cluster; returns the exit code (0 after a clean SIGINT/SIGTERM)."""
+    """Run the cluster; returns the exit code (0 after a clean SIGINT/SIGTERM, 2 for a usage
+    error such as a ``--kubeconfig`` that is a directory, found before the host is checked or
+    anything is built or started)."""
     args = build_parser().parse_args(argv)
+    if kubeconfig_refused("cluster", args.kubeconfig):
+        return 2
     reason = unavailable()
     if reason is not None:
         print(f"k8slease cluster: cannot run here: {reason}", flush=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..launch import print_built, serve_until_signalled, tier_parser
+from ..launch import kubeconfig_refused, print_built, serve_until_signalled, tier_parser
 from .build import ensure_binaries
 from .certs import CertificateError
 from .gotool import BuildError
@@ -39,8 +39,12 @@ def _port(text: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the control plane; returns the exit code (0 after a clean SIGINT/SIGTERM)."""
+    """Run the control plane; returns the exit code (0 after a clean SIGINT/SIGTERM, 2 for a
+    usage error such as a ``--kubeconfig`` that is a directory, found before anything is built
+    or started)."""
     args = build_parser().parse_args(argv)
+    if kubeconfig_refused("controlplane", args.kubeconfig):
+        return 2
     if args.build_only:
         return print_built(
             "controlplane", lambda: [ensure_binaries().directory], failure=BuildError

@@ -1,5 +1,6 @@
 """A 200 whose body is not the Lease asked for (JSON nested past the recursion limit, a Lease
-without usable metadata) is an unavailable API server: the elector warns naming what was wrong
+without usable metadata, another Lease, a body larger than the bound of one Lease) is an
+unavailable API server: the elector warns naming what was wrong
 (``request.failed``, not ``elector.request_crashed`` with a traceback) and never leads on such an
 answer to its create; ``Jobs`` starts and skips the tick as api-unreachable instead of raising.
 
@@ -12,20 +13,33 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
 from k8slease import Mode
-from k8slease.testing.server import APIServer
+from k8slease.kube.bodyread import MAX_OBJECT_BYTES
 from tests.integration.election.elector_helpers import stop_and_close, tracked_elector
 from tests.support.factories import make_jobs
 from tests.support.garbage_proxy import GarbageProxy
 from tests.support.timing import OPERATOR_FAST
 
-#: garbage 200 bodies and what the warning names
+#: a Lease as the API server sends one, but not the one asked for: held by the elector ("a")
+#: and the claimant of the Jobs test ("r1"), renewed in the future (taken for a success, before)
+ANOTHER_LEASE = {
+    "kind": "Lease",
+    "apiVersion": "coordination.k8s.io/v1",
+    "metadata": {"name": "someone-else", "namespace": "default", "resourceVersion": "7"},
+    "spec": {
+        "holderIdentity": "a",
+        "leaseDurationSeconds": 15,
+        "acquireTime": "2099-01-01T00:00:00.000000Z",
+        "renewTime": "2099-01-01T00:00:00.000000Z",
+    },
+}
+
+#: garbage 200 bodies and what the warning names ({lease}: the Lease asked for)
 GARBAGE = {
     "deep": (b"[" * 100_000, "the API server answered something that is not JSON"),
     "metadata-a-string": (
@@ -40,17 +54,16 @@ GARBAGE = {
         json.dumps({"metadata": {"name": "demo"}}).encode(),
         "the API server answered a Lease without metadata.resourceVersion",
     ),
+    "another-lease": (
+        json.dumps(ANOTHER_LEASE).encode(),
+        "the API server answered the Lease 'default/someone-else' instead of 'default/{lease}'",
+    ),
+    "over-the-bound": (
+        b" " * (MAX_OBJECT_BYTES + 1),
+        f"the API server answered {MAX_OBJECT_BYTES + 1} bytes, more than the 4 MiB k8slease "
+        "reads for one Lease; not read",
+    ),
 }
-
-
-@pytest.fixture
-def proxy() -> Iterator[GarbageProxy]:
-    with APIServer(tls=False, auth=False) as server:
-        garbage = GarbageProxy(server.url)
-        try:
-            yield garbage
-        finally:
-            garbage.close()
 
 
 def _answer_with(
@@ -104,7 +117,7 @@ def test_an_elector_answered_garbage_warns_and_does_not_lead(
     assert not [e for e in events if "crashed" in e[1]]
     failed = [f for level, event, f in events if event == "request.failed"]
     assert failed, events
-    assert failed[0]["error"] == f"create: {named}"
+    assert failed[0]["error"] == "create: " + named.format(lease="demo")
     assert failed[0]["reason"] == "unavailable"
 
 
@@ -129,6 +142,7 @@ def test_jobs_answered_garbage_start_and_skip_the_tick_as_api_unreachable(
     assert proxy.answered, "the claim never reached the proxy"
     events = _events(caplog)
     assert not [e for e in events if "crashed" in e[1]]
+    named = named.format(lease="billing.invoices")
     catch_up = [f["error"] for _, event, f in events if event == "jobs.catch_up_unavailable"]
     assert catch_up == [f"get: {named}"]
     unreachable = [f["error"] for _, event, f in events if event == "job.api_unreachable"]

@@ -56,6 +56,14 @@ def test_schedules_the_replicas_cannot_agree_on_are_refused() -> None:
         due_tick(Jittered(), last_run_at=T, now=T)
 
 
+def test_a_beat_interval_is_bounded_as_every_duration() -> None:
+    """Before: an interval of any length was taken (every other duration stops at int32)."""
+    with pytest.raises(ConfigError, match=r"^a beat interval must be at most 2147483647 seconds"):
+        due_tick(schedule(run_every=timedelta(seconds=2**31)), last_run_at=T, now=T)
+    with pytest.raises(ConfigError, match=r"^a beat interval must be positive"):
+        due_tick(schedule(run_every=timedelta(0)), last_run_at=T, now=T)
+
+
 def test_entry_names_become_distinct_dns_labels() -> None:
     assert entry_job_name("add-every-10-seconds") == "add-every-10-seconds"
     names = ["tasks.add every 10s", "tasks.add_every_10s", "Tasks.Add every 10s", "x" * 80, "é"]

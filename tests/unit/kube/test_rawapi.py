@@ -197,3 +197,64 @@ def test_an_error_answer_with_a_garbage_body_maps_by_its_status_code(body: bytes
     mapped = map_api_exception(error, verb="get")
     assert isinstance(mapped, Unavailable)
     assert str(mapped) == "get: HTTP 503 Service Unavailable: Service Unavailable"
+
+
+#: answers that are a Lease, but not the one asked for ("demo" in "default"), and the error
+ANOTHER_LEASE = {
+    "another-name": (_with(metadata__name="other"), "the Lease 'default/other' instead of"),
+    "another-namespace": (
+        _with(metadata__namespace="kube-system"),
+        "the Lease 'kube-system/demo' instead of",
+    ),
+    "both": (
+        _with(metadata__name="other", metadata__namespace="kube-system"),
+        "the Lease 'kube-system/other' instead of",
+    ),
+    "another-name-no-namespace": (
+        _with(metadata__name="other", metadata__namespace=_DROP),
+        "the Lease 'other' instead of",
+    ),
+    "a-terminal-escape": (
+        _with(metadata__name="\x1b[2J" + "x" * 1000),
+        "the Lease 'default/\\x1b[2J" + "x" * 244 + "...(+756 chars)' instead of",
+    ),
+}
+
+
+@pytest.mark.parametrize(("raw", "problem"), ANOTHER_LEASE.values(), ids=ANOTHER_LEASE.keys())
+@pytest.mark.parametrize("verb", ["get", "create", "update"])
+def test_an_answer_that_is_another_lease_is_unavailable_naming_both(
+    raw: bytes, problem: str, verb: str
+) -> None:
+    """Before: accepted, so the elector or a job lock acted on another Lease's record."""
+    with pytest.raises(Unavailable) as caught:
+        _decode(raw, verb=verb, namespace="default", name="demo")
+    assert str(caught.value) == f"{verb}: the API server answered {problem} 'default/demo'"
+
+
+def test_the_lease_asked_for_is_decoded_with_or_without_its_namespace() -> None:
+    for raw in (json.dumps(LEASE).encode(), _with(metadata__namespace=_DROP)):
+        assert _decode(raw, verb="get", namespace="default", name="demo") == json.loads(raw)
+
+
+def test_a_namespace_that_is_not_a_string_is_unavailable() -> None:
+    with pytest.raises(Unavailable) as caught:
+        _decode(_with(metadata__namespace=["default"]), verb="get")
+    assert str(caught.value) == (
+        "get: the API server answered a Lease whose metadata.namespace is an array, not a string"
+    )
+
+
+def test_a_list_item_in_another_namespace_is_unavailable() -> None:
+    """A list has many names: only the namespace is the one asked for."""
+    other = {**ITEM, "metadata": {**ITEM["metadata"], "name": "b", "namespace": "kube-system"}}
+    listed = _list([ITEM, other], resourceVersion="9")
+    with pytest.raises(Unavailable) as caught:
+        _decode(listed, verb="list", kind="LeaseList", namespace="default")
+    assert str(caught.value) == (
+        "list: the API server answered a LeaseList whose item 1 is a Lease in namespace "
+        "'kube-system', not 'default'"
+    )
+    renamed = {**ITEM, "metadata": {**ITEM["metadata"], "name": "b"}}
+    both = _list([ITEM, renamed], resourceVersion="9")
+    assert _decode(both, verb="list", kind="LeaseList", namespace="default") == json.loads(both)

@@ -13,6 +13,7 @@ import pytest
 import urllib3
 
 from k8slease.errors import Unavailable
+from k8slease.kube.bodyread import MAX_OBJECT_BYTES
 from k8slease.lease.transport import WatchEvent, _watch_lines
 
 EVENT = json.dumps(
@@ -125,11 +126,102 @@ def test_a_bookmark_needs_only_its_resource_version() -> None:
 
 
 def test_a_line_of_many_chunks_costs_time_in_proportion_to_its_size() -> None:
-    # 16 MiB of one line in 4 KiB chunks: joined once (milliseconds), not re-copied and
-    # re-scanned for its end at every chunk (about 15 s here before)
-    chunk = b" " * 4096
-    chunks = [EVENT[:1], *([chunk] * 4096), EVENT[1:] + b"\n"]
+    # almost the 4 MiB a line may have, in 1 KiB chunks: joined once (milliseconds), not
+    # re-copied and re-scanned for its end at every chunk (16 MiB in 4 KiB chunks took about
+    # 15 s before; this, 8 GB of copies)
+    chunk = b" " * 1024
+    chunks = [EVENT[:1], *([chunk] * (MAX_OBJECT_BYTES // 1024 - 1)), EVENT[1:] + b"\n"]
     started = time.monotonic()
     (event,) = _watch_lines(Stream(chunks, None))
     assert time.monotonic() - started < 2.0
     assert event.lease["metadata"]["resourceVersion"] == "7"
+
+
+class Endless:
+    """A stream of one line of 64 MiB of spaces in 4 KiB chunks (endless, as far as the reader
+    should see: it stops when closed); counts what was read."""
+
+    def __init__(self) -> None:
+        self.read = 0
+        self.closed = self.released = False
+
+    def stream(self, amt: int, decode_content: bool) -> Iterator[bytes]:
+        while not self.closed and self.read < 16 * MAX_OBJECT_BYTES:
+            self.read += 4096
+            yield b" " * 4096
+
+    def close(self) -> None:
+        self.closed = True
+
+    def release_conn(self) -> None:
+        self.released = True
+
+
+def test_a_line_longer_than_one_object_ends_the_stream_unread() -> None:
+    """Before: the line's chunks were kept until it ended, so a server that never ended it was
+    held in memory whole."""
+    stream = Endless()
+    with pytest.raises(Unavailable) as caught:
+        next(_watch_lines(stream))
+    assert str(caught.value) == (
+        "watch: the API server sent a line longer than the 4 MiB k8slease reads for one event;"
+        " the rest was not read"
+    )
+    assert MAX_OBJECT_BYTES < stream.read <= MAX_OBJECT_BYTES + 4096
+    assert stream.closed and stream.released  # the connection is not reused half read
+
+
+def _event(kind: str, name: str, namespace: str | None) -> bytes:
+    metadata = {"name": name, "resourceVersion": "8"}
+    if namespace is not None:
+        metadata["namespace"] = namespace
+    return _line({"type": kind, "object": {"kind": "Lease", "metadata": metadata}})
+
+
+#: events of another object than the watch asked for: (the watch's name, the line, the error)
+ANOTHER_OBJECT = {
+    "another-namespace": (
+        None,
+        _event("ADDED", "g", "kube-system"),
+        SENT + "'ADDED' with a Lease in namespace 'kube-system', not 'default'",
+    ),
+    "another-name": (
+        "g",
+        _event("MODIFIED", "h", "default"),
+        SENT + "'MODIFIED' with the Lease 'default/h' instead of 'default/g'",
+    ),
+    "another-name-deleted": (
+        "g",
+        _event("DELETED", "h", None),
+        SENT + "'DELETED' with the Lease 'h' instead of 'default/g'",
+    ),
+    "named-in-another-namespace": (
+        "g",
+        _event("MODIFIED", "g", "other"),
+        SENT + "'MODIFIED' with the Lease 'other/g' instead of 'default/g'",
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("name", "line", "problem"), ANOTHER_OBJECT.values(), ids=ANOTHER_OBJECT.keys()
+)
+def test_an_event_of_another_object_ends_the_stream_as_unavailable(
+    name: str | None, line: bytes, problem: str
+) -> None:
+    """Before: taken as an event of the Lease watched (the elector's record of its Lease)."""
+    events = _watch_lines(Stream([EVENT + b"\n", line], None), namespace="default", name=name)
+    assert next(events).type == "MODIFIED"
+    with pytest.raises(Unavailable) as caught:
+        next(events)
+    assert str(caught.value) == problem
+
+
+def test_events_of_the_objects_watched_pass() -> None:
+    lines = [
+        _event("ADDED", "g", "default"),
+        _event("MODIFIED", "h", "default"),
+        _event("DELETED", "g", None),  # a server that leaves the namespace out
+    ]
+    seen = _watch_lines(Stream(lines, None), namespace="default")
+    assert [e.lease["metadata"]["name"] for e in seen] == ["g", "h", "g"]
