@@ -53,20 +53,26 @@ def write_kubeconfig(
         if path is not None
         else Path(tempfile.mkdtemp(prefix="k8slease-")) / "kubeconfig"
     )
-    if target.is_dir():  # the rename below would fail only after the token was written
+    return write_private_document(kubeconfig_document(url, token=token, ca_data=ca_data), target)
+
+
+def write_private_document(document: dict[str, object], target: Path) -> Path:
+    """Write ``document`` (JSON, which is valid YAML) to ``target`` atomically, readable by its
+    owner only: a kubeconfig holds a token or a client key, so the file is created 0600 (never
+    readable by others, not even between the write and a chmod) and its temporary file is never
+    left behind; returns ``target``."""
+    if target.is_dir():  # the rename below would fail only after the secret was written
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(target))
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.tmp{os.getpid()}")
     tmp.unlink(missing_ok=True)
-    # created 0600, never readable by others, not even between the write and a chmod
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         with os.fdopen(fd, "w") as out:
-            document = kubeconfig_document(url, token=token, ca_data=ca_data)
             out.write(json.dumps(document, indent=2) + "\n")
         tmp.replace(target)
     except BaseException:
-        tmp.unlink(missing_ok=True)  # it holds the token: never left behind
+        tmp.unlink(missing_ok=True)
         raise
     return target
 

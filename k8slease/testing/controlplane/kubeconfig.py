@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import base64
-import json
-import os
 from pathlib import Path
+
+from k8slease.testing.kubeconfig import write_private_document
 
 CONTEXT = "k8slease-controlplane"
 
@@ -60,11 +60,6 @@ def kubeconfig_document(
 
 
 def write_document(document: dict[str, object], target: Path) -> Path:
-    """Write a kubeconfig (JSON, valid YAML) atomically with mode 0600; returns ``target``."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.tmp{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(json.dumps(document, indent=2) + "\n")
-    tmp.replace(target)
-    return target
+    """Write a kubeconfig atomically with mode 0600, its temporary file never left behind;
+    returns ``target``."""
+    return write_private_document(document, target)

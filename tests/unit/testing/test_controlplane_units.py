@@ -11,7 +11,8 @@ import pytest
 from k8slease.testing import tiers
 from k8slease.testing.controlplane import apimetrics, audit, build, cache, gomod, versions
 from k8slease.testing.controlplane.gotool import BuildError
-from k8slease.testing.controlplane.kubeconfig import kubeconfig_document
+from k8slease.testing.controlplane.kubeconfig import kubeconfig_document, write_document
+from k8slease.testing.kubeconfig import write_kubeconfig
 
 KUBERNETES_GOMOD = {
     "Module": {"Path": "k8s.io/kubernetes"},
@@ -114,6 +115,31 @@ def test_kubeconfig_for_a_token_carries_the_ca_and_no_client_certificate(tmp_pat
     assert "client-certificate-data" not in text and "insecure" not in text
     with pytest.raises(ValueError, match="either token"):
         kubeconfig_document("https://127.0.0.1:1", ca)
+
+
+@pytest.mark.parametrize("writer", ["control plane", "embedded"])
+def test_a_kubeconfig_whose_rename_fails_leaves_no_copy_of_its_secret(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, writer: str
+) -> None:
+    target = tmp_path / "kubeconfig"
+
+    def refuse(self: Path, other: object) -> Path:
+        raise PermissionError(f"rename to {other} refused")
+
+    monkeypatch.setattr(Path, "replace", refuse)
+    with pytest.raises(PermissionError):
+        if writer == "control plane":
+            write_document({"users": [{"user": {"client-key-data": "SECRET"}}]}, target)
+        else:
+            write_kubeconfig("https://127.0.0.1:1", target, token="SECRET")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_kubeconfig_is_written_for_its_owner_only(tmp_path: Path) -> None:
+    target = write_document({"kind": "Config"}, tmp_path / "sub" / "kubeconfig")
+    assert json.loads(target.read_text()) == {"kind": "Config"}
+    assert target.stat().st_mode & 0o777 == 0o600
+    assert sorted(p.name for p in target.parent.iterdir()) == ["kubeconfig"]
 
 
 def test_audit_events_after_an_offset_and_counts_by_namespace(tmp_path: Path) -> None:
