@@ -381,8 +381,7 @@ class TickRunner:
             claim = partial(self._claim_or_drop, tick, catch_up=catch_up)
             attempt, cancelled = await in_thread_to_the_end(claim)
             if cancelled:  # (a shutdown) during the claim: a grant is released, never run
-                if isinstance(attempt, _Attempt) and attempt.grant is not None:
-                    await self._finished(attempt, "failed", "cancelled before it started")
+                await self._release_unstarted(attempt)
                 raise asyncio.CancelledError
             if not isinstance(attempt, _Attempt):
                 return attempt
@@ -414,6 +413,13 @@ class TickRunner:
             self._log.exception("job.raised", tick=tick.isoformat())
             return await self._finished(attempt, "failed", f"{type(exc).__name__}: {exc}")
         return await self._finished(attempt, "succeeded", None)
+
+    async def _release_unstarted(self, attempt: object) -> None:
+        """The task awaiting a claim was cancelled (a shutdown) before the claim answered: a
+        grant ``attempt`` brings is released now with a ``failed`` record, never run nor left
+        held until ``lock_at_most_for``; the caller raises the ``CancelledError`` then."""
+        if isinstance(attempt, _Attempt) and attempt.grant is not None:
+            await self._finished(attempt, "failed", "cancelled before it started")
 
     async def _finished(self, attempt: _Attempt, outcome: Outcome, error: str | None) -> str:
         """:meth:`_finish` in a thread, to its end even if the run is cancelled meanwhile (the

@@ -22,7 +22,7 @@ from functools import partial
 from typing import Literal
 
 from k8slease.jobs.context import JobContext
-from k8slease.jobs.inprogress import in_thread_then_cancel
+from k8slease.jobs.inprogress import in_thread_then_cancel, in_thread_to_the_end
 from k8slease.jobs.runner import TickRunner, _Attempt
 
 
@@ -73,6 +73,33 @@ def claim(
     return runner._context(attempt), attempt
 
 
+def _claim_or_skip(
+    runner: TickRunner, tick: datetime, again: bool
+) -> tuple[JobContext, _Attempt] | TickSkipped:
+    """:func:`claim`, its skip returned instead of raised (carried out of a worker thread)."""
+    try:
+        return claim(runner, tick, again=again)
+    except TickSkipped as skip:
+        return skip
+
+
+async def claim_async(
+    runner: TickRunner, tick: datetime, *, again: bool = False
+) -> tuple[JobContext, _Attempt]:
+    """:func:`claim` in a worker thread, the loop free meanwhile, awaited to its end even if
+    the task is cancelled during it (a shutdown, a timeout): a claim granted after the
+    cancellation is released at once with a ``failed`` record (``cancelled before it started``,
+    as ``Jobs`` records it), never run nor left held until ``lock_at_most_for``, and then the
+    ``CancelledError`` is raised; so it is, with nothing to release, when the claim was skipped."""
+    result, cancelled = await in_thread_to_the_end(partial(_claim_or_skip, runner, tick, again))
+    if cancelled:
+        await runner._release_unstarted(None if isinstance(result, TickSkipped) else result[1])
+        raise asyncio.CancelledError
+    if isinstance(result, TickSkipped):
+        raise result
+    return result
+
+
 def finish(
     runner: TickRunner,
     attempt: _Attempt | None,
@@ -99,7 +126,9 @@ class TickHold:
     rest of ``lock_at_least_for``) with the run record in the same write: ``succeeded``, or
     ``failed`` when the block raised (the exception goes on). ``async with`` does the lock's I/O
     in a worker thread; the block is not cancelled when the lock is lost (read ``ctx.lost``; the
-    decorator form cancels a coroutine). A hold is used once.
+    decorator form cancels a coroutine). Cancelled during its claim, ``async with`` raises
+    ``CancelledError`` once the claim has answered, a grant released first (see
+    :func:`claim_async`). A hold is used once.
 
     ``ctx.tick`` is the tick that runs. It differs from the tick asked for in one rare case: an
     earlier claim of this replica whose answer was lost (a timeout) turned out applied; that tick
@@ -140,9 +169,7 @@ class TickHold:
 
     async def __aenter__(self) -> JobContext:
         self._start()
-        ctx, self._attempt = await asyncio.to_thread(
-            partial(claim, self._runner, self._tick, again=self._again)
-        )
+        ctx, self._attempt = await claim_async(self._runner, self._tick, again=self._again)
         return ctx
 
     async def __aexit__(

@@ -50,7 +50,7 @@ from k8slease.jobs.spec import (
     _check_job_signature,
     job_name_from,
 )
-from k8slease.jobs.tickhold import TickHold, TickSkipped, claim, finish
+from k8slease.jobs.tickhold import TickHold, TickSkipped, claim_async, finish
 from k8slease.jobs.tickof import check_period, check_tick, resolve_tick
 from k8slease.jobs.triggers import INTERVAL_ANCHOR
 from k8slease.jobs.wiring import JobWiring, connect_jobs, site_names
@@ -217,8 +217,10 @@ class TickLock:
         :meth:`hold`. A call returns what the function returned, or ``None`` when this replica
         skipped the tick (a DEBUG log and the skip metric say why); an exception is recorded as
         a ``failed`` run and raised again. An ``async def`` function is cancelled when its lock
-        is lost (recorded ``lost``; the call then returns ``None``). Options are checked at
-        decoration.
+        is lost (recorded ``lost``; the call then returns ``None``). A call cancelled from
+        outside raises ``CancelledError`` once its lock is released (cancelled during its claim:
+        once the claim has answered, a grant released unrun, ``cancelled before it started``).
+        Options are checked at decoration.
         """
         if callable(job):
             return self.once_per_tick()(job)
@@ -344,13 +346,14 @@ def _own_signature(wrapper: Callable[..., Any]) -> Callable[..., Any]:
 async def _run_async(
     runner: TickRunner, func: Callable[..., Coroutine[Any, Any, T]], tick: datetime
 ) -> T | None:
-    """Claim ``tick`` (in a worker thread), run ``func`` on this loop, cancelled when the lock is
-    lost, and release with the run record: :meth:`TickRunner.run_tick_async` with the body's
-    result returned and its exception raised again."""
+    """Claim ``tick`` (in a worker thread, to its end: a grant answered after a cancellation is
+    released, never run), run ``func`` on this loop, cancelled when the lock is lost, and
+    release with the run record: :meth:`TickRunner.run_tick_async` with the body's result
+    returned and its exception raised again."""
     again = False
     while True:
         try:
-            ctx, attempt = await asyncio.to_thread(claim, runner, tick, again=again)
+            ctx, attempt = await claim_async(runner, tick, again=again)
         except TickSkipped:
             return None
         result = await _run_claimed(runner, func, ctx, attempt)

@@ -7,19 +7,24 @@ timeout on a slow API server).
 The release waits (``GatedStore``) until a coroutine on the same loop lets it go on: the loop
 must run while the release is under way. Each form of a coroutine run is checked: a ``Jobs`` job
 (``TickRunner``), ``TickLock.once_per_tick`` on an ``async def`` and ``async with ticks.hold``.
+
+A run cancelled while its claim waits at the server awaits the claim's answer: a grant answered
+after the cancellation is released at once (``failed``, ``cancelled before it started``), never
+run; before, the tick-lock forms raised ``CancelledError`` at once and the grant that landed
+afterwards was left held until ``lock_at_most_for``, the next ticks skipped on every replica.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from apscheduler.triggers.interval import IntervalTrigger
 
-from k8slease import JobContext
+from k8slease import JobContext, TickLock
 from k8slease.jobs.runner import TickRunner
 from k8slease.jobs.spec import JobSpec, Mode
 from k8slease.lease.jobrecord import job_state_from_lease
@@ -158,3 +163,101 @@ def test_asyncio_run_ending_mid_run_releases_while_the_other_tasks_clean_up(form
     asyncio.run(main())
     assert all(task.cancelled() for task in left)
     released_cancelled(store)
+
+
+def rival(store: GatedStore) -> TickLock:
+    """Another replica's tick lock on the same job Lease."""
+    return tick_lock_on(store, FakeClock(wall=T0), "r1")
+
+
+#: what happens to a run while its claim waits at the server: it is cancelled (and more)
+DuringClaim = Callable[[GatedStore, asyncio.Future[Any]], None]
+
+
+def cancel(store: GatedStore, task: asyncio.Future[Any]) -> None:
+    task.cancel()  # a shutdown
+
+
+def cancel_mid_claim(
+    form: Form, during_claim: DuringClaim, *, raises: type[BaseException] = asyncio.CancelledError
+) -> GatedStore:
+    """Run ``form`` on a loop until its claim waits at the server, then ``during_claim``; the
+    claim is let go on once the run has taken the cancellation in, and the run must end with
+    ``raises``, its job never run."""
+    store = GatedStore("create", wait=WAIT)
+
+    async def main() -> None:
+        started = asyncio.Event()
+        task = asyncio.ensure_future(form(store, started))
+        assert await asyncio.to_thread(store.entered.wait, WAIT * 2)
+        during_claim(store, task)
+        for _ in range(5):
+            await asyncio.sleep(0)  # let the task take the cancellation in
+        assert not task.done(), "the run ended while its claim was still under way"
+        store.go.set()
+        with pytest.raises(raises):
+            await task
+        assert not started.is_set(), "the job ran after its run was cancelled"
+
+    asyncio.run(main())
+    return store
+
+
+def released_unstarted(store: GatedStore) -> None:
+    """The grant answered after the cancellation was released with its record, and the next
+    tick is free at once (left held, it would be skipped as ``held`` for ``lock_at_most_for``)."""
+    assert store.lease is not None
+    assert not store.lease["spec"].get("holderIdentity"), "the grant was left held"
+    last = job_state_from_lease(store.lease).last_run
+    assert last is not None
+    assert (last.holder, last.tick, last.outcome, last.error) == (
+        "r0",
+        T0,
+        "failed",
+        "cancelled before it started",
+    )
+    tick = T0 + timedelta(seconds=60)
+    with rival(store).hold("job", tick=tick, lock_at_most_for=60) as ctx:
+        assert ctx.tick == tick
+
+
+@FORMS
+def test_a_claim_granted_after_the_cancellation_is_released_unrun(form: Form) -> None:
+    released_unstarted(cancel_mid_claim(form, cancel))
+
+
+@FORMS
+def test_a_timeout_during_the_claim_releases_the_grant_and_raises_timeout_error(
+    form: Form,
+) -> None:
+    """A timeout wrapper around the call (``asyncio.timeout``, ``wait_for``) cancels it: the
+    cancellation must reach it for it to raise ``TimeoutError``."""
+    deadlines: list[asyncio.Timeout] = []
+
+    async def timed(store: GatedStore, started: asyncio.Event) -> None:
+        async with asyncio.timeout(None) as deadline:
+            deadlines.append(deadline)
+            await form(store, started)
+
+    def time_is_up(store: GatedStore, task: asyncio.Future[Any]) -> None:
+        deadlines[0].reschedule(asyncio.get_running_loop().time())
+
+    released_unstarted(cancel_mid_claim(timed, time_is_up, raises=TimeoutError))
+
+
+@FORMS
+def test_a_claim_refused_after_the_cancellation_still_raises_the_cancellation(form: Form) -> None:
+    """Another replica claims the tick while this one's claim waits: the claim is refused
+    (a skip, ``TickSkipped`` inside the tick-lock forms), and the cancellation, not the skip,
+    reaches the caller; there is nothing of this replica's to release."""
+
+    def cancel_and_lose_the_race(store: GatedStore, task: asyncio.Future[Any]) -> None:
+        task.cancel()
+        with rival(store).hold("job", tick=T0, lock_at_most_for=60):
+            pass
+
+    store = cancel_mid_claim(form, cancel_and_lose_the_race)
+    assert store.lease is not None
+    assert not store.lease["spec"].get("holderIdentity")
+    last = job_state_from_lease(store.lease).last_run
+    assert last is not None and (last.holder, last.outcome) == ("r1", "succeeded")
