@@ -17,8 +17,8 @@ merges each journal it finds into the job Leases it names, in the Pod's namespac
   conditional write, so a journal seen again (the Pod's next event, an operator restart) is
   never merged twice; a Conflict reads the Lease again and judges afresh;
 * a record is merged only when it is the Pod's own (:func:`own_record`: its holder is the Pod's
-  name, or the name plus a suffix, k8slease's default identity): a Pod may speak for itself,
-  not for the replica whose tick it would like to see recorded ``succeeded``.
+  name, or the name plus one ``-``-free segment, k8slease's default identity): a Pod may speak
+  for itself, not for the replica whose tick it would like to see recorded ``succeeded``.
 
 The rules here are pure; :class:`JournalMerger` does the I/O.
 """
@@ -100,8 +100,13 @@ def pod_journals(pod: Mapping[str, Any]) -> list[PodJournal]:
 
 def own_record(pod: str, holder: str) -> bool:
     """Whether a run held by ``holder`` may be merged from Pod ``pod``'s journal: ``holder`` is
-    the Pod's name, or the name, ``-`` and a suffix (the default identity, ``POD_NAME-xxxxx``)."""
-    return holder == pod or (holder.startswith(f"{pod}-") and "/" not in holder)
+    the Pod's name, or the name, ``-`` and one more segment (no ``-``, no ``/``: the default
+    identity is ``POD_NAME-xxxxx``). One segment only, so that Pod ``billing`` cannot speak for
+    ``billing-7d9f8c6b5-p0w3n-ab12c``, the identity of a Pod whose name merely starts alike."""
+    if holder == pod:
+        return True
+    suffix = holder.removeprefix(f"{pod}-")
+    return suffix != holder and suffix != "" and "-" not in suffix and "/" not in suffix
 
 
 def judge_merge(

@@ -255,3 +255,23 @@ def test_a_pod_speaks_only_for_its_own_records(clock: FakeClock, tmp_path: Path)
     assert store.view().job.count("lost") == 1
     assert own_record("app-7d9f", "app-7d9f") and own_record("app-7d9f", "app-7d9f-x1b2c")
     assert not own_record("app", "app7d9f") and not own_record("app-7", "app-7d9f")
+
+
+@pytest.mark.parametrize(
+    ("pod", "holder", "own"),
+    [
+        ("billing-7d9f8c6b5-p0w3n", "billing-7d9f8c6b5-p0w3n", True),  # identity=POD_NAME
+        ("billing-7d9f8c6b5-p0w3n", "billing-7d9f8c6b5-p0w3n-ab12c", True),  # the default
+        ("billing-7d9f8c6b5-p0w3n", "billing-7d9f8c6b5-p0w3n-worker1", True),
+        # a Pod whose name is only the start of another replica's identity
+        ("billing", "billing-7d9f8c6b5-p0w3n-ab12c", False),
+        ("billing-7d9f8c6b5", "billing-7d9f8c6b5-p0w3n-ab12c", False),
+        ("billing-7d9f8c6b5-p0w3n", "billing-7d9f8c6b5-p0w3n-", False),
+        ("billing-7d9f8c6b5-p0w3n", "billing-7d9f8c6b5-p0w3n-a/b", False),
+        ("billing-7d9f8c6b5-p0w3n", "billing-7d9f8c6b5-p0w3", False),
+    ],
+)
+def test_a_pod_named_like_the_start_of_an_identity_is_not_its_owner(
+    pod: str, holder: str, own: bool
+) -> None:
+    assert own_record(pod, holder) is own
