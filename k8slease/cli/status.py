@@ -5,9 +5,17 @@ the failover history from the group's ScheduledJobGroup status when the operator
 Read-only: it never writes anything.
 
 A leader whose Lease expired is not shown as the leader. Whether it expired is the operator's
-judgment when its status says so (the Lease seen unchanged for its lease duration); without the
-operator, the Lease's ``renewTime`` plus ``leaseDurationSeconds`` is compared with this machine's
-clock, and the line says so.
+judgment when its status says so (the Lease seen unchanged for its lease duration): the
+``renewTime`` was written with the holder's clock, which the operator never compares with its
+own. Without the operator, the Lease's ``renewTime`` plus ``leaseDurationSeconds`` is compared
+with this machine's clock, and the line says so. The operator's verdict that the holder still
+leads is believed only while it can be fresh: a status written before the operator stopped keeps
+naming a dead holder, so once the Lease is more than :data:`STALE_STATUS_AFTER` seconds past its
+``renewTime`` plus ``leaseDurationSeconds`` on this machine's clock, the holder is not shown as
+leader whatever the status says, and the line says that the operator's status disagrees.
+
+An answer other than the Leases (a refused list, an unreachable server) ends the command with one
+line saying what was being read, where, and for a refusal what to grant; exit status 1.
 """
 
 from __future__ import annotations
@@ -18,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from k8slease.errors import ConfigError, K8sLeaseError, NotFound
+from k8slease.errors import ConfigError, Forbidden, K8sLeaseError, NotFound, TransportError
 from k8slease.kube.microtime import parse_microtime, shift
 from k8slease.lease.store import list_leases
 from k8slease.lease.transport import LeaseTransport
@@ -39,6 +47,17 @@ from k8slease.shown import shown
 #: Leases other processes write: escaped and cut, see :mod:`k8slease.shown`).
 CELL_LIMIT = 96
 
+#: Seconds past its ``renewTime`` plus ``leaseDurationSeconds`` (on this machine's clock) after
+#: which a Lease is not shown as leading even though the operator's status names its holder as
+#: leader. A running operator judges every group again every ``evaluate_interval`` (5 s by
+#: default) and writes an expiry at once, and wall clocks are assumed within about a second of
+#: each other (docs/reliability.md, clock assumptions): a status further behind than this was
+#: left by an operator that stopped or fell behind (or the clocks differ by more than this).
+STALE_STATUS_AFTER = 10.0
+
+#: Seconds each request may take (the Leases' list is the transport's, also 10 s).
+REQUEST_TIMEOUT = 10.0
+
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     rows = [[shown(cell, limit=CELL_LIMIT) for cell in row] for row in rows]
@@ -55,18 +74,28 @@ def _when(value: datetime | None) -> str:
     return value.strftime("%Y-%m-%d %H:%M:%S") if value else "-"
 
 
-def _group_status(api_client: Any, namespace: str, group: str) -> dict[str, Any]:
+def _group_status(api_client: Any, namespace: str, group: str) -> tuple[dict[str, Any], str]:
+    """The group's ScheduledJobGroup status ({} without one), and when it could not be read
+    for another reason than its absence, why (else "")."""
+    import urllib3
     from kubernetes import client
     from kubernetes.client.exceptions import ApiException
 
     try:
         obj = client.CustomObjectsApi(api_client).get_namespaced_custom_object(
-            CRD_GROUP, CRD_VERSION, namespace, CRD_PLURAL, group
+            CRD_GROUP, CRD_VERSION, namespace, CRD_PLURAL, group, _request_timeout=REQUEST_TIMEOUT
         )
-    except (ApiException, OSError, ValueError):
-        return {}
+    except ApiException as exc:
+        if exc.status == 404:
+            return {}, ""
+        problem = f"cannot get {CRD_PLURAL}.{CRD_GROUP} {group}: {exc.status} {exc.reason}"
+        if exc.status in (401, 403):
+            problem += f" (grant get on {CRD_PLURAL}.{CRD_GROUP} in namespace {namespace})"
+        return {}, problem
+    except (OSError, ValueError, urllib3.exceptions.HTTPError) as exc:
+        return {}, f"cannot get {CRD_PLURAL}.{CRD_GROUP} {group}: {type(exc).__name__}"
     status = obj.get("status") if isinstance(obj, dict) else None
-    return status if isinstance(status, dict) else {}
+    return (status if isinstance(status, dict) else {}), ""
 
 
 def _ago(seconds: float) -> str:
@@ -99,15 +128,22 @@ def expiry_note(
                 f"no leader: the Lease of {who} expired {_ago((now - expired).total_seconds())} "
                 "ago (judged by the operator: seen unchanged for its lease duration)"
             )
-    if status.get("leader") == holder or renew is None or not duration:
-        return None  # the operator sees it live, or the Lease cannot be judged
+    if renew is None or not duration:
+        return None  # the Lease cannot be judged
     expired = shift(renew, duration)
-    if now <= expired:
+    late = (now - expired).total_seconds()
+    if late <= 0:
         return None
-    return (
-        f"no leader: the Lease of {who} expired {_ago((now - expired).total_seconds())} ago "
-        "(by its renewTime plus leaseDurationSeconds and this machine's clock)"
-    )
+    by_clock = "by its renewTime plus leaseDurationSeconds and this machine's clock"
+    if status.get("leader") == holder:
+        if late <= STALE_STATUS_AFTER:
+            return None  # the operator sees it live: clocks differ a little, or it judges soon
+        return (
+            f"no leader: the Lease of {who} expired {_ago(late)} ago ({by_clock}); the operator's "
+            "status still names it leader: stale (is the operator running?) unless the clocks "
+            f"differ by more than {STALE_STATUS_AFTER:g}s"
+        )
+    return f"no leader: the Lease of {who} expired {_ago(late)} ago ({by_clock})"
 
 
 def render_status(
@@ -116,7 +152,10 @@ def render_status(
     """The status report of ``group`` (or every group with Leases) in ``namespace``, as text."""
     transport = LeaseTransport(api_client, namespace)
     selector = f"{LABEL_GROUP}={group}" if group else LABEL_GROUP
-    leases, _ = list_leases(transport, label_selector=selector)
+    try:
+        leases, _ = list_leases(transport, label_selector=selector)
+    except TransportError as exc:
+        raise _unreadable(exc, api_client, namespace) from None
     now = now or datetime.now(UTC)
     groups: dict[str, list[LeaseView]] = {}
     for lease in leases:
@@ -132,16 +171,32 @@ def render_status(
     return "\n\n".join(sections)
 
 
+def _unreadable(exc: TransportError, api_client: Any, namespace: str) -> TransportError:
+    """``exc`` (from listing the Leases) saying what was read, where, and what to grant."""
+    server = getattr(getattr(api_client, "configuration", None), "host", None) or "?"
+    detail = str(exc).removeprefix("list: ")
+    text = f"cannot list leases in namespace {namespace} at {server}: {detail}"
+    if isinstance(exc, Forbidden):
+        text += (
+            f" (grant list on leases.coordination.k8s.io in namespace {namespace}; "
+            "get on scheduledjobgroups.k8slease.io adds the operator's failover history)"
+        )
+    return type(exc)(text, status=exc.status, reason=exc.reason)
+
+
 def _check_namespace(api_client: Any, namespace: str) -> None:
     """Raise NotFound for a namespace that does not exist (no right to look: no complaint)."""
+    import urllib3
     from kubernetes import client
     from kubernetes.client.exceptions import ApiException
 
     try:
-        client.CoreV1Api(api_client).read_namespace(namespace)
+        client.CoreV1Api(api_client).read_namespace(namespace, _request_timeout=REQUEST_TIMEOUT)
     except ApiException as exc:
         if exc.status == 404:
             raise NotFound(f"namespace {namespace!r} does not exist", status=404) from None
+    except (OSError, urllib3.exceptions.HTTPError):
+        return  # the list just answered: no verdict on the namespace, nothing to show either
 
 
 def _render_group(
@@ -149,7 +204,7 @@ def _render_group(
 ) -> str:
     leader_leases = [lease for lease in leases if lease.labels.get(LABEL_ROLE) == ROLE_LEADER]
     job_leases = [lease for lease in leases if lease.labels.get(LABEL_ROLE) == ROLE_JOB]
-    status = _group_status(api_client, namespace, group)
+    status, unread = _group_status(api_client, namespace, group)
     out = [f"GROUP {shown(group, limit=CELL_LIMIT)} (namespace {namespace})"]
     notes: list[str] = []
     if leader_leases:
@@ -219,6 +274,9 @@ def _render_group(
         out.append("")
         out.append("failover history (from the operator):")
         out.append(_table(["WHEN", "FROM", "TO", "REASON", "GAP"], rows))
+    elif unread:
+        out.append("")
+        out.append(f"({unread}: Leases shown as read)")
     elif not status:
         out.append("")
         out.append("(no ScheduledJobGroup status: is the operator running? Leases shown as read)")
@@ -261,7 +319,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.namespace
             else default_namespace(kubeconfig=args.kubeconfig)
         )
-        api_client = default_api_client(kubeconfig=args.kubeconfig)
+        # one attempt per request: urllib3's retries would log a warning for each
+        api_client = default_api_client(kubeconfig=args.kubeconfig, retries=False)
         print(render_status(api_client, namespace=namespace, group=args.group))
     except ConfigError as exc:  # a usage or configuration error: 2, as the operator says
         print(f"k8slease status: {exc}", file=sys.stderr)

@@ -15,16 +15,22 @@ from k8slease.errors import ConfigError
 
 
 def default_api_client(
-    *, kubeconfig: str | None = None, context: str | None = None
+    *, kubeconfig: str | None = None, context: str | None = None, retries: bool = True
 ) -> client.ApiClient:
     """An ``ApiClient`` for the pod's service account, or else for a kubeconfig.
 
     With ``kubeconfig`` given it is used and in-cluster configuration is not tried. Otherwise the
     in-cluster configuration is used when ``KUBERNETES_SERVICE_HOST`` is set, then ``$KUBECONFIG``
     or ``~/.kube/config``. Raises ``ConfigError`` when none of them works.
+
+    ``retries=False`` makes each call of the client's typed API one attempt: by default urllib3
+    tries a refused connection three more times, logging a ``Retrying`` WARNING each time, before
+    the error arrives (k8slease's own Lease and Event requests never retry: :mod:`.rawapi`).
     """
+    configuration = client.Configuration()
+    if not retries:
+        configuration.retries = False  # read by the connection pool, made with the ApiClient
     if kubeconfig is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
-        configuration = client.Configuration()
         try:
             config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
         except config.ConfigException as exc:
@@ -34,7 +40,7 @@ def default_api_client(
     config_file = kubeconfig or os.environ.get("KUBECONFIG") or None
     try:
         api_client: client.ApiClient = config.new_client_from_config(  # type: ignore[no-untyped-call]
-            config_file=config_file, context=context
+            config_file=config_file, context=context, client_configuration=configuration
         )
         return api_client
     except (config.ConfigException, OSError, TypeError, ValueError, yaml.YAMLError) as exc:

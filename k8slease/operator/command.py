@@ -3,7 +3,7 @@
     python -m k8slease operator [--namespace NS ...| --all-namespaces] [--kubeconfig PATH]
                                 [--install-crd] [--print-crd]
                                 [--no-auto-create] [--auto-create-group [NS/]GROUP ...]
-                                [--auto-create-limit N] [--standalone | --peering]
+                                [--auto-create-limit N] [--standalone]
                                 [--evaluate-interval S] [--renew-write-interval S]
                                 [--liveness URL] [--verbose | --quiet]
 
@@ -11,6 +11,14 @@ Before it starts watching, the operator checks that the API server answers, that
 ScheduledJobGroup CRD is installed and that the namespaces to watch exist; when something is
 missing it says what and how to fix it, and exits with status 1 (``--install-crd`` installs or
 upgrades the CRD first). A bad option, kubeconfig or environment variable exits with status 2.
+
+The operator runs as **one replica**, without kopf peering (``--standalone``, the only mode, is
+accepted for existing command lines; ``--peering`` is gone: it never worked, as no KopfPeering
+resource or RBAC for one is shipped). Two operators watching the same namespaces each post every
+Event (each Event twice), and both patch the status, each from its own view: a merge patch of
+what changed since its own last write, last writer wins field by field. Both fold the same
+Leases, so leader, transitions and runs agree; the times each measures on its own clock (failover
+gaps, when a Lease expired, when a holder was first seen) may come from either.
 
 Without ``--namespace`` or ``--all-namespaces`` the operator watches the namespace it runs in
 (in a pod), else the kubeconfig context's namespace, else ``default``. The same handlers also run
@@ -30,13 +38,15 @@ from collections.abc import Sequence
 from k8slease.errors import ConfigError
 from k8slease.kube.identity import checked_namespace, default_namespace
 from k8slease.logs import get_logger
-from k8slease.operator.settings import ENV_PREFIX, OperatorConfig
+from k8slease.operator.settings import ENV_PREFIX, OperatorConfig, check_auto_create_group
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="k8slease operator",
-        description="Keep ScheduledJobGroup status current from the Leases k8slease writes.",
+        description="Keep ScheduledJobGroup status current from the Leases k8slease writes. "
+        "Run one operator: there is no kopf peering, and two watching the same namespace would "
+        "each post every Event and race on the status.",
         epilog=f"Settings not given as options come from {ENV_PREFIX}* environment variables "
         f"(e.g. {ENV_PREFIX}EVALUATE_INTERVAL=5); see docs/operator.md.",
     )
@@ -87,15 +97,11 @@ def _parser() -> argparse.ArgumentParser:
         "not write them (its container's termination message), nor merge them into the job "
         "Leases (the operator then neither reads Pods nor writes Leases)",
     )
-    peering = parser.add_mutually_exclusive_group()
-    peering.add_argument(
-        "--standalone", action="store_true", default=True, help="no kopf peering (default)"
-    )
-    peering.add_argument(
-        "--peering",
-        dest="standalone",
-        action="store_false",
-        help="use kopf peering so that only one of several operator replicas is active",
+    parser.add_argument(
+        "--standalone",
+        action="store_true",
+        help="accepted for existing command lines: the operator always runs standalone (one "
+        "replica, no kopf peering)",
     )
     parser.add_argument(
         "--evaluate-interval",
@@ -141,7 +147,6 @@ def _settings(args: argparse.Namespace) -> OperatorConfig:
     base = OperatorConfig.from_env()
     changes: dict[str, object] = {
         "kubeconfig": args.kubeconfig or base.kubeconfig,
-        "standalone": args.standalone,
         "log_level": "DEBUG"
         if args.verbose
         else "WARNING"
@@ -154,6 +159,8 @@ def _settings(args: argparse.Namespace) -> OperatorConfig:
     if args.no_read_journals:
         changes["read_journals"] = False
     if args.auto_create_group:
+        for entry in args.auto_create_group:
+            check_auto_create_group(entry, source="--auto-create-group")
         changes["auto_create_groups"] = base.auto_create_groups + tuple(args.auto_create_group)
     if args.auto_create_limit is not None:
         changes["auto_create_limit"] = args.auto_create_limit
@@ -188,7 +195,9 @@ def _preflight(settings: OperatorConfig, *, install: bool) -> None:
     from k8slease.kube.apiclient import default_api_client
     from k8slease.operator import preflight
 
-    api_client = default_api_client(kubeconfig=settings.kubeconfig)
+    # one attempt per check: urllib3 would retry a refused connection three times, each
+    # with a WARNING, before the one message below says the same
+    api_client = default_api_client(kubeconfig=settings.kubeconfig, retries=False)
     try:
         timeout = settings.request_timeout
         if install:
@@ -245,7 +254,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         kopf.run(
-            standalone=settings.standalone,
+            standalone=True,  # one replica: see the module's docstring
             clusterwide=settings.all_namespaces,
             namespaces=list(settings.namespaces),
             memo=kopf.Memo({handlers.SETTINGS_KEY: settings}),

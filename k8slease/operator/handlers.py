@@ -39,8 +39,9 @@ def configure_kopf(settings: kopf.OperatorSettings, ops: OperatorConfig) -> None
     # kopf would turn handler log lines into Events on the observed objects (Leases); the
     # operator posts its own Events on ScheduledJobGroups instead.
     settings.posting.enabled = False
-    if ops.standalone:
-        settings.peering.standalone = True
+    # One operator replica, never kopf peering (no KopfPeering resource is installed); under
+    # `kopf run` without --standalone too.
+    settings.peering.standalone = True
     if not ops.all_namespaces:
         # Watching named namespaces needs no cluster-scoped access, and the chart's Role grants
         # none: without this, kopf lists Namespaces and CRDs cluster-wide at startup and retries

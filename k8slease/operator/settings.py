@@ -8,9 +8,31 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from k8slease.errors import ConfigError
+from k8slease.kube.validate import is_dns_label, is_dns_subdomain
 
 #: Environment variables read by :meth:`OperatorConfig.from_env` (used under ``kopf run``).
 ENV_PREFIX = "K8SLEASE_OPERATOR_"
+
+
+#: The longest group name the operator can create a ScheduledJobGroup for: the object is named
+#: after the group, which is also the ``k8slease.io/group`` label value (at most 63 characters).
+MAX_GROUP_NAME = 63
+
+
+def check_auto_create_group(entry: str, *, source: str) -> str:
+    """``entry`` when it can declare groups for auto-creation (``GROUP``, ``NAMESPACE/GROUP``,
+    ``*`` or ``NAMESPACE/*``), else a ``ConfigError`` naming ``source``: an entry that matches
+    no group would be ignored without a word."""
+    namespace, slash, group = entry.rpartition("/")
+    namespace_ok = not slash or is_dns_label(namespace)
+    group_ok = group == "*" or (len(group) <= MAX_GROUP_NAME and is_dns_subdomain(group))
+    if not (namespace_ok and group_ok):
+        raise ConfigError(
+            f"{source}={entry!r} is not GROUP, NAMESPACE/GROUP, '*' or 'NAMESPACE/*' (a namespace"
+            " is a DNS label; a group a DNS subdomain name of at most"
+            f" {MAX_GROUP_NAME} characters, as its ScheduledJobGroup is named after it)"
+        )
+    return entry
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,8 +60,6 @@ class OperatorConfig:
     auto_create_limit: int = 20
     #: A Lease renewed within this many seconds (or held) makes its group "live".
     auto_create_max_age: float = 3600.0
-    #: Run kopf without peering (one operator replica).
-    standalone: bool = True
     #: How often the write loop runs: the latency floor from a Lease change to a status write.
     flush_interval: float = 0.1
     #: At most one status write per group per this many seconds.
@@ -91,6 +111,8 @@ class OperatorConfig:
             raise ConfigError("max_concurrency, max_events_per_pass and journal_tries must be >= 1")
         if self.all_namespaces and self.namespaces:
             raise ConfigError("choose namespaces or all_namespaces, not both")
+        for entry in self.auto_create_groups:
+            check_auto_create_group(entry, source="auto_create_groups")
 
     def with_changes(self, **changes: Any) -> OperatorConfig:
         return replace(self, **changes)

@@ -122,8 +122,12 @@ def test_status_prefers_the_operators_judgment_of_expiry() -> None:
         "no leader: the Lease of a expired 90s ago "
         "(judged by the operator: seen unchanged for its lease duration)"
     )
-    live = {"leader": "a"}
-    assert status.expiry_note("a", now - timedelta(hours=1), 15, live, now) is None
+    live = {"leader": "a"}  # believed while the Lease is at most STALE_STATUS_AFTER past
+    renewed = now - timedelta(seconds=15 + status.STALE_STATUS_AFTER)
+    assert status.expiry_note("a", renewed, 15, live, now) is None
+    stale = status.expiry_note("a", now - timedelta(hours=1), 15, live, now)
+    assert stale is not None and stale.startswith("no leader: the Lease of a expired 59m45s ago")
+    assert "the operator's status still names it leader: stale" in stale
     assert status.expiry_note("", now - timedelta(hours=1), 15, {}, now) is None
 
 

@@ -92,6 +92,16 @@ def test_missing_namespace_is_named(bare_server: APIServer) -> None:
             {"K8SLEASE_OPERATOR_EVALUATE_INTERVAL": "soon"},
             "K8SLEASE_OPERATOR_EVALUATE_INTERVAL='soon' is not a number",
         ),
+        (
+            ["--auto-create-group", "Bad Group/x/y"],
+            {},
+            "--auto-create-group='Bad Group/x/y' is not GROUP, NAMESPACE/GROUP, '*' or",
+        ),
+        (
+            [],
+            {"K8SLEASE_OPERATOR_AUTO_CREATE_GROUPS": "billing,Bad_Group"},
+            "auto_create_groups='Bad_Group' is not GROUP, NAMESPACE/GROUP",
+        ),
     ],
 )
 def test_bad_settings_end_with_a_message_not_a_traceback(
@@ -115,8 +125,11 @@ def test_unreachable_api_server_is_named(tmp_path: Path) -> None:
         url = srv.url
     result = run_operator("--kubeconfig", str(kubeconfig), "--namespace", NS)  # server gone
     assert result.returncode == 1
-    assert f"cannot use the API server at {url}" in result.stderr
-    assert "Traceback" not in result.stderr
+    # one line: no urllib3 "Retrying (Retry(total=2 ...))" warning per attempt before it
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith(f"k8slease operator: cannot use the API server at {url}: ")
+    assert "Connection refused" in lines[0]
 
 
 def _printer_columns(crd: dict[str, Any]) -> list[str]:

@@ -73,9 +73,8 @@ def test_rendered_status_validates_against_the_status_schema() -> None:
 def test_cli_arguments() -> None:
     s = settings_from_args(["--namespace", "a", "-n", "b", "--no-auto-create", "--kubeconfig", "k"])
     assert s.namespaces == ("a", "b") and not s.auto_create and s.kubeconfig == "k"
-    assert s.standalone
-    s = settings_from_args(["--all-namespaces", "--peering", "--evaluate-interval", "2"])
-    assert s.all_namespaces and not s.standalone and s.evaluate_interval == 2
+    s = settings_from_args(["--all-namespaces", "--evaluate-interval", "2"])
+    assert s.all_namespaces and s.evaluate_interval == 2
     with pytest.raises(SystemExit):
         settings_from_args(["--namespace", "a", "--all-namespaces"])
 
