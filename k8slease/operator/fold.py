@@ -18,7 +18,8 @@ after the operator first saw it. An expired Lease shows no ``leader``; ``expired
 Strings copied from Leases into status (identities, job names, errors) are bounded: identities
 to :data:`~k8slease.operator.history.MAX_IDENTITY` characters, any other string to
 :data:`~k8slease.operator.history.MAX_STRING`, so that a hostile or broken Lease cannot blow the
-status up (a 1 MB ``holderIdentity`` becomes 253 characters).
+status up (a 1 MB ``holderIdentity`` becomes 253 characters). The number of jobs is bounded by
+the status's byte budget when it is rendered (:mod:`~k8slease.operator.statusbudget`).
 """
 
 from __future__ import annotations
@@ -356,6 +357,18 @@ class GroupFold(GroupRendering):
         return False
 
     # -- seeding from a status written earlier --------------------------------------------------
+
+    def fresh(self) -> GroupFold:
+        """This group folded again from its Leases as they are now, without the history the
+        operator kept (failovers, runs, candidates, conditions, alerts): for the next object of
+        the group once the one whose status held that history was deleted."""
+        fresh = GroupFold(self.namespace, self.group, first_seen=self.first_seen)
+        fresh.set_history_limit(self.history_limit)
+        fresh.set_leader_lease_name(self.leader_lease_name)
+        for view, observed_at in sorted(self.leases.values(), key=lambda item: item[1]):
+            fresh.observe(view.body, observed_at)
+        fresh.notices.clear()  # what the Leases said before is not news to the next object
+        return fresh
 
     def seed(self, status: Mapping[str, Any] | None) -> None:
         """Continue the history kept in ``status`` (from an earlier run of the operator).

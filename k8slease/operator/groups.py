@@ -148,7 +148,7 @@ class Registry:
             return None
         key = (namespace, name)
         if event_type == "DELETED":
-            self.objects.pop(key, None)
+            self._forget(key)
             self.dirty.add(key)
             return key
         uid = str(metadata.get("uid") or "")
@@ -160,6 +160,8 @@ class Registry:
             created = parse_microtime(metadata.get("creationTimestamp"))
         obj = self.objects.get(key)
         self.creating.discard(key)
+        if obj is not None and obj.uid != uid:
+            self._forget(key)  # deleted and created again, its deletion not seen
         if obj is None or obj.uid != uid:
             status = body.get("status")
             status = dict(status) if isinstance(status, Mapping) else {}
@@ -180,6 +182,14 @@ class Registry:
             obj.generation, obj.spec = generation, spec
             self.dirty.add(key)
         return key
+
+    def _forget(self, key: Key) -> None:
+        """The group's object is gone: so is the history its status held. The next object of
+        the group starts from its own (empty) status and the Leases as they are now."""
+        self.objects.pop(key, None)
+        fold = self.folds.get(key)
+        if fold is not None:
+            self.folds[key] = fold.fresh()
 
     # -- output ---------------------------------------------------------------------------------
 
@@ -286,8 +296,7 @@ class Registry:
             if fold is None:
                 fold = self.folds[key] = GroupFold(key[0], key[1], first_seen=now)
                 fold.set_leader_lease_name(obj.spec.lease_name)
-            status = fold.render(obj.spec, now, created=obj.created)
-            status["observedGeneration"] = obj.generation
+            status = fold.render(obj.spec, now, created=obj.created, generation=obj.generation)
             changed = significant(status) != significant(obj.written)
             minor_due = mono - obj.written_at >= settings.renew_write_interval
             if changed or (minor_due and status != obj.written):
@@ -317,7 +326,7 @@ class Registry:
 
     def write_failed(self, action: PatchStatus, mono: float, *, gone: bool = False) -> None:
         if gone:
-            self.objects.pop(action.key, None)
+            self._forget(action.key)
         else:
             obj = self.objects.get(action.key)
             if obj is not None:

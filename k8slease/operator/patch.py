@@ -25,7 +25,9 @@ def _without(data: Mapping[str, Any], fields: tuple[str, ...]) -> dict[str, Any]
 def merge_patch(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
     """A JSON merge patch (RFC 7386) of the top-level status fields that turn ``old`` into ``new``.
 
-    Nested objects are sent whole, so lists and maps in ``status`` never keep stale entries.
+    Nested objects are sent whole, so lists and maps in ``status`` never keep stale entries: a
+    change of one job sends ``jobs`` whole. The patch holds no more than ``new`` (and a ``null``
+    per field ``old`` had and ``new`` has not), so it stays within the status's byte budget.
     """
     patch: dict[str, Any] = {k: v for k, v in new.items() if old.get(k) != v}
     for key in old:

@@ -9,7 +9,8 @@ fold: every call takes the operator's observation time.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -20,6 +21,7 @@ from k8slease.operator.history import (
     COND_LEADER_ELECTED,
     COND_RUN_MISSING,
     MAX_COUNTED_TICKS,
+    MAX_RECENT_RUNS,
     ConditionState,
     Failover,
     JobFold,
@@ -28,6 +30,14 @@ from k8slease.operator.history import (
     format_precise,
     format_time,
     short,
+)
+from k8slease.operator.statusbudget import (
+    STATUS_BUDGET,
+    FittedJobs,
+    JobEntry,
+    fit_jobs,
+    json_size,
+    trimmed_note,
 )
 from k8slease.shown import shown
 
@@ -69,39 +79,37 @@ class GroupRendering:
 
     def _condition(
         self, ctype: str, status: bool, reason: str, message: str, now: datetime
-    ) -> None:
+    ) -> tuple[str, ConditionState]:
+        """The condition as it would be rendered at ``now`` (kept by :meth:`render` once final)."""
         text = "True" if status else "False"
         current = self.conditions.get(ctype)
         since = current.since if current is not None and current.status == text else now
-        self.conditions[ctype] = ConditionState(text, reason, shown(short(message, 300)), since)
+        return ctype, ConditionState(text, reason, shown(short(message, 300)), since)
 
-    def _leader_condition(self, now: datetime) -> None:
+    def _leader_condition(self, now: datetime) -> tuple[str, ConditionState]:
         name = f"{self.namespace}/{self.leader_lease_name}"
         if not self.leader_lease_present:
-            self._condition(
+            return self._condition(
                 COND_LEADER_ELECTED, False, "LeaseNotFound", f"Lease {name} not found", now
             )
-            return
         if not self.leader:
             since = self.leaderless_since
             text = f"nobody holds Lease {name}"
             if since is not None:
                 text += f" since {format_time(since)}"
-            self._condition(COND_LEADER_ELECTED, False, "NoLeader", text, now)
-            return
+            return self._condition(COND_LEADER_ELECTED, False, "NoLeader", text, now)
         expiry = self.expired_at(now)
         if expiry is not None:
             # no growing number in the message: it would make every evaluation a write
-            self._condition(
+            return self._condition(
                 COND_LEADER_ELECTED,
                 False,
                 "LeaseExpired",
-                f"{self.leader} has not renewed Lease {name} since "
-                f"{format_time(self.last_renew_observed or expiry)} (as the operator saw it)",
+                f"{self.leader} was not seen renewing Lease {name} since "
+                f"{format_time(self.last_renew_observed or expiry)}",
                 now,
             )
-            return
-        self._condition(
+        return self._condition(
             COND_LEADER_ELECTED, True, "Elected", f"{self.leader} holds Lease {name}", now
         )
 
@@ -127,8 +135,9 @@ class GroupRendering:
             Notice(
                 "Warning",
                 "LeaderExpired",
-                f"{self.leader} has not renewed Lease {self.namespace}/{self.leader_lease_name} "
-                f"for its lease duration ({self.duration_seconds}s) since "
+                f"{self.leader} was not seen renewing Lease "
+                f"{self.namespace}/{self.leader_lease_name} for its lease duration "
+                f"({self.duration_seconds}s) since "
                 f"{format_time(self.last_renew_observed or expiry)}: no leader",
             )
         )
@@ -176,13 +185,54 @@ class GroupRendering:
         return missing, extra
 
     def render(
-        self, spec: GroupSpec, now: datetime, *, created: datetime | None = None
+        self,
+        spec: GroupSpec,
+        now: datetime,
+        *,
+        created: datetime | None = None,
+        generation: int | None = None,
     ) -> dict[str, Any]:
-        """The ``status`` for the group's object at ``now``; queues notices for new alerts."""
+        """The ``status`` for the group's object at ``now``, within
+        :data:`~k8slease.operator.statusbudget.STATUS_BUDGET`; queues notices for new alerts."""
         self.set_history_limit(spec.history_limit)
         self.set_leader_lease_name(spec.lease_name)
         since = created or self.first_seen
         expiry = self.expired_at(now)
+        head = self._leadership(expiry)
+        missing, expected = self._job_expectations(spec, now, since)
+        summary = self._last_run_summary()
+        if summary:
+            head["lastRunSummary"] = summary
+        if generation is not None:
+            head["observedGeneration"] = generation
+        fixed = (
+            self._leader_condition(now),
+            self._condition(
+                COND_RUN_MISSING,
+                bool(missing),
+                "RunMissing" if missing else ("RunsOnTime" if spec.jobs else "NoExpectations"),
+                "; ".join(missing) if missing else f"{len(spec.jobs)} expected job(s) on time",
+                now,
+            ),
+        )
+        frame = _Frame(head, fixed, spec, expiry, missing, now)
+        names = self._listed_jobs(expected)
+        count = len(names)
+        entries = _Entries(lambda name: {**self.jobs[name].to_status(), **expected.get(name, {})})
+        status, degraded = self._framed(frame, None, count)
+        fitted = fit_jobs(entries.of(names), count, STATUS_BUDGET - json_size(status))
+        if fitted.trimmed:
+            # the note and jobsOmitted take room too: reserve their longest form, then say
+            # what was cut (never longer than that)
+            worst, _ = self._framed(frame, FittedJobs([], MAX_RECENT_RUNS, count), count)
+            fitted = fit_jobs(entries.of(names), count, STATUS_BUDGET - json_size(worst))
+            status, degraded = self._framed(frame, fitted, count)
+        status["jobs"] = sorted(fitted.jobs, key=lambda item: str(item.get("name")))
+        self.conditions.update((*fixed, degraded))
+        return status
+
+    def _leadership(self, expiry: datetime | None) -> dict[str, Any]:
+        """The status fields of the group's leadership: bounded, always rendered whole."""
         status: dict[str, Any] = {
             "group": self.group,
             "leaseName": self.leader_lease_name,
@@ -215,36 +265,58 @@ class GroupRendering:
             {"identity": holder, "firstSeen": format_time(first), "lastSeen": format_time(last)}
             for holder, (first, last) in sorted(self.candidates.items())
         ]
-        missing, expected = self._job_expectations(spec, now, since)
-        status["jobs"] = self._render_jobs(expected)
-        newest = max(
-            (job for job in self.jobs.values() if job.last_run is not None),
-            key=lambda job: job.last_run.finished if job.last_run else now,
-            default=None,
-        )
-        if newest is not None and newest.last_run is not None:
-            run = newest.last_run
-            status["lastRunSummary"] = shown(f"{newest.name}@{run.holder} {run.outcome}")
+        return status
 
+    def _last_run_summary(self) -> str | None:
+        ran = [job for job in self.jobs.values() if job.last_run is not None]
+        newest = max(ran, key=_finished, default=None)
+        if newest is None or newest.last_run is None:
+            return None
+        run = newest.last_run
+        return shown(f"{newest.name}@{run.holder} {run.outcome}")
+
+    def _listed_jobs(self, expected: Mapping[str, Mapping[str, Any]]) -> list[str]:
+        """The jobs ``status.jobs`` lists, the first to keep first: the expected ones (in spec
+        order), the others by their newest run (newest first), then those without a run."""
+        listed = [
+            job
+            for name, job in sorted(self.jobs.items())
+            if name not in expected and (job.lease_present or job.last_run is not None)
+        ]
+        ran = sorted((job for job in listed if job.last_run is not None), key=_finished)
+        ran.reverse()
+        idle = [job.name for job in listed if job.last_run is None]
+        return [*expected, *(job.name for job in ran), *idle]
+
+    def _framed(
+        self, frame: _Frame, fitted: FittedJobs | None, count: int
+    ) -> tuple[dict[str, Any], tuple[str, ConditionState]]:
+        """Everything but ``jobs`` (an empty list), and the Degraded condition, when the jobs
+        were ``fitted`` (None: nothing trimmed); pure."""
+        spec = frame.spec
         problems = [f"{p}" for p in spec.problems]
+        if fitted is not None:
+            problems.append(trimmed_note(fitted, count))
         for name, lease_problems in sorted(self.lease_problems.items()):
             problems.extend(f"Lease {name}: {p}" for p in lease_problems)
-        self._leader_condition(now)
-        self._condition(
-            COND_RUN_MISSING,
-            bool(missing),
-            "RunMissing" if missing else ("RunsOnTime" if spec.jobs else "NoExpectations"),
-            "; ".join(missing) if missing else f"{len(spec.jobs)} expected job(s) on time",
-            now,
-        )
         reason = "Healthy"
         if spec.problems:
             reason = "MalformedSpec"
+        elif fitted is not None:
+            reason = "StatusTrimmed"
         elif self.lease_problems:
             reason = "MalformedLease"
-        self._condition(
-            COND_DEGRADED, bool(problems), reason, "; ".join(problems) or "spec and Leases ok", now
+        degraded = self._condition(
+            COND_DEGRADED,
+            bool(problems),
+            reason,
+            "; ".join(problems) or "spec and Leases ok",
+            frame.now,
         )
+        status = dict(frame.head)
+        status["jobs"] = []
+        if fitted is not None and fitted.omitted:
+            status["jobsOmitted"] = fitted.omitted
         status["conditions"] = [
             {
                 "type": ctype,
@@ -253,24 +325,50 @@ class GroupRendering:
                 "message": cond.message,
                 "lastTransitionTime": format_time(cond.since),
             }
-            for ctype, cond in sorted(self.conditions.items())
-            if ctype in (COND_LEADER_ELECTED, COND_RUN_MISSING, COND_DEGRADED)
+            for ctype, cond in sorted((*frame.fixed, degraded), key=lambda pair: pair[0])
         ]
         messages = list(problems)
-        if expiry is not None:
+        if frame.expiry is not None:
             messages.insert(
-                0, f"no leader: the Lease of {self.leader} expired at {format_time(expiry)}"
+                0, f"no leader: the Lease of {self.leader} expired at {format_time(frame.expiry)}"
             )
         if not self.leader_lease_present:
             messages.insert(0, f"Lease {self.namespace}/{self.leader_lease_name} not found")
-        messages.extend(missing)
+        messages.extend(frame.missing)
         status["message"] = short("; ".join(messages)) if messages else "ok"
         bounded: dict[str, Any] = bound_strings(status)
-        return bounded
+        return bounded, degraded
 
-    def _render_jobs(self, expected: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
-        return [
-            {**job.to_status(), **expected.get(name, {})}
-            for name, job in sorted(self.jobs.items())
-            if job.lease_present or name in expected or job.last_run is not None
-        ]
+
+def _finished(job: JobFold) -> datetime:
+    """When the job's last run finished (for jobs with a run only)."""
+    run = job.last_run
+    if run is None:
+        raise ValueError(f"job {job.name} has no run")
+    return run.finished
+
+
+@dataclass(frozen=True, slots=True)
+class _Frame:
+    """What :meth:`GroupRendering.render` computed before fitting the jobs."""
+
+    head: dict[str, Any]
+    fixed: tuple[tuple[str, ConditionState], ...]
+    spec: GroupSpec
+    expiry: datetime | None
+    missing: list[str]
+    now: datetime
+
+
+class _Entries:
+    """The jobs' bounded entries, each rendered when first needed and kept for the next fit."""
+
+    def __init__(self, item: Callable[[str], dict[str, Any]]) -> None:
+        self._item = item
+        self._made: list[JobEntry] = []
+
+    def of(self, names: Sequence[str]) -> Iterator[JobEntry]:
+        for i, name in enumerate(names):
+            if i == len(self._made):
+                self._made.append(JobEntry.of(bound_strings(self._item(name))))
+            yield self._made[i]

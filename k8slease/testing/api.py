@@ -36,6 +36,8 @@ from .validation import (
 )
 
 JSON = dict[str, Any]
+#: etcd's default ``--max-request-bytes``: no object larger than this is stored (1.5 MiB).
+MAX_STORED_BYTES = 1536 * 1024
 _SUFFIX_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 _SERVER_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds")
 
@@ -43,6 +45,14 @@ _SERVER_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGraceP
 def now_rfc3339() -> str:
     """Current time as a ``metav1.Time`` (seconds precision, UTC)."""
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def stored_size(obj: JSON) -> int:
+    """Bytes of ``obj`` as compact JSON, about what a write of it asks etcd to store (custom
+    resources are stored as JSON; built-in kinds as protobuf, a little smaller). A lone
+    surrogate (from a ``\\udc80`` escape) counts 3 bytes, as the U+FFFD a Go server makes of it."""
+    text = json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+    return len(text.encode("utf-8", "surrogatepass"))
 
 
 def view(rt: ResourceType, obj: JSON) -> JSON:
@@ -101,7 +111,9 @@ class ResourceAPI:
 
     def _commit(self, resource: str, event_type: str, obj: JSON) -> JSON:
         if self.dry_run:
-            return obj
+            return obj  # a dry run never reaches etcd
+        if event_type != "DELETED" and stored_size(obj) > MAX_STORED_BYTES:
+            raise st.too_large()
         return self.store.commit(resource, event_type, obj)
 
     def _serve_crd(self, crd: JSON) -> None:

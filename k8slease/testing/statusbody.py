@@ -181,6 +181,12 @@ def gone(message: str) -> StatusError:
     return StatusError(410, "Expired", message)
 
 
+def too_large() -> StatusError:
+    """etcd refused the write: the object is larger than its ``--max-request-bytes`` (1.5 MiB by
+    default). kube-apiserver passes etcd's error on as it is: a 500 without a reason."""
+    return StatusError(500, "", "etcdserver: request is too large")
+
+
 def injected(code: int, message: str | None = None, retry_after: int | None = None) -> StatusError:
     """An error answered by fault injection (500, 429, 503, ...).
 

@@ -56,6 +56,21 @@ def server_fixture(namespace: str) -> Any:
     return server
 
 
+def shared_server_fixture(namespace: str) -> Any:
+    """A module-scoped pytest fixture ``server``: the session's ``k8s_apiserver`` (embedded, then
+    the real control plane) with the ScheduledJobGroup CRD installed and ``namespace`` created."""
+
+    @pytest.fixture(scope="module")
+    def server(k8s_apiserver: APIServer) -> Iterator[APIServer]:
+        api = k8s_apiserver.api_client()
+        install_crd(api)
+        client.CoreV1Api(api).create_namespace({"metadata": {"name": namespace}})
+        api.close()
+        yield k8s_apiserver
+
+    return server
+
+
 @contextmanager
 def operator_process(
     kubeconfig: Path, namespace: str | None, *args: str, log: Path | None = None

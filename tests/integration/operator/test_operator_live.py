@@ -30,7 +30,6 @@ from k8slease.names import (
     LABEL_ROLE,
     ROLE_JOB,
 )
-from k8slease.operator.crd import install_crd
 from k8slease.operator.groups import LABEL_AUTO_CREATED
 from k8slease.testing.server import APIServer
 from tests.support.operators import (
@@ -40,6 +39,7 @@ from tests.support.operators import (
     get_group,
     group_events,
     operator_process,
+    shared_server_fixture,
     wait_condition,
     wait_for,
     wait_status,
@@ -49,14 +49,7 @@ from tests.support.timing import OPERATOR_FAST as FAST
 NS = "ops"
 
 
-@pytest.fixture(scope="module")
-def server(k8s_apiserver: APIServer) -> Iterator[APIServer]:
-    """The session's server (embedded, then the real control plane), with the CRD and ``NS``."""
-    api = k8s_apiserver.api_client()
-    install_crd(api)
-    client.CoreV1Api(api).create_namespace({"metadata": {"name": NS}})
-    api.close()
-    yield k8s_apiserver
+server = shared_server_fixture(NS)  # the session's server, embedded then real
 
 
 @pytest.fixture(scope="module")

@@ -78,6 +78,29 @@ def test_finalizers_hold_deletion_until_removed(
     assert info.value.status == 404
 
 
+def test_an_object_larger_than_etcd_stores_is_refused_and_kept_as_it_was(
+    widgets: tuple[client.CustomObjectsApi, str], k8s_namespace: str
+) -> None:
+    """etcd stores no object above its ``--max-request-bytes`` (1.5 MiB by default): a write that
+    would make one gets etcd's error, a 500 (the API server takes write bodies up to 3 MiB), and
+    the object stays as it was."""
+    api, group = widgets
+    args = (group, "v1", k8s_namespace, "widgets")
+    api.create_namespaced_custom_object(*args, widget("big", group))
+    stored = api.patch_namespaced_custom_object_status(
+        *args, "big", {"status": {"phase": "a" * 1_200_000}}, _content_type=MERGE
+    )
+    assert len(stored["status"]["phase"]) == 1_200_000
+    with pytest.raises(client.ApiException) as refused:
+        api.patch_namespaced_custom_object_status(
+            *args, "big", {"status": {"phase": "b" * 1_700_000}}, _content_type=MERGE
+        )
+    assert refused.value.status == 500
+    assert "request is too large" in status_of(refused.value)["message"]
+    kept = api.get_namespaced_custom_object(*args, "big")
+    assert kept["metadata"]["resourceVersion"] == stored["metadata"]["resourceVersion"]
+
+
 def test_custom_resource_strategic_merge_is_unsupported(
     widgets: tuple[client.CustomObjectsApi, str], k8s_namespace: str
 ) -> None:

@@ -277,3 +277,39 @@ def test_auto_creation_is_capped_per_namespace(caplog: pytest.LogCaptureFixture)
     fresh.on_object("ADDED", made, at(0))
     fresh.on_lease("ADDED", leader_lease("g1", "a", renew=0), at(0))
     assert not [a for a in fresh.plan(at(0), 0.0) if isinstance(a, CreateObject)]
+
+
+@pytest.mark.parametrize("deletion_seen", [True, False])
+def test_a_recreated_object_starts_from_its_own_empty_status(deletion_seen: bool) -> None:
+    """A ScheduledJobGroup deleted and created again carries none of the deleted object's history
+    (failovers, candidates, recent runs, conditions): its status is what the Leases show now, its
+    conditions start when it was created, as for an object the operator has just found."""
+    reg = Registry(SETTINGS)
+    reg.on_object("ADDED", group_object("billing"), at(0))
+    reg.on_lease("ADDED", leader_lease("billing", "a", renew=0), at(0))
+    reg.on_lease("MODIFIED", leader_lease("billing", "b", renew=20, transitions=1), at(20))
+    day = 86400
+    for n, holder in enumerate(("a", "a", "b")):
+        run = run_record(holder, at(n * day), "failed" if n == 1 else "succeeded")
+        reg.on_lease("MODIFIED", job_lease("billing", "nightly", run=run), at(n * day + 5))
+    b = leader_lease("billing", "b", acquire=20, renew=2 * day + 6, transitions=1)
+    reg.on_lease("MODIFIED", b, at(2 * day + 6))
+    old = next(a for a in reg.plan(at(2 * day + 6), 1.0) if isinstance(a, PatchStatus)).status
+    assert len(old["candidates"]) == 2 and len(old["jobs"][0]["recentRuns"]) == 3
+    if deletion_seen:
+        reg.on_object("DELETED", group_object("billing"), at(2 * day + 7))
+    recreated = at(2 * day + 8)
+    reg.on_object("ADDED", group_object("billing", uid="uid-2", created=recreated), recreated)
+    actions = reg.plan(recreated, 100.0)
+    (patch,) = [a for a in actions if isinstance(a, PatchStatus)]
+    status = patch.status
+    assert status["leader"] == "b"
+    assert [c["identity"] for c in status["candidates"]] == ["b"]
+    assert [(f["to"], f["reason"]) for f in status["failovers"]] == [("b", "first")]
+    (job,) = status["jobs"]
+    assert [r["holder"] for r in job["recentRuns"]] == ["b"]
+    assert job["counts"] == {"succeeded": 0, "failed": 0, "lost": 0}  # as its Lease says
+    times = {c["type"]: c["lastTransitionTime"] for c in status["conditions"]}
+    since = "2026-01-03T02:00:08Z"  # its creation
+    assert times == dict.fromkeys(("Degraded", "LeaderElected", "RunMissing"), since)
+    assert not [a for a in actions if isinstance(a, PostEvent)]  # nothing new happened

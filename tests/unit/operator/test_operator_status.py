@@ -55,6 +55,14 @@ def test_an_abandoned_lease_expires_by_observation_and_never_becomes_leader() ->
     notices = f.take_notices()
     assert reasons(notices) == ["LeaderExpired"]  # and no "a became leader"
     assert notices[0].type == "Warning"
+    # since the operator first saw the Lease (it may have started then), not since a renewal
+    assert notices[0].message == (
+        "a was not seen renewing Lease ns/billing for its lease duration (10s) since "
+        "2026-01-01T02:00:00Z: no leader"
+    )
+    assert conditions(status)["LeaderElected"]["message"] == (
+        "a was not seen renewing Lease ns/billing since 2026-01-01T02:00:00Z"
+    )
     f.render(SPEC, at(20))
     assert f.take_notices() == []  # announced once
     # the same holder renewing again leads again
