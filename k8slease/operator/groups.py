@@ -111,6 +111,8 @@ class Registry:
         self.folds: dict[Key, GroupFold] = {}
         self.objects: dict[Key, GroupObject] = {}
         self.dirty: set[Key] = set()
+        #: the group each Lease (namespace, name) was last folded into
+        self._lease_groups: dict[tuple[str, str], Key] = {}
         self.creating: set[Key] = set()
         self.uncreatable: set[Key] = set()
         #: Groups auto-creation declined, with the reason last said at WARNING (said once).
@@ -122,12 +124,26 @@ class Registry:
     def on_lease(
         self, event_type: str | None, body: Mapping[str, Any], now: datetime
     ) -> Key | None:
-        """Fold a Lease watch event; returns the group's key, or None for an unlabelled Lease."""
+        """Fold a Lease watch event; returns the group's key, or None for an unlabelled Lease.
+
+        A Lease relabelled into another group (its ``k8slease.io/group`` label edited: the
+        operator's label-selector watch reports that as a change, not a deletion) leaves the
+        group it was folded into as if deleted, so that group does not keep showing its holder.
+        """
         group = group_of(body)
         namespace = _metadata(body).get("namespace")
-        if not group or not isinstance(namespace, str) or not lease_name_of(body):
+        name = lease_name_of(body)
+        if not group or not isinstance(namespace, str) or not name:
             return None
         key = (namespace, group)
+        left = self._lease_groups.get((namespace, name))
+        if left is not None and left != key and left in self.folds:
+            self.folds[left].observe(body, now, deleted=True)
+            self.dirty.add(left)
+        if event_type == "DELETED":
+            self._lease_groups.pop((namespace, name), None)
+        else:
+            self._lease_groups[(namespace, name)] = key
         fold = self.folds.get(key)
         if fold is None:
             fold = self.folds[key] = GroupFold(namespace, group, first_seen=now)

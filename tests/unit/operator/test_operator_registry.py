@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from k8slease.errors import ConfigError
-from k8slease.names import LABEL_AUTO_CREATE
+from k8slease.names import LABEL_AUTO_CREATE, LABEL_GROUP
 from k8slease.operator.groups import (
     LABEL_AUTO_CREATED,
     CreateObject,
@@ -313,3 +313,32 @@ def test_a_recreated_object_starts_from_its_own_empty_status(deletion_seen: bool
     since = "2026-01-03T02:00:08Z"  # its creation
     assert times == dict.fromkeys(("Degraded", "LeaderElected", "RunMissing"), since)
     assert not [a for a in actions if isinstance(a, PostEvent)]  # nothing new happened
+
+
+def test_a_lease_relabelled_into_another_group_leaves_the_first() -> None:
+    """A label-selector watch reports a Lease whose group label was edited as modified, not
+    deleted: the group it left must not keep showing it (or its holder)."""
+    reg = Registry(SETTINGS)
+    reg.on_object("ADDED", group_object("billing"), at(0))
+    lease = job_lease("billing", "nightly", "a")
+    reg.on_lease("ADDED", lease, at(0))
+    billing = reg.folds[("ns", "billing")]
+    assert "billing.nightly" in billing.leases and billing.jobs["nightly"].holder == "a"
+    moved = {
+        **lease,
+        "metadata": {
+            **lease["metadata"],
+            "labels": {**lease["metadata"]["labels"], LABEL_GROUP: "reports"},
+        },
+    }
+    reg.dirty.clear()
+    assert reg.on_lease("MODIFIED", moved, at(1)) == ("ns", "reports")
+    assert "billing.nightly" not in billing.leases
+    assert billing.jobs["nightly"].holder == "" and not billing.jobs["nightly"].lease_present
+    assert "billing.nightly" in reg.folds[("ns", "reports")].leases
+    assert reg.dirty == {("ns", "billing"), ("ns", "reports")}
+    # deleted later: gone from the group it was in, nothing more for the first
+    reg.dirty.clear()
+    reg.on_lease("DELETED", moved, at(2))
+    assert "billing.nightly" not in reg.folds[("ns", "reports")].leases
+    assert reg.dirty == {("ns", "reports")}
