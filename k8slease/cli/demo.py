@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from k8slease.cli.demoapp.invoice_store import InvoiceStore
+
 #: The module the replicas run: the demo app shipped in the package.
 APP_MODULE = "k8slease.cli.demoapp.billing_app"
 GROUP = "billing"
@@ -227,7 +229,7 @@ class Demo:
                 "debug",
             ],
             stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
+            stderr=subprocess.STDOUT,  # a traceback lands in the replica's log too
             text=True,
             env=env,
             cwd=self.workdir,
@@ -248,6 +250,7 @@ class Demo:
         """Narrate events until ``predicate()`` holds; record a failure after ``timeout``."""
         deadline = time.monotonic() + timeout
         while not predicate():
+            self.check_replicas()
             left = deadline - time.monotonic()
             if left <= 0:
                 self.failures.append(f"timed out waiting for {what}")
@@ -255,6 +258,16 @@ class Demo:
                 return False
             self.narrator.next_event(min(left, 0.5))
         return True
+
+    def check_replicas(self) -> None:
+        """Record a replica that ended without being told to (its log says why)."""
+        for replica in self.replicas:
+            status = replica.process.poll() if replica.alive else None
+            if status is not None:
+                replica.alive = False
+                log = self.workdir / f"{replica.name}.log"
+                self.failures.append(f"{replica.name} exited with status {status} (see {log})")
+                self.narrator.say(f"!! {replica.name} exited with status {status}")
 
     def leader(self) -> Replica | None:
         if not self.narrator.leaders:
@@ -312,6 +325,8 @@ class Demo:
 
     def story(self) -> None:
         quick = self.args.quick
+        # the shared store made (its schema and WAL mode) before the replicas race to make it
+        InvoiceStore(self.store)
         for index in range(self.args.replicas):
             replica = self.start_replica(index)
             self.narrator.say(f"{replica.name} started (pid {replica.process.pid})")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import re
 import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
 from importlib import metadata
 from pathlib import Path
@@ -187,3 +188,22 @@ def test_status_prints_no_control_character_from_a_lease(
     row = next(line for line in lines if line.startswith("hostile "))
     assert "\\x1b[2J\\x1b]0;owned\\x07x\\nGROUP forged" in row
     assert len(row) < 400 and "chars)" in row
+
+
+def test_the_demo_names_a_replica_that_ended_on_its_own(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A replica that dies (a traceback at start) fails the story at once, naming it and where
+    its log (with the traceback: stderr goes there too) is, instead of a later time-out."""
+    story = demo.Demo(demo.build_parser().parse_args(["--quick"]))
+    story.workdir = tmp_path
+    crashed = subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"], text=True)
+    stopped = subprocess.Popen([sys.executable, "-c", "raise SystemExit(0)"], text=True)
+    crashed.wait(timeout=30)
+    stopped.wait(timeout=30)
+    story.replicas = [demo.Replica("replica-0", crashed), demo.Replica("replica-1", stopped)]
+    story.replicas[1].alive = False  # told to stop: its exit is expected
+    assert not story.wait_for("a leader", lambda: False, timeout=0.2)
+    assert story.failures[0] == f"replica-0 exited with status 3 (see {tmp_path}/replica-0.log)"
+    assert not any("replica-1" in failure for failure in story.failures)
+    assert "!! replica-0 exited with status 3" in capsys.readouterr().out
