@@ -63,6 +63,9 @@ from k8slease.metrics import JobMetrics, default_job_metrics
 __all__ = ["TickLock", "TickSkipped"]
 
 T = TypeVar("T")
+#: An ``async def`` function returning ``T`` (``AsyncFunc[T | None]``: one a skip makes return
+#: ``None``).
+AsyncFunc = Callable[..., Coroutine[Any, Any, T]]
 
 
 class OncePerTick(Protocol):
@@ -70,9 +73,7 @@ class OncePerTick(Protocol):
     function; the decorated function returns the function's result, or ``None`` on a skip."""
 
     @overload
-    def __call__(
-        self, func: Callable[..., Coroutine[Any, Any, T]], /
-    ) -> Callable[..., Coroutine[Any, Any, T | None]]: ...
+    def __call__(self, func: AsyncFunc[T], /) -> AsyncFunc[T | None]: ...
 
     @overload
     def __call__(self, func: Callable[..., T], /) -> Callable[..., T | None]: ...
@@ -179,9 +180,7 @@ class TickLock:
         return TickHold(self._runner(name, lock_at_most_for, lock_at_least_for), when)
 
     @overload
-    def once_per_tick(
-        self, job: Callable[..., Coroutine[Any, Any, T]], /
-    ) -> Callable[..., Coroutine[Any, Any, T | None]]: ...
+    def once_per_tick(self, job: AsyncFunc[T], /) -> AsyncFunc[T | None]: ...
 
     @overload
     def once_per_tick(self, job: Callable[..., T], /) -> Callable[..., T | None]: ...
@@ -343,9 +342,7 @@ def _own_signature(wrapper: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-async def _run_async(
-    runner: TickRunner, func: Callable[..., Coroutine[Any, Any, T]], tick: datetime
-) -> T | None:
+async def _run_async(runner: TickRunner, func: AsyncFunc[T], tick: datetime) -> T | None:
     """Claim ``tick`` (in a worker thread, to its end: a grant answered after a cancellation is
     released, never run), run ``func`` on this loop, cancelled when the lock is lost, and
     release with the run record: :meth:`TickRunner.run_tick_async` with the body's result
@@ -364,7 +361,7 @@ async def _run_async(
 
 async def _run_claimed(
     runner: TickRunner,
-    func: Callable[..., Coroutine[Any, Any, T]],
+    func: AsyncFunc[T],
     ctx: JobContext,
     attempt: _Attempt,
 ) -> T | None:

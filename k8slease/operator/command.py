@@ -44,9 +44,8 @@ from k8slease.operator.settings import ENV_PREFIX, OperatorConfig, check_auto_cr
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="k8slease operator",
-        description="Keep ScheduledJobGroup status current from the Leases k8slease writes. "
-        "Run one operator: there is no kopf peering, and two watching the same namespace would "
-        "each post every Event and race on the status.",
+        description="Keep ScheduledJobGroup status current from the Leases k8slease writes; "
+        "run one replica (docs/operator.md says why).",
         epilog=f"Settings not given as options come from {ENV_PREFIX}* environment variables "
         f"(e.g. {ENV_PREFIX}EVALUATE_INTERVAL=5); see docs/operator.md.",
     )

@@ -13,6 +13,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from k8slease.testing.filenames import InDirectory
+
 NODE_NAME = "k8slease-node"
 NODE_LINK = "k8sl-node"
 NODE_IP = "10.213.0.1"
@@ -44,29 +46,12 @@ class NodeFiles:
 
     directory: Path
 
-    @property
-    def containerd(self) -> Path:
-        return self.directory / "containerd.toml"
-
-    @property
-    def cni(self) -> Path:
-        return self.directory / "cni"
-
-    @property
-    def kubelet(self) -> Path:
-        return self.directory / "kubelet.json"
-
-    @property
-    def kube_proxy(self) -> Path:
-        return self.directory / "kube-proxy.json"
-
-    @property
-    def corefile(self) -> Path:
-        return self.directory / "Corefile"
-
-    @property
-    def resolv_conf(self) -> Path:
-        return self.directory / "resolv.conf"
+    containerd = InDirectory("containerd.toml")
+    cni = InDirectory("cni")
+    kubelet = InDirectory("kubelet.json")
+    kube_proxy = InDirectory("kube-proxy.json")
+    corefile = InDirectory("Corefile")
+    resolv_conf = InDirectory("resolv.conf")
 
 
 def containerd_toml(*, pause_image: str, cni_conf_dir: Path) -> str:

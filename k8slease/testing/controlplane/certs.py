@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from k8slease.testing.filenames import InDirectory
+
 VALID_DAYS = 7
 ADMIN_USER = "k8slease-admin"
 ADMIN_GROUP = "system:masters"
@@ -31,37 +33,14 @@ class PKI:
 
     directory: Path
 
-    @property
-    def ca_cert(self) -> Path:
-        return self.directory / "ca.crt"
-
-    @property
-    def ca_key(self) -> Path:
-        return self.directory / "ca.key"
-
-    @property
-    def server_cert(self) -> Path:
-        return self.directory / "server.crt"
-
-    @property
-    def server_key(self) -> Path:
-        return self.directory / "server.key"
-
-    @property
-    def admin_cert(self) -> Path:
-        return self.directory / "admin.crt"
-
-    @property
-    def admin_key(self) -> Path:
-        return self.directory / "admin.key"
-
-    @property
-    def service_account_key(self) -> Path:
-        return self.directory / "service-account.key"
-
-    @property
-    def service_account_public_key(self) -> Path:
-        return self.directory / "service-account.pub"
+    ca_cert = InDirectory("ca.crt")
+    ca_key = InDirectory("ca.key")
+    server_cert = InDirectory("server.crt")
+    server_key = InDirectory("server.key")
+    admin_cert = InDirectory("admin.crt")
+    admin_key = InDirectory("admin.key")
+    service_account_key = InDirectory("service-account.key")
+    service_account_public_key = InDirectory("service-account.pub")
 
 
 def _openssl(*args: str, cwd: Path) -> None:
