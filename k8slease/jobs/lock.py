@@ -16,7 +16,6 @@ import threading
 from dataclasses import dataclass
 from datetime import datetime
 
-from k8slease.clock import Clock, SystemClock
 from k8slease.errors import (
     AlreadyExists,
     ConfigError,
@@ -26,6 +25,7 @@ from k8slease.errors import (
 )
 from k8slease.jobs.claimorder import claim_delay, claim_rank
 from k8slease.jobs.grant import Grant, LostFlag
+from k8slease.jobs.jobwiring import JobWiring
 from k8slease.jobs.journal import RunJournal
 from k8slease.jobs.lockbudget import claim_budget, keep_budget
 from k8slease.jobs.lockcache import ClaimCache
@@ -39,7 +39,6 @@ from k8slease.jobs.lockrules import (
 )
 from k8slease.jobs.settle import retry_kept_release, settle
 from k8slease.jobs.unsettled import PendingClaim, silent_holder, still_pending
-from k8slease.kube.events import EventRecorder
 from k8slease.lease.budget import request_budget
 from k8slease.lease.jobrecord import (
     JobState,
@@ -49,7 +48,6 @@ from k8slease.lease.keptruns import merge_run
 from k8slease.lease.observe import Observations, Seen
 from k8slease.lease.record import LeaseRecord
 from k8slease.lease.store import LeaseStore
-from k8slease.lease.transport import LeaseTransport
 from k8slease.lease.view import LeaseView
 from k8slease.logs import get_logger
 from k8slease.names import LABEL_GROUP, LABEL_JOB, LABEL_ROLE, ROLE_JOB, job_lease_name
@@ -81,48 +79,43 @@ class JobLock(LockHolding):
     ``lock_at_most_for`` (seconds) is the Lease duration: the ceiling after which a crashed
     holder's lock may be taken. ``lock_at_least_for`` (seconds, default 0) keeps the lock after a
     run that finished sooner, so replicas whose schedulers fire a little late skip. While a job
-    runs its lock is extended every ``lock_at_most_for / 3`` seconds. ``cache`` lets claims be
-    judged from the informer's view; ``ordered`` (default) makes this replica first wait for its
-    turn in the tick's claim order (LEADER jobs, fired by the leader alone, do not wait).
-    ``grace`` (seconds; default 300) is how long after its time a tick still runs: a claim's
-    requests may take as long as that and the grant's keep budget allow, an extension the time
-    the grant has left (:mod:`k8slease.jobs.lockbudget`). ``journal`` (default: none) is where a
-    run record whose release could not be written is also kept (:mod:`k8slease.jobs.journal`).
+    runs its lock is extended every ``lock_at_most_for / 3`` seconds. ``ordered`` (default) makes
+    this replica first wait for its turn in the tick's claim order (LEADER jobs, fired by the
+    leader alone, do not wait). ``grace`` (seconds; default 300) is how long after its time a tick
+    still runs: a claim's requests may take as long as that and the grant's keep budget allow, an
+    extension the time the grant has left (:mod:`k8slease.jobs.lockbudget`). Whose lock it is and
+    what it sends through come from ``wiring`` (:class:`~k8slease.jobs.jobwiring.JobWiring`): with
+    its claim cache, claims are judged from the informer's view; with its journal, a run record
+    whose release could not be written is also kept there (:mod:`k8slease.jobs.journal`).
     """
 
     def __init__(
         self,
-        transport: LeaseTransport,
+        wiring: JobWiring,
         *,
-        group: str,
         job: str,
-        identity: str,
         lock_at_most_for: float,
         lock_at_least_for: float = 0.0,
-        clock: Clock | None = None,
-        events: EventRecorder | None = None,
-        observations: Observations | None = None,
-        cache: ClaimCache | None = None,
         ordered: bool = True,
         grace: float = 300.0,
-        journal: RunJournal | None = None,
     ) -> None:
         check_lock_times(lock_at_most_for, lock_at_least_for)
-        if not identity:
+        if not wiring.identity:
             raise ConfigError("identity must not be empty")
-        self.transport = transport
+        self.transport = wiring.transport
         #: the transport's requests answering decoded Leases (each is the one request it wraps)
-        self.leases = LeaseStore(transport)
-        self.group = group
+        self.leases = LeaseStore(wiring.transport)
+        self.group = wiring.group
         self.job = job
-        self.name = job_lease_name(group, job)
-        self.identity = identity
+        self.name = job_lease_name(wiring.group, job)
+        self.identity = wiring.identity
         self.lock_at_most_for = float(lock_at_most_for)
         self.lock_at_least_for = float(lock_at_least_for)
         self.keepalive_interval = self.lock_at_most_for / 3
-        self._clock = clock or SystemClock()
-        self._events = events
-        self._observations = observations or Observations(self._clock)
+        self._clock = wiring.clock
+        self._events = wiring.events
+        self._observations = wiring.observations or Observations(self._clock)
+        cache = wiring.cache
         if cache is not None and cache.observations is not self._observations:
             raise ConfigError("cache must read the observations the lock keeps")
         self._cache = cache
@@ -134,12 +127,12 @@ class JobLock(LockHolding):
         #: a claim write whose answer did not arrive (issue 26), settled by the next look
         self._pending: PendingClaim | None = None
         #: where a kept run record is also written, for the operator should this process die
-        self._journal = journal if journal is not None else RunJournal(None)
+        self._journal = wiring.journal if wiring.journal is not None else RunJournal(None)
         self._kept: RunRecord | None = None
         self._highest_token = 0
         self._reported_suspect: datetime | None = None
         self._active_lock = threading.Lock()
-        self._log = log.bind(lease=self.name, job=job, group=group, identity=identity)
+        self._log = log.bind(lease=self.name, job=job, group=self.group, identity=self.identity)
 
     @property
     def _unwritten(self) -> RunRecord | None:

@@ -40,6 +40,7 @@ from k8slease.clock import Clock, SystemClock
 from k8slease.errors import ConfigError
 from k8slease.jobs.context import JobContext
 from k8slease.jobs.inprogress import in_thread_then_cancel
+from k8slease.jobs.jobwiring import JobWiring
 from k8slease.jobs.journal import AUTO, RunJournal, journal_path
 from k8slease.jobs.lockrules import check_lock_times
 from k8slease.jobs.runner import TickRunner, _Attempt
@@ -53,7 +54,7 @@ from k8slease.jobs.spec import (
 from k8slease.jobs.tickhold import TickHold, TickSkipped, claim_async, finish
 from k8slease.jobs.tickof import check_period, check_tick, resolve_tick
 from k8slease.jobs.triggers import INTERVAL_ANCHOR
-from k8slease.jobs.wiring import JobWiring, connect_jobs, site_names
+from k8slease.jobs.wiring import connect_jobs, job_lock, job_runner, site_names
 from k8slease.kube.apiclient import api_client_if_configured, check_api_client, default_api_client
 from k8slease.kube.options import flag, seconds
 from k8slease.kube.validate import is_dns_label, optional_namespace
@@ -310,7 +311,7 @@ class TickLock:
                 lock_at_least_for=times.least,
             )
             # no turns: a replica that loses learns it at once
-            runner = wiring.runner(spec, wiring.lock(spec, ordered=False))
+            runner = job_runner(wiring, spec, job_lock(wiring, spec, ordered=False))
             self._runners[job] = (runner, times)
             return runner
 

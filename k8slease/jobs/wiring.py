@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Callable, Collection, Iterable, Mapping
-from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -31,9 +30,9 @@ from k8slease.jobs.catchup import schedule_catch_up
 from k8slease.jobs.dropped import MASK as DROPPED_MASK
 from k8slease.jobs.dropped import DroppedTicks, due_between
 from k8slease.jobs.executors import TickAsyncIOExecutor, TickThreadPoolExecutor
+from k8slease.jobs.jobwiring import JobWiring
 from k8slease.jobs.journal import RunJournal
 from k8slease.jobs.lock import JobLock
-from k8slease.jobs.lockcache import ClaimCache
 from k8slease.jobs.lostticks import leaderless_watch
 from k8slease.jobs.runner import TickRunner
 from k8slease.jobs.spec import JobSpec, Mode
@@ -41,11 +40,9 @@ from k8slease.kube.eventqueue import QueuedEvents
 from k8slease.kube.events import EventRecorder
 from k8slease.kube.identity import default_namespace, identity_or_default
 from k8slease.kube.validate import validate_job_group, validate_namespace
-from k8slease.lease.informer import LeaseInformer
 from k8slease.lease.observe import Observations
 from k8slease.lease.transport import LeaseTransport
 from k8slease.metrics import JobMetrics
-from k8slease.names import LABEL_GROUP, LABEL_ROLE, ROLE_JOB
 
 #: The alias of the executor ``Jobs`` adds to the scheduler (it passes the tick to the job).
 EXECUTOR_ALIAS = "k8slease"
@@ -82,63 +79,35 @@ def leaderless_id(group: str, name: str) -> str:
     return f"{job_id(group, name)}:leaderless"
 
 
-@dataclass(frozen=True, slots=True)
-class JobWiring:
-    """What the jobs of one replica share: who runs them (``group``, ``identity``), the transport
-    and Event recorder their locks send through, the observations (and the informer's claim
-    cache) their claims are judged on, the metrics and the clock."""
+def job_lock(wiring: JobWiring, spec: JobSpec, *, ordered: bool) -> JobLock:
+    """The lock of job ``spec`` (its lock times and grace) on ``wiring``; ``ordered``: whether a
+    claim first waits for this replica's turn in the tick's claim order."""
+    return JobLock(
+        wiring,
+        job=spec.name,
+        lock_at_most_for=spec.lock_at_most_for,
+        lock_at_least_for=spec.lock_at_least_for,
+        ordered=ordered,
+        grace=spec.grace,
+    )
 
-    group: str
-    identity: str
-    transport: LeaseTransport
-    events: EventRecorder
-    observations: Observations
-    cache: ClaimCache | None
-    metrics: JobMetrics
-    clock: Clock
-    journal: RunJournal
 
-    def lock(self, spec: JobSpec, *, ordered: bool) -> JobLock:
-        """The lock of job ``spec`` (its lock times and grace); ``ordered``: whether a claim
-        first waits for this replica's turn in the tick's claim order."""
-        return JobLock(
-            self.transport,
-            group=self.group,
-            job=spec.name,
-            identity=self.identity,
-            lock_at_most_for=spec.lock_at_most_for,
-            lock_at_least_for=spec.lock_at_least_for,
-            clock=self.clock,
-            events=self.events,
-            observations=self.observations,
-            cache=self.cache,
-            ordered=ordered,
-            grace=spec.grace,
-            journal=self.journal,
-        )
-
-    def watched(self, *, step: float, spread: int) -> tuple[JobWiring, LeaseInformer]:
-        """This wiring with claims judged from a started list+watch of the group's job Leases
-        (:func:`job_informer`, spacing claims by ``step`` and ``spread``), and that informer
-        (the caller stops it)."""
-        informer, cache = job_informer(
-            self.transport, self.observations, group=self.group, step=step, spread=spread
-        )
-        return replace(self, cache=cache), informer
-
-    def runner(
-        self, spec: JobSpec, lock: JobLock | None, is_leader: Callable[[], bool] | None = None
-    ) -> TickRunner:
-        """The runner of job ``spec``, claiming through ``lock`` (``None``: uncoordinated)."""
-        return TickRunner(
-            spec,
-            group=self.group,
-            identity=self.identity,
-            lock=lock,
-            is_leader=is_leader,
-            metrics=self.metrics,
-            clock=self.clock,
-        )
+def job_runner(
+    wiring: JobWiring,
+    spec: JobSpec,
+    lock: JobLock | None,
+    is_leader: Callable[[], bool] | None = None,
+) -> TickRunner:
+    """The runner of job ``spec``, claiming through ``lock`` (``None``: uncoordinated)."""
+    return TickRunner(
+        spec,
+        group=wiring.group,
+        identity=wiring.identity,
+        lock=lock,
+        is_leader=is_leader,
+        metrics=wiring.metrics,
+        clock=wiring.clock,
+    )
 
 
 class JobSite(Protocol):
@@ -181,7 +150,6 @@ def connect_jobs(
         transport=transport,
         events=events,
         observations=Observations(clock),
-        cache=None,
         metrics=metrics,
         clock=clock,
         journal=site.journal,
@@ -197,26 +165,9 @@ def make_runners(
         lock = None
         if spec.coordinated:
             # only the leader fires LEADER jobs: nobody to take turns with
-            lock = wiring.lock(spec, ordered=spec.mode is Mode.ONCE_PER_TICK)
-        runners[spec.name] = wiring.runner(spec, lock, is_leader)
+            lock = job_lock(wiring, spec, ordered=spec.mode is Mode.ONCE_PER_TICK)
+        runners[spec.name] = job_runner(wiring, spec, lock, is_leader)
     return runners
-
-
-def job_informer(
-    transport: LeaseTransport,
-    observations: Observations,
-    *,
-    group: str,
-    step: float,
-    spread: int,
-) -> tuple[LeaseInformer, ClaimCache]:
-    """The started list+watch of ``group``'s job Leases, and the claim cache the locks read."""
-    informer = LeaseInformer(
-        transport, observations, label_selector=f"{LABEL_GROUP}={group},{LABEL_ROLE}={ROLE_JOB}"
-    )
-    cache = ClaimCache(observations, informer.synced.is_set, step=step, spread=spread)
-    informer.start()
-    return informer, cache
 
 
 def default_scheduler(loop: asyncio.AbstractEventLoop | None) -> BaseScheduler:
@@ -234,7 +185,7 @@ def schedule_jobs(
     *,
     group: str,
     machine: Callable[[], ElectionMachine | None],
-    events: EventRecorder,
+    events: EventRecorder | None,
     clock: Clock,
     metrics: JobMetrics,
 ) -> DroppedTicks:

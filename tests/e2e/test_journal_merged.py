@@ -28,6 +28,7 @@ import os
 from datetime import UTC, datetime
 from k8slease.errors import Unavailable
 from k8slease.jobs.journal import RunJournal, journal_path
+from k8slease.jobs.jobwiring import JobWiring
 from k8slease.jobs.lock import Grant, JobLock
 from k8slease.kube.apiclient import default_api_client
 from k8slease.lease.transport import LeaseTransport
@@ -35,10 +36,11 @@ from k8slease.lease.transport import LeaseTransport
 path = journal_path("auto")
 assert path == "/dev/termination-log", path
 transport = LeaseTransport(default_api_client(), os.environ["POD_NAMESPACE"])
-lock = JobLock(
-    transport, group=os.environ["GROUP"], job="journaled", identity=os.environ["POD_NAME"],
-    lock_at_most_for=600, ordered=False, journal=RunJournal.at(path),
+wiring = JobWiring(
+    transport=transport, group=os.environ["GROUP"], identity=os.environ["POD_NAME"],
+    journal=RunJournal.at(path),
 )
+lock = JobLock(wiring, job="journaled", lock_at_most_for=600, ordered=False)
 grant = lock.try_acquire(datetime.now(UTC).replace(microsecond=0))
 assert isinstance(grant, Grant), grant
 

@@ -35,6 +35,7 @@ from typing import Any
 
 from k8slease.errors import Conflict, TransportError, Unavailable
 from k8slease.jobs.claimorder import claim_delay, claim_rank
+from k8slease.jobs.jobwiring import JobWiring
 from k8slease.jobs.lock import JobLock
 from k8slease.jobs.lockbudget import claim_budget
 from k8slease.jobs.lockrules import Verdict
@@ -106,16 +107,15 @@ class JobReplica(ClaimingReplica):
         self.claim_path = claim_path
         # the real lock, for its judgement (``_judge``: judge_claim on an observer snapshot,
         # the highest token kept, a deleted Lease judged on what was seen before)
-        self.lock = JobLock(
-            _NoTransport(),  # type: ignore[arg-type]
+        wiring = JobWiring(
+            transport=_NoTransport(),  # type: ignore[arg-type]
             group="g",
-            job=self.job,
             identity=self.me,
-            lock_at_most_for=lock_at_most_for,
             clock=SimClock(self),
             observations=self.observations,
             cache=self.cache,
         )
+        self.lock = JobLock(wiring, job=self.job, lock_at_most_for=lock_at_most_for)
         self.lock._report_suspect = lambda *args: None  # type: ignore[method-assign]
         #: a claim or a run in progress (one at a time)
         self.busy = False

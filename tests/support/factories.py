@@ -14,6 +14,7 @@ from typing import Any
 from kubernetes import client
 
 from k8slease import Jobs
+from k8slease.jobs.jobwiring import JobWiring
 from k8slease.jobs.lock import JobLock
 from k8slease.kube.events import EventRecorder
 from k8slease.lease.jobrecord import Outcome, RunRecord
@@ -44,16 +45,16 @@ def make_lock(
     **options: Any,
 ) -> JobLock:
     """``identity``'s lock on ``group``/``job`` through ``transport`` (a real one or a test
-    double) holding for at most ``lock_at_most_for`` s; ``options`` are passed to ``JobLock``
-    unchanged (clock, events, observations, cache, ordered, grace, ...)."""
-    return JobLock(
-        transport,
-        group=group,
-        job=job,
-        identity=identity,
-        lock_at_most_for=lock_at_most_for,
-        **options,
-    )
+    double) holding for at most ``lock_at_most_for`` s; ``options`` are passed unchanged to the
+    lock's ``JobWiring`` (clock, events, observations, cache, journal) or to ``JobLock`` (the
+    lock terms: lock_at_least_for, ordered, grace)."""
+    terms = {name: options.pop(name) for name in _LOCK_TERMS if name in options}
+    wiring = JobWiring(transport=transport, group=group, identity=identity, **options)
+    return JobLock(wiring, job=job, lock_at_most_for=lock_at_most_for, **terms)
+
+
+#: The keywords of ``JobLock`` itself (the rest of a lock's options belong to its wiring).
+_LOCK_TERMS = ("lock_at_least_for", "ordered", "grace")
 
 
 def lock_io(

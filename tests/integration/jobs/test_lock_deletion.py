@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from k8slease.jobs.jobwiring import JobWiring
 from k8slease.jobs.lock import Grant, JobLock
 from k8slease.jobs.lockrules import Verdict
 from k8slease.lease.informer import LeaseInformer
@@ -43,15 +44,14 @@ class Replica:
         self.clock = clock
         self.transport = LeaseTransport(server.api_client(), "default", request_timeout=2)
         self.observations = Observations(clock)
-        self.lock = JobLock(
-            self.transport,
+        wiring = JobWiring(
+            transport=self.transport,
             group="g",
-            job="j",
             identity=identity,
-            lock_at_most_for=30,
             clock=clock,
             observations=self.observations,
         )
+        self.lock = JobLock(wiring, job="j", lock_at_most_for=30)
         self.informer = LeaseInformer(
             self.transport, self.observations, label_selector="k8slease.io/group=g"
         )

@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 from datetime import UTC, datetime
 
+from k8slease.jobs.jobwiring import JobWiring
 from k8slease.jobs.lock import Grant, JobLock
 from k8slease.lease.jobrecord import job_state_from_lease
 from k8slease.lease.record import record_from_lease
@@ -20,9 +21,8 @@ LEASES = "coordination.k8s.io/leases"
 
 def make_lock(server: APIServer, clock: FakeClock, identity: str = "a") -> JobLock:
     transport = LeaseTransport(server.api_client(), "default", request_timeout=2)
-    return JobLock(
-        transport, group="g", job="j", identity=identity, lock_at_most_for=30, clock=clock
-    )
+    wiring = JobWiring(transport=transport, group="g", identity=identity, clock=clock)
+    return JobLock(wiring, job="j", lock_at_most_for=30)
 
 
 def granted(server: APIServer) -> tuple[FakeClock, JobLock, Grant, list[str]]:

@@ -17,6 +17,7 @@ import pytest
 from kubernetes import client, watch
 
 from k8slease.errors import Unavailable
+from k8slease.jobs.jobwiring import JobWiring
 from k8slease.jobs.journal import RunJournal
 from k8slease.jobs.lock import Grant, JobLock
 from k8slease.jobs.lockrules import Verdict
@@ -65,10 +66,8 @@ def server(k8s_apiserver: APIServer) -> Iterator[APIServer]:
 
 def _lock(server: APIServer, identity: str, clock: FakeClock, **options: Any) -> JobLock:
     transport = CutOff(server.api_client(), NS, request_timeout=5)
-    return JobLock(
-        transport, group=GROUP, job="invoices", identity=identity, lock_at_most_for=30,
-        clock=clock, ordered=False, **options,
-    )  # fmt: skip
+    wiring = JobWiring(transport=transport, group=GROUP, identity=identity, clock=clock, **options)
+    return JobLock(wiring, job="invoices", lock_at_most_for=30, ordered=False)
 
 
 def _lease(api: client.ApiClient, name: str) -> LeaseView:

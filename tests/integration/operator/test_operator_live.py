@@ -15,6 +15,7 @@ import pytest
 from kubernetes import client
 
 from k8slease.election.elector import LeaderElector
+from k8slease.jobs.jobwiring import JobWiring
 from k8slease.jobs.lock import JobLock
 from k8slease.lease.jobrecord import JobState, lease_with_job_state
 from k8slease.lease.record import LeaseRecord, new_lease
@@ -136,10 +137,14 @@ def test_job_runs_appear_with_holder_outcome_and_counts(
     transport = LeaseTransport(server.api_client(), NS)
     tick = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=2)
     lock_a = JobLock(
-        transport, group="jobs-grp", job="nightly", identity="replica-a", lock_at_most_for=30
+        JobWiring(transport=transport, group="jobs-grp", identity="replica-a"),
+        job="nightly",
+        lock_at_most_for=30,
     )
     lock_b = JobLock(
-        transport, group="jobs-grp", job="nightly", identity="replica-b", lock_at_most_for=30
+        JobWiring(transport=transport, group="jobs-grp", identity="replica-b"),
+        job="nightly",
+        lock_at_most_for=30,
     )
     grant = lock_a.try_acquire(tick)
     assert grant is not None
@@ -181,7 +186,9 @@ def test_missing_run_raises_the_condition_and_a_warning(
     create_group(api, NS, "missing-grp", spec)
     transport = LeaseTransport(server.api_client(), NS)
     lock = JobLock(
-        transport, group="missing-grp", job="report", identity="replica-a", lock_at_most_for=30
+        JobWiring(transport=transport, group="missing-grp", identity="replica-a"),
+        job="report",
+        lock_at_most_for=30,
     )
     minute = datetime.now(UTC).replace(second=0, microsecond=0)
     grant = lock.try_acquire(minute - timedelta(minutes=5))
