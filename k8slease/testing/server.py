@@ -201,7 +201,7 @@ class APIServer(StartStop):
             raise RuntimeError(
                 f"the API server failed to start: {self._failure}"
             ) from self._failure
-        ca_data = base64.b64encode(self.pki.ca_cert.read_bytes()).decode() if self.pki else None
+        ca_data = base64.b64encode(self.pki.ca.cert.read_bytes()).decode() if self.pki else None
         try:
             self._kubeconfig = write_kubeconfig(
                 self.url, self._kubeconfig_path, token=self.token, ca_data=ca_data
@@ -241,7 +241,7 @@ class APIServer(StartStop):
         config.host = self.url
         config.api_key = {"authorization": f"Bearer {self.token}"}
         if self.pki is not None:
-            config.ssl_ca_cert = str(self.pki.ca_cert)
+            config.ssl_ca_cert = str(self.pki.ca.cert)
         return kubernetes.client.ApiClient(config)
 
     def headers(self) -> dict[str, str]:

@@ -44,10 +44,10 @@ def server_context(pki: PKI) -> ssl.SSLContext:
     """The server side: the serving certificate (127.0.0.1 and localhost), TLS 1.2 or newer."""
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
-    context.load_cert_chain(pki.server_cert, pki.server_key)
+    context.load_cert_chain(pki.server.cert, pki.server.key)
     return context
 
 
 def client_context(pki: PKI) -> ssl.SSLContext:
     """A client context that trusts the process's CA (for raw HTTP clients in tests)."""
-    return ssl.create_default_context(cafile=str(pki.ca_cert))
+    return ssl.create_default_context(cafile=str(pki.ca.cert))

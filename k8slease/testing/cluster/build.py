@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -41,6 +40,7 @@ from k8slease.testing.controlplane.gomod import (
     wrapper_gomod,
 )
 from k8slease.testing.controlplane.gotool import BuildError, find_go, run_go, tail
+from k8slease.testing.tools import run_tool
 
 from . import versions as v
 from .config import COREDNS_PLUGINS
@@ -255,7 +255,7 @@ class _Builder:
             "build/pause/linux/pause.c"
         )
         self.progress(f"[{time.monotonic() - self.started:6.0f}s] pause: cc -static {source}")
-        result = subprocess.run(
+        result = run_tool(
             [
                 cc,
                 "-Os",
@@ -266,9 +266,6 @@ class _Builder:
                 str(self.out / PAUSE),
                 str(source),
             ],
-            capture_output=True,
-            text=True,
-            check=False,
             timeout=300,
         )
         with self.log.open("a") as sink:

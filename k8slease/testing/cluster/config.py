@@ -10,10 +10,7 @@ kube-proxy writes.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
-
-from k8slease.testing.filenames import InDirectory
 
 NODE_NAME = "k8slease-node"
 NODE_LINK = "k8sl-node"
@@ -38,20 +35,6 @@ SERVING_NAMES = (
     "DNS:kubernetes.default.svc",
     f"DNS:kubernetes.default.svc.{CLUSTER_DOMAIN}",
 )
-
-
-@dataclass(frozen=True)
-class NodeFiles:
-    """Where one cluster's configuration lives (a directory of the cluster's state)."""
-
-    directory: Path
-
-    containerd = InDirectory("containerd.toml")
-    cni = InDirectory("cni")
-    kubelet = InDirectory("kubelet.json")
-    kube_proxy = InDirectory("kube-proxy.json")
-    corefile = InDirectory("Corefile")
-    resolv_conf = InDirectory("resolv.conf")
 
 
 def containerd_toml(*, pause_image: str, cni_conf_dir: Path) -> str:

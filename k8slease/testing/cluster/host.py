@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
 from k8slease.testing.controlplane.cache import cached as cached_controlplane
 from k8slease.testing.controlplane.gotool import BuildError, go_available
+from k8slease.testing.tools import run_tool
 
 from . import versions as v
 from .build import cached_node_binaries
@@ -29,9 +29,7 @@ def unavailable() -> str | None:
     for command in HOST_COMMANDS:
         if shutil.which(command) is None:
             return f"the single-node cluster needs the {command!r} command (util-linux/iproute2)"
-    probe = subprocess.run(
-        ["unshare", "--net", "--mount", "true"], capture_output=True, text=True, check=False
-    )
+    probe = run_tool(["unshare", "--net", "--mount", "true"], timeout=None)
     if probe.returncode != 0:
         detail = probe.stderr.strip().splitlines()[-1:] or ["no detail"]
         return f"cannot create network and mount namespaces here (unshare: {detail[0]})"
@@ -67,6 +65,4 @@ def ensure_packages(progress: object = None) -> None:
         ["apt-get", "update"],
         ["apt-get", "install", "-y", "--no-install-recommends", *missing],
     ):
-        result = subprocess.run(args, capture_output=True, text=True, env=env, check=False)
-        if result.returncode != 0:
-            raise BuildError(f"{' '.join(args[:2])} failed: {result.stderr.strip()[-2000:]}")
+        run_tool(args, timeout=None, failure=BuildError, what=" ".join(args[:2]), env=env)

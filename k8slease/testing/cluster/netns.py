@@ -26,6 +26,8 @@ import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from k8slease.testing.tools import run_tool
+
 CGROUP_FS = Path("/sys/fs/cgroup")
 _CLONE_NEWNET = 0x40000000
 
@@ -73,14 +75,12 @@ class Namespace:
 
     def run(self, argv: Sequence[str], *, what: str, timeout: float = 60.0) -> str:
         """Run ``argv`` inside; its stdout, or ``NamespaceError`` naming ``what`` failed."""
-        result = subprocess.run(
-            [*self.enter(), *argv], capture_output=True, text=True, check=False, timeout=timeout
-        )
-        if result.returncode != 0:
-            raise NamespaceError(
-                f"{what} failed ({' '.join(argv)}): {result.stderr.strip() or result.stdout}"
-            )
-        return result.stdout
+        return run_tool(
+            [*self.enter(), *argv],
+            timeout=timeout,
+            failure=NamespaceError,
+            what=f"{what} ({' '.join(argv)})",
+        ).stdout
 
     def members(self) -> list[int]:
         """PIDs of every process in this network or mount namespace (not the holder)."""

@@ -34,6 +34,7 @@ from k8slease.testing.controlplane.kubeconfig import kubeconfig_document, write_
 from k8slease.testing.controlplane.plane import SERVICE_ACCOUNT_ISSUER
 from k8slease.testing.controlplane.processes import Child
 from k8slease.testing.launch import Launched
+from k8slease.testing.tools import run_tool
 
 from . import config as c
 from . import dns
@@ -177,34 +178,15 @@ class Cluster(Launched):
             "kube-scheduler": ("system:kube-scheduler", None),
         }
         for name, (user, group) in identities.items():
-            cert = client_certificate(pki, name, user=user, group=group)
+            client = client_certificate(pki, name, user=user, group=group)
             write_document(
-                kubeconfig_document(
-                    INNER_URL, pki.ca_cert, client_cert=cert, client_key=cert.with_suffix(".key")
-                ),
+                kubeconfig_document(INNER_URL, pki.ca.cert, client=client),
                 directory / f"{name}.kubeconfig",
             )
         write_document(
-            kubeconfig_document(
-                INNER_URL, pki.ca_cert, client_cert=pki.admin_cert, client_key=pki.admin_key
-            ),
+            kubeconfig_document(INNER_URL, pki.ca.cert, client=pki.admin),
             directory / "admin-inner.kubeconfig",
         )
-        files = c.NodeFiles(directory)
-        (files.cni / "10-k8slease.conflist").write_text(c.cni_conflist())
-        files.containerd.write_text(
-            c.containerd_toml(pause_image=v.PAUSE_IMAGE, cni_conf_dir=files.cni)
-        )
-        files.resolv_conf.write_text("# the node has no upstream DNS\n")
-        files.kubelet.write_text(
-            c.kubelet_config(
-                ca_file=pki.ca_cert, cgroup_root=self.cgroup_root, resolv_conf=files.resolv_conf
-            )
-        )
-        files.kube_proxy.write_text(
-            c.kube_proxy_config(kubeconfig=directory / "kube-proxy.kubeconfig")
-        )
-        files.corefile.write_text(c.corefile(kubeconfig=directory / "admin-inner.kubeconfig"))
         d = directory
         script = f"""set -e
 mount -t overlay overlay -o lowerdir=/var,upperdir={d}/var/upper,workdir={d}/var/work /var
@@ -265,33 +247,38 @@ echo 1 > /proc/sys/net/ipv4/ip_forward
                 f"--advertise-address={c.NODE_IP}",
                 f"--secure-port={c.API_PORT}",
                 f"--cert-dir={d / 'apiserver-certs'}",
-                f"--tls-cert-file={pki.server_cert}",
-                f"--tls-private-key-file={pki.server_key}",
-                f"--client-ca-file={pki.ca_cert}",
+                f"--tls-cert-file={pki.server.cert}",
+                f"--tls-private-key-file={pki.server.key}",
+                f"--client-ca-file={pki.ca.cert}",
                 "--authorization-mode=Node,RBAC",
                 "--enable-admission-plugins=NodeRestriction",
                 f"--service-account-issuer={SERVICE_ACCOUNT_ISSUER}",
-                f"--service-account-key-file={pki.service_account_public_key}",
-                f"--service-account-signing-key-file={pki.service_account_key}",
+                f"--service-account-key-file={pki.service_account.public_key}",
+                f"--service-account-signing-key-file={pki.service_account.key}",
                 f"--service-cluster-ip-range={c.SERVICE_CIDR}",
                 "--endpoint-reconciler-type=lease",
-                f"--kubelet-client-certificate={pki.admin_cert}",
-                f"--kubelet-client-key={pki.admin_key}",
+                f"--kubelet-client-certificate={pki.admin.cert}",
+                f"--kubelet-client-key={pki.admin.key}",
                 "--kubelet-preferred-address-types=InternalIP",
                 "--profiling=false",
             ],
         )
 
+    def _config(self, name: str, text: str) -> Path:
+        """Write a daemon's configuration file ``name`` into the state directory."""
+        path = self.directory / name
+        path.write_text(text)
+        return path
+
     def _launch_node(self, pause_archive: Path) -> None:
         d, pki, b = self.directory, self._require_pki(), self.binaries
-        files = c.NodeFiles(d)
         self._child(
             "kube-controller-manager",
             [
                 str(b["kube-controller-manager"]),
                 f"--kubeconfig={d / 'kube-controller-manager.kubeconfig'}",
-                f"--service-account-private-key-file={pki.service_account_key}",
-                f"--root-ca-file={pki.ca_cert}",
+                f"--service-account-private-key-file={pki.service_account.key}",
+                f"--root-ca-file={pki.ca.cert}",
                 "--use-service-account-credentials=true",
                 "--leader-elect=false",
                 "--bind-address=127.0.0.1",
@@ -306,24 +293,38 @@ echo 1 > /proc/sys/net/ipv4/ip_forward
                 "--bind-address=127.0.0.1",
             ],
         )
-        self._child("containerd", [str(b["containerd"]), f"--config={files.containerd}"])
+        cni = d / "cni"
+        (cni / "10-k8slease.conflist").write_text(c.cni_conflist())
+        containerd = self._config(
+            "containerd.toml", c.containerd_toml(pause_image=v.PAUSE_IMAGE, cni_conf_dir=cni)
+        )
+        self._child("containerd", [str(b["containerd"]), f"--config={containerd}"])
         self._wait("containerd", lambda: self._ctr("version").returncode == 0)
-        imported = self._ctr("images", "import", str(pause_archive))
-        if imported.returncode != 0:
-            raise ClusterError(f"importing the pause image failed: {imported.stderr.strip()}")
+        self._ctr("images", "import", str(pause_archive), what="importing the pause image")
+        resolv_conf = self._config("resolv.conf", "# the node has no upstream DNS\n")
+        kubelet = self._config(
+            "kubelet.json",
+            c.kubelet_config(
+                ca_file=pki.ca.cert, cgroup_root=self.cgroup_root, resolv_conf=resolv_conf
+            ),
+        )
         self._child(
             "kubelet",
             [
                 str(b["kubelet"]),
-                f"--config={files.kubelet}",
+                f"--config={kubelet}",
                 f"--kubeconfig={d / 'kubelet.kubeconfig'}",
                 f"--hostname-override={c.NODE_NAME}",
                 f"--node-ip={c.NODE_IP}",
                 "--v=2",  # its kills, probes and restarts, for a failed e2e test's reader
             ],
         )
-        self._child("kube-proxy", [str(b["kube-proxy"]), f"--config={files.kube_proxy}"])
-        self._child("coredns", [str(b["coredns"]), "-conf", str(files.corefile)])
+        kube_proxy = self._config(
+            "kube-proxy.json", c.kube_proxy_config(kubeconfig=d / "kube-proxy.kubeconfig")
+        )
+        self._child("kube-proxy", [str(b["kube-proxy"]), f"--config={kube_proxy}"])
+        corefile = self._config("Corefile", c.corefile(kubeconfig=d / "admin-inner.kubeconfig"))
+        self._child("coredns", [str(b["coredns"]), "-conf", str(corefile)])
         self._wait(f"CoreDNS to answer for {KUBERNETES_NAME}", self._dns_answers)
 
     def resolve(self, name: str) -> list[str]:
@@ -341,26 +342,19 @@ echo 1 > /proc/sys/net/ipv4/ip_forward
         except (NamespaceError, ValueError):  # not listening yet, or not synced (SERVFAIL)
             return False
 
-    def _ctr(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [
-                *self._require_namespace().enter(),
-                str(self.binaries["ctr"]),
-                f"--address={c.CONTAINERD_SOCKET}",
-                "--namespace=k8s.io",
-                *args,
-            ],
-            capture_output=True,
-            text=True,
-            check=False,
+    def _ctr(self, *args: str, what: str = "") -> subprocess.CompletedProcess[str]:
+        """containerd's ``ctr`` inside the node; with ``what``, a failure is a ClusterError."""
+        ctr = [str(self.binaries["ctr"]), f"--address={c.CONTAINERD_SOCKET}", "--namespace=k8s.io"]
+        return run_tool(
+            [*self._require_namespace().enter(), *ctr, *args],
             timeout=600,
+            failure=ClusterError if what else None,
+            what=what,
         )
 
     def import_image(self, archive: Path) -> None:
         """Import an image archive (OCI or docker-archive) into the node's containerd."""
-        result = self._ctr("images", "import", "--all-platforms", str(archive))
-        if result.returncode != 0:
-            raise ClusterError(f"importing {archive} failed: {result.stderr.strip()}")
+        self._ctr("images", "import", "--all-platforms", str(archive), what=f"importing {archive}")
 
     def _wait(self, what: str, ready: Callable[[], bool]) -> None:
         def timed_out() -> str:
@@ -377,8 +371,8 @@ echo 1 > /proc/sys/net/ipv4/ip_forward
 
     def _get(self, path: str) -> int:
         pki = self._require_pki()
-        context = ssl.create_default_context(cafile=str(pki.ca_cert))
-        context.load_cert_chain(str(pki.admin_cert), str(pki.admin_key))
+        context = ssl.create_default_context(cafile=str(pki.ca.cert))
+        context.load_cert_chain(str(pki.admin.cert), str(pki.admin.key))
         assert self._forwarder is not None
         connection = http.client.HTTPSConnection(
             "127.0.0.1", self._forwarder.port, context=context, timeout=5
@@ -394,10 +388,7 @@ echo 1 > /proc/sys/net/ipv4/ip_forward
         pki = self._require_pki()
         target = self._admin_kubeconfig_target()
         document = kubeconfig_document(
-            f"https://127.0.0.1:{self._forwarder.port}",
-            pki.ca_cert,
-            client_cert=pki.admin_cert,
-            client_key=pki.admin_key,
+            f"https://127.0.0.1:{self._forwarder.port}", pki.ca.cert, client=pki.admin
         )
         self._kubeconfig = write_document(document, target)
         return self._kubeconfig
@@ -440,20 +431,14 @@ echo 1 > /proc/sys/net/ipv4/ip_forward
                 HELM_CONFIG_HOME=str(home / "config"),
                 HELM_DATA_HOME=str(home / "data"),
             )
-        result = subprocess.run(
+        return run_tool(
             [str(self.binaries[name]), *args],
-            capture_output=True,
-            text=True,
-            env=env,
-            check=False,
             timeout=timeout,
+            failure=ClusterError if check else None,
+            what=f"{name} {' '.join(args)}",
+            env=env,
             input=input,
         )
-        if check and result.returncode != 0:
-            raise ClusterError(
-                f"{name} {' '.join(args)} failed ({result.returncode}): {result.stderr.strip()}"
-            )
-        return result
 
     def stop(self) -> None:
         """Stop everything; remove the namespace, the cgroups and the state directory."""

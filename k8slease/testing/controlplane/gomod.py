@@ -10,10 +10,11 @@ Kubernetes release that adds or drops a staging module needs no hand edit.
 from __future__ import annotations
 
 import json
-import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from k8slease.testing.tools import run_tool
 
 from .gotool import BuildError, find_go
 
@@ -32,12 +33,8 @@ def module_dir(module: str, version: str) -> Path:
 
 def _download(module: str, version: str, field: str, *, timeout: float) -> Path:
     """``go mod download -json module@version``; the path it gives as ``field``."""
-    result = subprocess.run(
-        [find_go(), "mod", "download", "-json", f"{module}@{version}"],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=timeout,
+    result = run_tool(
+        [find_go(), "mod", "download", "-json", f"{module}@{version}"], timeout=timeout
     )
     try:
         info: dict[str, Any] = json.loads(result.stdout)
@@ -53,15 +50,12 @@ def _download(module: str, version: str, field: str, *, timeout: float) -> Path:
 
 def parse_gomod(path: Path) -> dict[str, Any]:
     """A go.mod file as ``go mod edit -json`` describes it (Go's own parser)."""
-    result = subprocess.run(
+    result = run_tool(
         [find_go(), "mod", "edit", "-json", str(path)],
-        capture_output=True,
-        text=True,
-        check=False,
         timeout=60,
+        failure=BuildError,
+        what=f"parsing {path}",
     )
-    if result.returncode != 0:
-        raise BuildError(f"cannot parse {path}: {result.stderr.strip()}")
     parsed: dict[str, Any] = json.loads(result.stdout)
     return parsed
 

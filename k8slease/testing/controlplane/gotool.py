@@ -12,6 +12,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TextIO
 
+from k8slease.testing.tools import run_tool
+
 #: Output lines that mean the module proxy (or the network behind it) could not be reached.
 _NETWORK_SIGNS = (
     "dial tcp",
@@ -48,10 +50,7 @@ def go_available() -> bool:
 
 def go_env(name: str) -> str:
     """One ``go env`` value (``GOPROXY``, ``GOVERSION``, ...)."""
-    result = subprocess.run(
-        [find_go(), "env", name], capture_output=True, text=True, check=False, timeout=60
-    )
-    return result.stdout.strip()
+    return run_tool([find_go(), "env", name], timeout=60).stdout.strip()
 
 
 def tail(path: Path, lines: int = TAIL_LINES) -> str:

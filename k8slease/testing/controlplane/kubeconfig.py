@@ -7,6 +7,8 @@ from pathlib import Path
 
 from k8slease.testing.kubeconfig import write_private_document
 
+from .certs import KeyPair
+
 CONTEXT = "k8slease-controlplane"
 
 
@@ -18,26 +20,21 @@ def kubeconfig_document(
     url: str,
     ca_cert: Path,
     *,
-    client_cert: Path | None = None,
-    client_key: Path | None = None,
+    client: KeyPair | None = None,
     token: str | None = None,
     namespace: str = "default",
 ) -> dict[str, object]:
     """A self-contained kubeconfig (certificates inlined) for one identity.
 
-    The identity is a client certificate (``client_cert`` and ``client_key``) or a bearer
+    The identity is a ``client`` key pair (its certificate signed by the CA) or a bearer
     ``token``, exactly one of them.
     """
-    if (token is None) == (client_cert is None or client_key is None):
-        raise ValueError("give either token or both client_cert and client_key")
-    user: dict[str, str] = (
-        {"token": token}
-        if token is not None
-        else {
-            "client-certificate-data": _data(client_cert),  # type: ignore[arg-type]
-            "client-key-data": _data(client_key),  # type: ignore[arg-type]
-        }
-    )
+    if client is not None and token is None:
+        user = {"client-certificate-data": _data(client.cert), "client-key-data": _data(client.key)}
+    elif token is not None and client is None:
+        user = {"token": token}
+    else:
+        raise ValueError("give either a token or a client key pair")
     return {
         "apiVersion": "v1",
         "kind": "Config",

@@ -101,7 +101,7 @@ class ControlPlane(Launched):
     @property
     def ca_file(self) -> Path:
         """The CA certificate that signed the serving certificate."""
-        return self._require_pki().ca_cert
+        return self._require_pki().ca.cert
 
     def start(self) -> ControlPlane:
         """Start etcd and kube-apiserver; returns once ``/readyz`` answers ok.
@@ -155,13 +155,13 @@ class ControlPlane(Launched):
             f"--advertise-address={HOST}",
             f"--secure-port={self.port}",
             f"--cert-dir={directory / 'certs'}",
-            f"--tls-cert-file={pki.server_cert}",
-            f"--tls-private-key-file={pki.server_key}",
-            f"--client-ca-file={pki.ca_cert}",
+            f"--tls-cert-file={pki.server.cert}",
+            f"--tls-private-key-file={pki.server.key}",
+            f"--client-ca-file={pki.ca.cert}",
             "--authorization-mode=RBAC",
             f"--service-account-issuer={SERVICE_ACCOUNT_ISSUER}",
-            f"--service-account-key-file={pki.service_account_public_key}",
-            f"--service-account-signing-key-file={pki.service_account_key}",
+            f"--service-account-key-file={pki.service_account.public_key}",
+            f"--service-account-signing-key-file={pki.service_account.key}",
             f"--service-cluster-ip-range={SERVICE_CIDR}",
             "--endpoint-reconciler-type=none",
             "--profiling=false",
@@ -211,9 +211,7 @@ class ControlPlane(Launched):
 
     def _admin_document(self) -> dict[str, object]:
         pki = self._require_pki()
-        return kubeconfig_document(
-            self.url, pki.ca_cert, client_cert=pki.admin_cert, client_key=pki.admin_key
-        )
+        return kubeconfig_document(self.url, pki.ca.cert, client=pki.admin)
 
     def kubeconfig_for_token(self, token: str, path: str | Path | None = None) -> Path:
         """A kubeconfig that authenticates with a bearer ``token`` (say, from TokenRequest).
@@ -226,7 +224,7 @@ class ControlPlane(Launched):
         if target is None:
             digest = hashlib.sha256(token.encode()).hexdigest()[:16]
             target = self.directory / "kubeconfigs" / f"token-{digest}.kubeconfig"
-        document = kubeconfig_document(self.url, self._require_pki().ca_cert, token=token)
+        document = kubeconfig_document(self.url, self._require_pki().ca.cert, token=token)
         return write_document(document, target)
 
     def configuration(self, token: str | None = None) -> kubernetes.client.Configuration:
@@ -236,10 +234,10 @@ class ControlPlane(Launched):
         pki = self._require_pki()
         config = kubernetes.client.Configuration()
         config.host = self.url
-        config.ssl_ca_cert = str(pki.ca_cert)
+        config.ssl_ca_cert = str(pki.ca.cert)
         if token is None:
-            config.cert_file = str(pki.admin_cert)
-            config.key_file = str(pki.admin_key)
+            config.cert_file = str(pki.admin.cert)
+            config.key_file = str(pki.admin.key)
         else:
             config.api_key = {"authorization": f"Bearer {token}"}
         return config
@@ -254,9 +252,9 @@ class ControlPlane(Launched):
         """An SSL context that trusts the CA (and presents the admin certificate unless
         ``token_only``), for raw HTTP clients."""
         pki = self._require_pki()
-        context = ssl.create_default_context(cafile=str(pki.ca_cert))
+        context = ssl.create_default_context(cafile=str(pki.ca.cert))
         if not token_only:
-            context.load_cert_chain(str(pki.admin_cert), str(pki.admin_key))
+            context.load_cert_chain(str(pki.admin.cert), str(pki.admin.key))
         return context
 
     def get(self, path: str, *, timeout: float = 10.0) -> tuple[int, str]:

@@ -113,21 +113,43 @@ def test_containerd_restricts_oom_score_adj_and_uses_the_pinned_pause(tmp_path: 
 def test_the_serving_certificate_covers_the_service_names(tmp_path: Path) -> None:
     pki = make_pki(tmp_path, serving_names=c.SERVING_NAMES)
     text = subprocess.run(
-        ["openssl", "x509", "-in", str(pki.server_cert), "-noout", "-ext", "subjectAltName"],
+        ["openssl", "x509", "-in", str(pki.server.cert), "-noout", "-ext", "subjectAltName"],
         capture_output=True,
         text=True,
         check=True,
     ).stdout
     for name in ("kubernetes.default.svc", c.KUBERNETES_SERVICE_IP, c.NODE_IP):
         assert name in text
-    cert = client_certificate(pki, "kubelet", user="system:node:n", group="system:nodes")
+    kubelet = client_certificate(pki, "kubelet", user="system:node:n", group="system:nodes")
+    assert (kubelet.key.name, kubelet.cert.name) == ("kubelet.key", "kubelet.crt")
     subject = subprocess.run(
-        ["openssl", "x509", "-in", str(cert), "-noout", "-subject"],
+        ["openssl", "x509", "-in", str(kubelet.cert), "-noout", "-subject"],
         capture_output=True,
         text=True,
         check=True,
     ).stdout
     assert "O = system:nodes" in subject and "CN = system:node:n" in subject
+
+
+def openssl(*args: str) -> str:
+    return subprocess.run(["openssl", *args], capture_output=True, text=True, check=True).stdout
+
+
+def test_every_key_pair_of_the_pki_is_its_key_and_the_certificate_the_ca_signed_for_it(
+    tmp_path: Path,
+) -> None:
+    pki = make_pki(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.suffix != ".srl") == [
+        "admin.crt", "admin.key", "ca.crt", "ca.key", "server.crt", "server.key",
+        "service-account.key", "service-account.pub",
+    ]  # fmt: skip
+    for pair in (pki.server, pki.admin):
+        assert openssl("verify", "-CAfile", str(pki.ca.cert), str(pair.cert)).endswith(": OK\n")
+    for pair in (pki.ca, pki.server, pki.admin):
+        public = openssl("x509", "-in", str(pair.cert), "-noout", "-pubkey")
+        assert public == openssl("pkey", "-in", str(pair.key), "-pubout")
+    signing = pki.service_account
+    assert signing.public_key.read_text() == openssl("pkey", "-in", str(signing.key), "-pubout")
 
 
 def test_cgroup_dirs_are_listed_deepest_first_in_every_hierarchy(
@@ -163,9 +185,7 @@ def test_no_go_and_nothing_cached_is_one_line_saying_so(
     monkeypatch.setattr(host, "go_available", lambda: False)
     monkeypatch.setattr(host.os, "geteuid", lambda: 0)
     monkeypatch.setattr(host.shutil, "which", lambda name: f"/usr/bin/{name}")
-    monkeypatch.setattr(
-        host.subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 0, "", "")
-    )
+    monkeypatch.setattr(host, "run_tool", lambda *a, **k: subprocess.CompletedProcess(a, 0, "", ""))
     assert host.unavailable() == (
         "Go is not installed and the cluster's binaries are not cached (no 'go' on PATH)"
     )

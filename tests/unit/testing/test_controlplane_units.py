@@ -10,6 +10,7 @@ import pytest
 
 from k8slease.testing import tiers
 from k8slease.testing.controlplane import apimetrics, audit, build, cache, gomod, versions
+from k8slease.testing.controlplane.certs import KeyPair
 from k8slease.testing.controlplane.gotool import BuildError
 from k8slease.testing.controlplane.kubeconfig import kubeconfig_document, write_document
 from k8slease.testing.kubeconfig import write_kubeconfig
@@ -113,8 +114,19 @@ def test_kubeconfig_for_a_token_carries_the_ca_and_no_client_certificate(tmp_pat
     text = json.dumps(document)
     assert '"token": "tok"' in text and "certificate-authority-data" in text
     assert "client-certificate-data" not in text and "insecure" not in text
-    with pytest.raises(ValueError, match="either token"):
+    with pytest.raises(ValueError, match="either a token or a client key pair"):
         kubeconfig_document("https://127.0.0.1:1", ca)
+
+
+def test_kubeconfig_for_a_key_pair_inlines_its_certificate_and_key(tmp_path: Path) -> None:
+    ca, client = tmp_path / "ca.crt", KeyPair(tmp_path / "kubelet.key")
+    for path, data in ((ca, b"CA"), (client.cert, b"CERT"), (client.key, b"KEY")):
+        path.write_bytes(data)
+    document = kubeconfig_document("https://127.0.0.1:1", ca, client=client)
+    [user] = document["users"]  # type: ignore[misc]
+    assert user["user"] == {"client-certificate-data": "Q0VSVA==", "client-key-data": "S0VZ"}
+    with pytest.raises(ValueError, match="either a token or a client key pair"):
+        kubeconfig_document("https://127.0.0.1:1", ca, client=client, token="tok")
 
 
 @pytest.mark.parametrize("writer", ["control plane", "embedded"])
