@@ -23,9 +23,6 @@ from k8slease.jobs.misfire import MisfirePolicy, missed_ticks
 from k8slease.jobs.runner import TickRunner
 from k8slease.jobs.spec import Mode
 from k8slease.kube.microtime import shift
-from k8slease.logs import get_logger
-
-log = get_logger("k8slease.jobs")
 
 
 def schedule_catch_up(
@@ -45,7 +42,7 @@ def schedule_catch_up(
         spec = runner.spec
         if spec.trigger is None or runner.lock is None or spec.misfire is MisfirePolicy.SKIP:
             continue
-        bound = log.bind(group=runner.group, identity=runner.identity, job=spec.name)
+        bound = runner.owner.log(spec.name)
         policy = spec.misfire
         last: datetime | None
         try:

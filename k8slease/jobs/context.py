@@ -1,4 +1,4 @@
-"""What a job function receives: :class:`JobContext`."""
+"""What a job function receives: :class:`JobContext`; and whose jobs they are: :class:`JobOwner`."""
 
 from __future__ import annotations
 
@@ -6,6 +6,10 @@ import threading
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+
+from k8slease.logs import get_logger
+
+log = get_logger("k8slease.jobs")
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,3 +30,40 @@ class JobContext:
     fencing_token: int | None
     lost: threading.Event
     log: Any
+
+
+@dataclass(frozen=True, slots=True)
+class JobOwner:
+    """Whose jobs these are: their ``group`` and the ``identity`` of the replica running them.
+
+    One replica's runners of scheduled ticks (:class:`~k8slease.jobs.runner.TickRunner`) and of
+    singletons (:class:`~k8slease.jobs.singletons.SingletonRun`) are each given theirs; it binds a
+    job's logger and makes the :class:`JobContext` the job's function gets.
+    """
+
+    group: str
+    identity: str
+
+    def log(self, job: str) -> Any:
+        """The structlog logger of job ``job`` run by this owner."""
+        return log.bind(job=job, group=self.group, identity=self.identity)
+
+    def context(
+        self,
+        job: str,
+        log: Any,
+        *,
+        tick: datetime | None,
+        fencing_token: int | None,
+        lost: threading.Event,
+    ) -> JobContext:
+        """The context of a run of job ``job`` by this owner, logging to ``log``."""
+        return JobContext(
+            job=job,
+            group=self.group,
+            identity=self.identity,
+            tick=tick,
+            fencing_token=fencing_token,
+            lost=lost,
+            log=log,
+        )

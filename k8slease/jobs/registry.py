@@ -37,6 +37,7 @@ from k8slease.election.leadership import LeadershipContext
 from k8slease.election.seams import Seams
 from k8slease.election.timing import ElectionTiming, with_request_timeout
 from k8slease.errors import ConfigError
+from k8slease.jobs.context import JobOwner
 from k8slease.jobs.dropped import DroppedTicks
 from k8slease.jobs.inprogress import wait_for_runs
 from k8slease.jobs.journal import AUTO, RunJournal, journal_path
@@ -126,6 +127,8 @@ class Jobs(JobRegistrations):
         self.group, self.namespace, self.identity = site_names(
             group, optional_namespace(namespace), identity
         )
+        #: whose jobs these are, given to each singleton run
+        self._owner = JobOwner(self.group, self.identity)
         if scheduler is not None and not isinstance(scheduler, BaseScheduler):
             raise ConfigError(f"scheduler must be an APScheduler 3 scheduler, got {scheduler!r}")
         self._scheduler = scheduler
@@ -367,8 +370,7 @@ class Jobs(JobRegistrations):
         leader = spec.mode is Mode.LEADER
         run = SingletonRun(
             spec,
-            group=self.group,
-            identity=self.identity,
+            self._owner,
             lost=lost,
             fencing_token=fencing_token,
             restart_delay=self.restart_delay,

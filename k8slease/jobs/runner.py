@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 from k8slease.callbacks import cancellable
 from k8slease.clock import Clock, SystemClock
 from k8slease.errors import NotFound, TransportError, Unavailable
-from k8slease.jobs.context import JobContext
+from k8slease.jobs.context import JobContext, JobOwner
 from k8slease.jobs.dropped import NotRun
 from k8slease.jobs.inprogress import RunsInProgress, in_thread_then_cancel, in_thread_to_the_end
 from k8slease.jobs.leadergate import bind_to_leadership
@@ -30,10 +30,8 @@ from k8slease.jobs.spec import JobSpec, Mode
 from k8slease.jobs.termsettle import settle_after_term
 from k8slease.kube.complaints import hint
 from k8slease.lease.jobrecord import Outcome
-from k8slease.logs import get_logger
 from k8slease.metrics import JobMetrics, NoopJobMetrics
 
-log = get_logger("k8slease.jobs")
 T = TypeVar("T")
 
 
@@ -67,26 +65,25 @@ class _Attempt:
 class TickRunner:
     """Runs the ticks of one job on this replica.
 
-    ``lock`` is the job's :class:`JobLock` (``None`` for EVERY_REPLICA jobs); ``is_leader`` tells
-    whether this replica leads its group (consulted for LEADER jobs, before the claim and again
-    once it is granted: a claim slowed down by the API server may be answered after the
-    leadership ended, and then the tick does not run).
+    ``owner`` names whose job it is (its group, this replica's identity); ``lock`` is the job's
+    :class:`JobLock` (``None`` for EVERY_REPLICA jobs); ``is_leader`` tells whether this replica
+    leads its group (consulted for LEADER jobs, before the claim and again once it is granted: a
+    claim slowed down by the API server may be answered after the leadership ended, and then the
+    tick does not run).
     """
 
     def __init__(
         self,
         spec: JobSpec,
+        owner: JobOwner,
         *,
-        group: str,
-        identity: str,
         lock: JobLock | None,
         is_leader: Callable[[], bool] | None = None,
         metrics: JobMetrics | None = None,
         clock: Clock | None = None,
     ) -> None:
         self.spec = spec
-        self.group = group
-        self.identity = identity
+        self.owner = owner
         self.lock = lock
         self._is_leader = is_leader
         self._clock: Clock = clock or SystemClock()
@@ -106,18 +103,18 @@ class TickRunner:
         #: the last claim was answered with a refusal (403, 422, ...): ``api-refused`` skips, and
         #: Jobs is not ready
         self.refused = False
-        self._log = log.bind(job=spec.name, group=group, identity=identity)
+        self._log = owner.log(spec.name)
         #: the runs in progress (``Jobs.stop()`` waits for those a scheduler shutdown cancelled)
         self.runs = RunsInProgress()
         #: ticks lost in the current outage (API unreachable, or no leader), reported once
-        self.losses = LostTicks(group=group, job=spec.name, log=self._log)
+        self.losses = LostTicks(group=owner.group, job=spec.name, log=self._log)
 
     # -- deciding -----------------------------------------------------------------------------
 
     def _skip(self, tick: datetime, why: str) -> None:
         self.stats.skipped(why)
         self._log.debug("job.skipped", tick=tick.isoformat(), why=why)
-        self._metrics.skipped(self.group, self.spec.name, why)
+        self._metrics.skipped(self.owner.group, self.spec.name, why)
 
     def _claim(self, tick: datetime, *, catch_up: bool = False) -> _Attempt | None:
         """The attempt to run ``tick`` under its grant (none when uncoordinated), or ``None``
@@ -223,7 +220,7 @@ class TickRunner:
         self._running = None
         final = self.lock.finish(grant, "lost", error=f"not started: {why}").outcome
         self.stats.ran(final)
-        self._metrics.ran(self.group, self.spec.name, final, 0.0)
+        self._metrics.ran(self.owner.group, self.spec.name, final, 0.0)
         return False
 
     def leadership_ended(self) -> None:
@@ -250,14 +247,12 @@ class TickRunner:
 
     def _context(self, attempt: _Attempt) -> JobContext:
         grant = attempt.grant
-        return JobContext(
-            job=self.spec.name,
-            group=self.group,
-            identity=self.identity,
+        return self.owner.context(
+            self.spec.name,
+            self._log.bind(tick=attempt.tick.isoformat()),
             tick=attempt.tick,
             fencing_token=grant.fencing_token if grant else None,
             lost=grant.lost if grant else threading.Event(),
-            log=self._log.bind(tick=attempt.tick.isoformat()),
         )
 
     def _finish(self, attempt: _Attempt, outcome: Outcome, error: str | None) -> str:
@@ -269,7 +264,7 @@ class TickRunner:
         elif outcome == "failed":
             self._log.error("job.failed", tick=attempt.tick.isoformat(), error=error)
         self.stats.ran(final)
-        self._metrics.ran(self.group, self.spec.name, final, seconds)
+        self._metrics.ran(self.owner.group, self.spec.name, final, seconds)
         return final
 
     # -- running ------------------------------------------------------------------------------

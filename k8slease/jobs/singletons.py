@@ -14,22 +14,18 @@ import threading
 from collections.abc import Callable
 
 from k8slease.callbacks import CancelHooks, run_cancellable
-from k8slease.jobs.context import JobContext
+from k8slease.jobs.context import JobOwner
 from k8slease.jobs.spec import JobSpec
-from k8slease.logs import get_logger
-
-log = get_logger("k8slease.jobs")
 
 
 class SingletonRun:
-    """One activation of a singleton: from ``start()`` until ``lost`` is set."""
+    """One activation of a singleton of ``owner``: from ``start()`` until ``lost`` is set."""
 
     def __init__(
         self,
         spec: JobSpec,
+        owner: JobOwner,
         *,
-        group: str,
-        identity: str,
         lost: threading.Event,
         fencing_token: int | None,
         restart_delay: float = 5.0,
@@ -42,15 +38,9 @@ class SingletonRun:
         self._loop = loop
         #: called (in the singleton's thread) once it has ended for good
         self._on_end = on_end
-        self._log = log.bind(job=spec.name, group=group, identity=identity)
-        self.ctx = JobContext(
-            job=spec.name,
-            group=group,
-            identity=identity,
-            tick=None,
-            fencing_token=fencing_token,
-            lost=lost,
-            log=self._log,
+        self._log = owner.log(spec.name)
+        self.ctx = owner.context(
+            spec.name, self._log, tick=None, fencing_token=fencing_token, lost=lost
         )
         self._thread = threading.Thread(
             target=self._supervise, name=f"k8slease-singleton-{spec.name}", daemon=True

@@ -27,6 +27,7 @@ from k8slease.election.budgets import event_budget
 from k8slease.election.machine import ElectionMachine
 from k8slease.election.timing import ElectionTiming
 from k8slease.jobs.catchup import schedule_catch_up
+from k8slease.jobs.context import JobOwner
 from k8slease.jobs.dropped import MASK as DROPPED_MASK
 from k8slease.jobs.dropped import DroppedTicks, due_between
 from k8slease.jobs.executors import TickAsyncIOExecutor, TickThreadPoolExecutor
@@ -101,8 +102,7 @@ def job_runner(
     """The runner of job ``spec``, claiming through ``lock`` (``None``: uncoordinated)."""
     return TickRunner(
         spec,
-        group=wiring.group,
-        identity=wiring.identity,
+        JobOwner(wiring.group, wiring.identity),
         lock=lock,
         is_leader=is_leader,
         metrics=wiring.metrics,

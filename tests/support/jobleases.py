@@ -22,6 +22,7 @@ from kubernetes import client
 
 from k8slease import TickLock
 from k8slease.errors import AlreadyExists, Conflict, NotFound, Unavailable
+from k8slease.jobs.context import JobOwner
 from k8slease.jobs.lock import Grant, JobLock
 from k8slease.jobs.runner import TickRunner
 from k8slease.jobs.spec import JobSpec, Mode
@@ -112,6 +113,10 @@ class LosingStore:
     def view(self) -> LeaseView:
         assert self.lease is not None
         return LeaseView.decode(self.lease)
+
+
+#: The owner of the runners these tests build: replica ``r0`` of group ``g`` (:func:`job_lock`'s).
+R0 = JobOwner("g", "r0")
 
 
 def job_lock(
@@ -240,8 +245,7 @@ def leader_runner(
     spec = JobSpec(name="job", func=func, mode=Mode.LEADER, trigger=IntervalTrigger(seconds=10))
     return TickRunner(
         spec,
-        group="g",
-        identity="r0",
+        R0,
         lock=job_lock(store, clock, **lock),
         is_leader=leading,
         clock=clock,

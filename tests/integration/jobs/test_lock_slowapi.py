@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from k8slease.errors import Unavailable
+from k8slease.jobs.context import JobOwner
 from k8slease.jobs.lock import Grant, JobLock
 from k8slease.jobs.runner import TickRunner
 from k8slease.jobs.spec import JobSpec, Mode
@@ -96,9 +97,8 @@ def test_a_leader_jobs_slow_claim_answered_after_the_leadership_ended_does_not_r
     # leading before the claim; once the claim was sent, ``still_leading`` for every later look
     answers = itertools.chain([True], itertools.repeat(still_leading))
     lock = _lock(transport, grace=300)
-    runner = TickRunner(
-        spec, group="billing", identity="replica-0", lock=lock, is_leader=lambda: next(answers)
-    )
+    owner = JobOwner("billing", "replica-0")
+    runner = TickRunner(spec, owner, lock=lock, is_leader=lambda: next(answers))
     _slow_leases(k8s_embedded_apiserver, LATENCY)
     tick = datetime.now(UTC).replace(microsecond=0)
     outcome = runner.run_tick(tick)

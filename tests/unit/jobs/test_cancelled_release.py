@@ -29,7 +29,7 @@ from k8slease.jobs.runner import TickRunner
 from k8slease.jobs.spec import JobSpec, Mode
 from k8slease.lease.jobrecord import job_state_from_lease
 from tests.support.fakeclock import FakeClock
-from tests.support.jobleases import GatedStore, job_lock, tick_lock_on
+from tests.support.jobleases import R0, GatedStore, job_lock, tick_lock_on
 
 T0 = datetime(2026, 1, 1, 2, 0, tzinfo=UTC)
 
@@ -56,7 +56,7 @@ def jobs_run(store: GatedStore, started: asyncio.Event) -> Awaitable[Any]:
     )
     clock = FakeClock(wall=T0)
     lock = job_lock(store, clock, at_most=60)
-    runner = TickRunner(spec, group="g", identity="r0", lock=lock, clock=clock)
+    runner = TickRunner(spec, R0, lock=lock, clock=clock)
     return runner.run_tick_async(T0)
 
 

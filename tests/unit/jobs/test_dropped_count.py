@@ -88,11 +88,12 @@ def test_the_leaderless_watch_is_listened_to_for_misses() -> None:
     from k8slease.jobs.wiring import leaderless_id, schedule_jobs
     from k8slease.metrics import NoopJobMetrics
     from tests.support.fakeclock import FakeClock
+    from tests.support.jobleases import R0
 
     spec = JobSpec(
         name="nightly", func=lambda ctx: None, mode=Mode.LEADER, trigger=IntervalTrigger(seconds=5)
     )
-    runner = TickRunner(spec, group="g", identity="r0", lock=None)
+    runner = TickRunner(spec, R0, lock=None)
     scheduler = BackgroundScheduler(timezone=UTC)
     listener = schedule_jobs(
         scheduler,

@@ -25,7 +25,7 @@ from k8slease.jobs.executors import _TickView
 from k8slease.jobs.runner import TickRunner
 from k8slease.jobs.spec import JobSpec, Mode
 from tests.support.fakeclock import FakeClock
-from tests.support.jobleases import LosingStore, job_lock
+from tests.support.jobleases import R0, LosingStore, job_lock
 from tests.support.recorders import CountedSkips, PostedEvents
 
 JOB_ID = "k8slease:g:job"
@@ -80,8 +80,7 @@ def test_a_tick_fired_while_the_previous_run_holds_the_lock_posts_the_event_and_
     )
     runner = TickRunner(
         spec,
-        group="g",
-        identity="r0",
+        R0,
         lock=job_lock(LosingStore(), clock),
         clock=clock,
         metrics=counted,

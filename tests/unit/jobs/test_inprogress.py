@@ -18,7 +18,7 @@ from k8slease.jobs.spec import JobSpec, Mode
 from k8slease.lease.jobrecord import job_state_from_lease
 from k8slease.logs import get_logger
 from tests.support.fakeclock import FakeClock
-from tests.support.jobleases import GatedStore, job_lock, tick_at
+from tests.support.jobleases import R0, GatedStore, job_lock, tick_at
 
 log = get_logger("k8slease.jobs")
 
@@ -97,7 +97,7 @@ def test_a_run_cancelled_during_its_claim_releases_the_grant_it_brings() -> None
     spec = JobSpec(
         name="job", func=job, mode=Mode.ONCE_PER_TICK, trigger=IntervalTrigger(seconds=2)
     )
-    runner = TickRunner(spec, group="g", identity="r0", lock=job_lock(store, clock), clock=clock)
+    runner = TickRunner(spec, R0, lock=job_lock(store, clock), clock=clock)
 
     async def main() -> None:
         task = asyncio.ensure_future(runner.run_tick_async(tick_at(clock)))

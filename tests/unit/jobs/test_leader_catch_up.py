@@ -28,7 +28,7 @@ from k8slease.jobs.misfire import MisfirePolicy
 from k8slease.jobs.runner import TickRunner
 from k8slease.jobs.spec import JobSpec, Mode
 from tests.support.fakeclock import FakeClock
-from tests.support.jobleases import LosingStore, job_lock, logged_events
+from tests.support.jobleases import R0, LosingStore, job_lock, logged_events
 
 
 def _catch_up_jobs(
@@ -66,8 +66,7 @@ def _catch_up_jobs(
     )
     runner = TickRunner(
         spec,
-        group="g",
-        identity="r0",
+        R0,
         lock=job_lock(store, clock),
         is_leader=leading,
         clock=clock,

@@ -18,6 +18,7 @@ from k8slease.jobs.runner import TickRunner
 from k8slease.jobs.spec import JobSpec, Mode
 from tests.support.fakeclock import FakeClock
 from tests.support.jobleases import (
+    R0,
     Leadership,
     LosingStore,
     SlowStore,
@@ -105,7 +106,7 @@ def test_ticks_skipped_while_the_api_server_was_unreachable_are_named_at_warning
         mode=Mode.ONCE_PER_TICK,
         trigger=IntervalTrigger(seconds=2),
     )
-    runner = TickRunner(spec, group="g", identity="r0", lock=job_lock(store, clock), clock=clock)
+    runner = TickRunner(spec, R0, lock=job_lock(store, clock), clock=clock)
     store.down = True
     skipped = []
     for _ in range(3):
@@ -200,7 +201,7 @@ def test_a_tick_fired_while_this_replica_still_runs_the_previous_one_is_named_at
     spec = JobSpec(
         name="job", func=body, mode=Mode.ONCE_PER_TICK, trigger=IntervalTrigger(seconds=2)
     )
-    runner = TickRunner(spec, group="g", identity="r0", lock=job_lock(store, clock), clock=clock)
+    runner = TickRunner(spec, R0, lock=job_lock(store, clock), clock=clock)
     with caplog.at_level(logging.DEBUG, logger="k8slease"):
         assert runner.run_tick(clock.now()) == "succeeded"
     assert inner == [None], "the next tick did not run inside the first one's run"
